@@ -1,0 +1,20 @@
+# All dependencies come from Debian 12 packages (scripts/install-deps).
+find_package(Threads REQUIRED)
+find_package(Boost 1.74 REQUIRED)
+find_package(nlohmann_json 3.11 REQUIRED)
+find_package(spdlog 1.10 REQUIRED)
+find_package(fmt 9 REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(dnnl REQUIRED)
+find_package(GTest REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+if(S1_BENCHMARKS AND NOT S1_SANITIZE AND NOT S1_FUZZ)
+  find_package(benchmark REQUIRED)
+endif()
+
+# Boost.Asio/Beast are header-only here; build them in their C++20-coroutine mode.
+add_library(s1_boost INTERFACE)
+target_link_libraries(s1_boost INTERFACE Boost::headers Threads::Threads)
+target_compile_definitions(s1_boost INTERFACE BOOST_ASIO_NO_DEPRECATED BOOST_BEAST_USE_STD_STRING_VIEW)
