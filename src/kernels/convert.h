@@ -1,0 +1,14 @@
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace s1::kernels {
+
+// bf16 values as their raw bits (the upper half of an IEEE fp32).
+using Bf16Bits = std::uint16_t;
+
+// fp32 → bf16 with round-to-nearest-even (what oneDNN and torch do), NaN stays NaN.
+void convert_fp32_to_bf16(std::span<const float> x, std::span<Bf16Bits> y);
+
+}  // namespace s1::kernels

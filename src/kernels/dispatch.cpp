@@ -1,0 +1,186 @@
+// The one dispatch table: which variant each op runs on this CPU, and the op entry points that
+// split work across the shared OpenMP pool before calling it.
+
+#include <array>
+#include <cassert>
+#include <cmath>
+
+#include "kernels/attention.h"
+#include "kernels/convert.h"
+#include "kernels/cpu_features.h"
+#include "kernels/gelu.h"
+#include "kernels/layer_norm.h"
+#include "kernels/parallel.h"
+#include "kernels/pooling.h"
+#include "kernels/reference/reference.h"
+#include "kernels/softmax.h"
+#include "kernels/variants.h"
+#include "kernels/x86/x86.h"
+
+namespace s1::kernels {
+namespace {
+
+constexpr std::array<Variant<LayerNormFn>, 2> layer_norm_variants{{
+    {"avx512", Isa::avx512, &x86::layer_norm_avx512},
+    {"reference", Isa::portable, &reference::layer_norm},
+}};
+constexpr std::array<Variant<GeluFn>, 2> gelu_variants{{
+    {"avx512", Isa::avx512, &x86::gelu_avx512},
+    {"reference", Isa::portable, &reference::gelu},
+}};
+constexpr std::array<Variant<SoftmaxFn>, 2> softmax_variants{{
+    {"avx512", Isa::avx512, &x86::softmax_avx512},
+    {"reference", Isa::portable, &reference::softmax},
+}};
+constexpr std::array<Variant<ConvertFp32ToBf16Fn>, 2> convert_variants{{
+    {"avx512_bf16", Isa::avx512_bf16, &x86::convert_fp32_to_bf16_avx512_bf16},
+    {"reference", Isa::portable, &reference::convert_fp32_to_bf16},
+}};
+constexpr std::array<Variant<AttentionHeadFn>, 2> attention_head_variants{{
+    {"avx512", Isa::avx512, &x86::attention_head_avx512},
+    {"reference", Isa::portable, &reference::attention_head},
+}};
+
+template <class Fn, std::size_t count>
+Variant<Fn> first_supported(const std::array<Variant<Fn>, count>& variants) {
+  for (const Variant<Fn>& variant : variants)
+    if (isa_supported(variant.isa)) return variant;
+  return variants.back();
+}
+
+// Below these sizes a second thread costs more to wake than it saves.
+constexpr std::size_t min_elements_per_thread = 16384;
+constexpr std::size_t min_heads_per_thread = 1;
+
+}  // namespace
+
+bool isa_supported(Isa isa) {
+  const CpuFeatures& cpu = cpu_features();
+  switch (isa) {
+    case Isa::portable: return true;
+    case Isa::avx512: return cpu.avx512();
+    case Isa::avx512_bf16: return cpu.avx512_with_bf16();
+    case Isa::amx_bf16: return cpu.amx_with_bf16();
+  }
+  return false;
+}
+
+std::string_view isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::portable: return "portable";
+    case Isa::avx512: return "avx512";
+    case Isa::avx512_bf16: return "avx512_bf16";
+    case Isa::amx_bf16: return "amx_bf16";
+  }
+  return "unknown";
+}
+
+const OpVariants& op_variants() {
+  static const OpVariants variants{layer_norm_variants, gelu_variants, softmax_variants, convert_variants,
+                                   attention_head_variants};
+  return variants;
+}
+
+const SelectedVariants& selected_variants() {
+  static const SelectedVariants selected{
+      first_supported(layer_norm_variants), first_supported(gelu_variants), first_supported(softmax_variants),
+      first_supported(convert_variants), first_supported(attention_head_variants)};
+  return selected;
+}
+
+namespace {
+
+void run_layer_norm(std::span<const float> x, std::span<const float> residual, std::span<const float> gamma,
+                    std::span<const float> beta, float eps, std::span<float> y) {
+  const std::size_t width = gamma.size();
+  assert(width > 0 && x.size() % width == 0 && y.size() == x.size());
+  assert(residual.empty() || residual.size() == x.size());
+  LayerNormFn* run = selected_variants().layer_norm.run;
+  parallel_for(x.size() / width, (min_elements_per_thread + width - 1) / width, [&](std::size_t begin, std::size_t end) {
+    const std::size_t offset = begin * width;
+    const std::size_t size = (end - begin) * width;
+    run(x.subspan(offset, size), residual.empty() ? residual : residual.subspan(offset, size), gamma, beta, eps,
+        y.subspan(offset, size));
+  });
+}
+
+}  // namespace
+
+void layer_norm(std::span<const float> x, std::span<const float> gamma, std::span<const float> beta, float eps,
+                std::span<float> y) {
+  run_layer_norm(x, {}, gamma, beta, eps, y);
+}
+
+void add_layer_norm(std::span<const float> x, std::span<const float> residual, std::span<const float> gamma,
+                    std::span<const float> beta, float eps, std::span<float> y) {
+  run_layer_norm(x, residual, gamma, beta, eps, y);
+}
+
+void gelu(std::span<const float> x, std::span<float> y) {
+  assert(y.size() == x.size());
+  GeluFn* run = selected_variants().gelu.run;
+  parallel_for(x.size(), min_elements_per_thread, [&](std::size_t begin, std::size_t end) {
+    run(x.subspan(begin, end - begin), y.subspan(begin, end - begin));
+  });
+}
+
+void softmax(std::span<const float> x, std::size_t columns, std::span<float> y) {
+  assert(columns > 0 && x.size() % columns == 0 && y.size() == x.size());
+  SoftmaxFn* run = selected_variants().softmax.run;
+  parallel_for(x.size() / columns, (min_elements_per_thread + columns - 1) / columns, [&](std::size_t begin, std::size_t end) {
+    run(x.subspan(begin * columns, (end - begin) * columns), columns, y.subspan(begin * columns, (end - begin) * columns));
+  });
+}
+
+void convert_fp32_to_bf16(std::span<const float> x, std::span<Bf16Bits> y) {
+  assert(y.size() == x.size());
+  ConvertFp32ToBf16Fn* run = selected_variants().convert_fp32_to_bf16.run;
+  parallel_for(x.size(), 4 * min_elements_per_thread, [&](std::size_t begin, std::size_t end) {
+    run(x.subspan(begin, end - begin), y.subspan(begin, end - begin));
+  });
+}
+
+void attention(std::span<const float> qkv, std::span<const std::size_t> lengths, AttentionShape shape, bool causal,
+               std::span<float> out) {
+  assert(shape.heads > 0 && shape.kv_heads > 0 && shape.heads % shape.kv_heads == 0 && shape.head_dim > 0);
+  assert(lengths.size() == shape.batch);
+  assert(qkv.size() == shape.batch * shape.seq * shape.qkv_width());
+  assert(out.size() == shape.batch * shape.seq * shape.out_width());
+  AttentionHeadFn* run = selected_variants().attention_head.run;
+  const std::size_t group = shape.heads / shape.kv_heads;
+  const float scale = 1.0F / std::sqrt(static_cast<float>(shape.head_dim));
+  parallel_for(shape.batch * shape.heads, min_heads_per_thread, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t item = begin; item < end; ++item) {
+      const std::size_t b = item / shape.heads;
+      const std::size_t h = item % shape.heads;
+      assert(lengths[b] <= shape.seq);
+      const float* rows = qkv.data() + b * shape.seq * shape.qkv_width();
+      const std::size_t kv_head = h / group;
+      run(AttentionHeadTask{
+          .q = rows + h * shape.head_dim,
+          .k = rows + (shape.heads + kv_head) * shape.head_dim,
+          .v = rows + (shape.heads + shape.kv_heads + kv_head) * shape.head_dim,
+          .qkv_stride = shape.qkv_width(),
+          .out = out.data() + b * shape.seq * shape.out_width() + h * shape.head_dim,
+          .out_stride = shape.out_width(),
+          .seq = shape.seq,
+          .length = lengths[b],
+          .head_dim = shape.head_dim,
+          .causal = causal,
+          .scale = scale,
+      });
+    }
+  });
+}
+
+void mean_pool(std::span<const float> hidden, std::span<const std::size_t> lengths, std::size_t seq,
+               std::span<float> out) {
+  // Once per request over a few hundred KB: the reference is fast enough, no variant needed.
+  reference::mean_pool(hidden, lengths, seq, out);
+}
+
+void l2_normalize(std::span<const float> x, std::size_t columns, std::span<float> y) {
+  reference::l2_normalize(x, columns, y);
+}
+
+}  // namespace s1::kernels

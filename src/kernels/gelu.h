@@ -1,0 +1,10 @@
+#pragma once
+
+#include <span>
+
+namespace s1::kernels {
+
+// Exact GELU, 0.5·x·(1 + erf(x/√2)) (torch's default, approximate="none"), elementwise. y may be x.
+void gelu(std::span<const float> x, std::span<float> y);
+
+}  // namespace s1::kernels

@@ -1,0 +1,18 @@
+#pragma once
+
+#include <span>
+
+namespace s1::kernels {
+
+// Row-wise LayerNorm over rows of width gamma.size(): x and y are [rows, width] row-major fp32;
+// y = (x - mean) / sqrt(var + eps) * gamma + beta, with the biased variance (as torch). y may be x.
+void layer_norm(std::span<const float> x, std::span<const float> gamma, std::span<const float> beta,
+                float eps, std::span<float> y);
+
+// The same over x + residual (a transformer's post-attention/post-FFN "Add & Norm" in one pass).
+// y may be x or residual.
+void add_layer_norm(std::span<const float> x, std::span<const float> residual,
+                    std::span<const float> gamma, std::span<const float> beta, float eps,
+                    std::span<float> y);
+
+}  // namespace s1::kernels

@@ -1,0 +1,174 @@
+#include "kernels/linear.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
+#include <cassert>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "kernels/convert.h"
+#include "kernels/cpu_features.h"
+#include "kernels/gelu.h"
+#include "kernels/parallel.h"
+
+namespace s1::kernels {
+namespace {
+
+using Dims = dnnl::memory::dims;
+using DataType = dnnl::memory::data_type;
+using FormatTag = dnnl::memory::format_tag;
+
+// The row count whose primitive chooses the packed weight layout. brgemm picks the same blocked
+// layout for every M we measured (8–512), so later primitives take that layout as given.
+constexpr dnnl::memory::dim layout_probe_rows = 128;
+
+const dnnl::engine& cpu_engine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+[[noreturn]] void fail(const char* what, const dnnl::error& error) {
+  // Only a broken oneDNN install or a shape this build cannot run lands here: a programmer or
+  // deployment error, not a request error, and kernels do not throw.
+  std::fprintf(stderr, "s1::kernels::PackedLinear: %s: %s\n", what, error.what());
+  std::abort();
+}
+
+DataType data_type(Precision precision) { return precision == Precision::bf16 ? DataType::bf16 : DataType::f32; }
+
+dnnl::matmul::primitive_desc describe(dnnl::memory::dim rows, dnnl::memory::dim in, dnnl::memory::dim out,
+                                      Precision precision, bool has_bias, const dnnl::memory::desc& weights) {
+  const dnnl::memory::desc src({rows, in}, data_type(precision), FormatTag::ab);
+  const dnnl::memory::desc dst({rows, out}, DataType::f32, FormatTag::ab);
+  const dnnl::memory::desc bias = has_bias ? dnnl::memory::desc({1, out}, DataType::f32, FormatTag::ab)
+                                           : dnnl::memory::desc();
+  return {dnnl::matmul::desc(src, weights, bias, dst), cpu_engine()};
+}
+
+// Primitives for one (M, K, N, precision, bias) are shared by every layer of that shape: a 6-layer
+// encoder needs 4 primitives per M, not 24.
+using PrimitiveKey = std::tuple<dnnl::memory::dim, dnnl::memory::dim, dnnl::memory::dim, Precision, bool>;
+
+dnnl::matmul shared_primitive(const PrimitiveKey& key, const dnnl::memory::desc& weights) {
+  static std::mutex mutex;
+  static std::map<PrimitiveKey, dnnl::matmul> primitives;
+  const std::lock_guard lock(mutex);
+  const auto found = primitives.find(key);
+  if (found != primitives.end()) return found->second;
+  const auto [rows, in, out, precision, has_bias] = key;
+  try {
+    dnnl::matmul primitive(describe(rows, in, out, precision, has_bias, weights));
+    primitives.emplace(key, primitive);
+    return primitive;
+  } catch (const dnnl::error& error) {
+    fail("creating a matmul primitive", error);
+  }
+}
+
+// The bf16 copy of the activations lives per calling thread, reused across calls.
+std::vector<Bf16Bits>& activation_buffer() {
+  thread_local std::vector<Bf16Bits> buffer;
+  return buffer;
+}
+
+}  // namespace
+
+bool linear_supported(Precision precision) {
+  // oneDNN's bf16 matmul needs at least AVX-512 (it uses AMX when present).
+  return precision == Precision::fp32 || cpu_features().avx512();
+}
+
+struct PackedLinear::Impl {
+  std::size_t in_features = 0;
+  std::size_t out_features = 0;
+  Precision precision = Precision::fp32;
+  Activation activation = Activation::none;
+  dnnl::memory weights;  // packed, in the layout the primitives expect
+  dnnl::memory bias;     // empty handle when there is no bias
+};
+
+PackedLinear::PackedLinear(std::span<const float> weight, std::span<const float> bias, std::size_t in_features,
+                           std::size_t out_features, Precision precision, Activation activation)
+    : impl_(std::make_unique<Impl>()) {
+  assert(in_features > 0 && out_features > 0 && weight.size() == in_features * out_features);
+  assert(bias.empty() || bias.size() == out_features);
+  assert(linear_supported(precision));
+  impl_->in_features = in_features;
+  impl_->out_features = out_features;
+  impl_->precision = precision;
+  impl_->activation = activation;
+  const auto in = static_cast<dnnl::memory::dim>(in_features);
+  const auto out = static_cast<dnnl::memory::dim>(out_features);
+  try {
+    const dnnl::memory::desc any_weights({in, out}, data_type(precision), FormatTag::any);
+    const auto probe = describe(layout_probe_rows, in, out, precision, !bias.empty(), any_weights);
+    // nn.Linear's [N, K] row-major weight is the matmul's [K, N] operand with strides (1, K): "ba".
+    const dnnl::memory::desc torch_layout({in, out}, DataType::f32, FormatTag::ba);
+    dnnl::memory source(torch_layout, cpu_engine(), const_cast<float*>(weight.data()));
+    impl_->weights = dnnl::memory(probe.weights_desc(), cpu_engine());
+    dnnl::stream stream(cpu_engine());
+    apply_thread_count();
+    dnnl::reorder(source, impl_->weights).execute(stream, source, impl_->weights);
+    if (!bias.empty()) {
+      impl_->bias = dnnl::memory({{1, out}, DataType::f32, FormatTag::ab}, cpu_engine());
+      std::copy(bias.begin(), bias.end(), static_cast<float*>(impl_->bias.get_data_handle()));
+    }
+    stream.wait();
+  } catch (const dnnl::error& error) {
+    fail("packing weights", error);
+  }
+}
+
+PackedLinear::~PackedLinear() = default;
+PackedLinear::PackedLinear(PackedLinear&&) noexcept = default;
+PackedLinear& PackedLinear::operator=(PackedLinear&&) noexcept = default;
+
+std::size_t PackedLinear::in_features() const { return impl_->in_features; }
+std::size_t PackedLinear::out_features() const { return impl_->out_features; }
+Precision PackedLinear::precision() const { return impl_->precision; }
+
+void PackedLinear::forward(std::span<const float> x, std::span<float> y) const {
+  const Impl& impl = *impl_;
+  assert(!x.empty() && x.size() % impl.in_features == 0);
+  const std::size_t rows = x.size() / impl.in_features;
+  assert(y.size() == rows * impl.out_features);
+  const auto m = static_cast<dnnl::memory::dim>(rows);
+  const auto in = static_cast<dnnl::memory::dim>(impl.in_features);
+  const auto out = static_cast<dnnl::memory::dim>(impl.out_features);
+  const bool has_bias = static_cast<bool>(impl.bias);
+  apply_thread_count();
+  try {
+    const dnnl::matmul primitive =
+        shared_primitive({m, in, out, impl.precision, has_bias}, impl.weights.get_desc());
+    // oneDNN 2.6 has no f32-activation × bf16-weight matmul, so activations are rounded to bf16 first
+    // (vcvtne2ps2bf16: ~1 µs per 128×384 rows, far below the matmul).
+    void* source_data = const_cast<float*>(x.data());
+    if (impl.precision == Precision::bf16) {
+      std::vector<Bf16Bits>& buffer = activation_buffer();
+      buffer.resize(x.size());
+      convert_fp32_to_bf16(x, buffer);
+      source_data = buffer.data();
+    }
+    const dnnl::memory source({{m, in}, data_type(impl.precision), FormatTag::ab}, cpu_engine(), source_data);
+    const dnnl::memory destination({{m, out}, DataType::f32, FormatTag::ab}, cpu_engine(), y.data());
+    thread_local dnnl::stream stream(cpu_engine());
+    std::unordered_map<int, dnnl::memory> arguments{
+        {DNNL_ARG_SRC, source}, {DNNL_ARG_WEIGHTS, impl.weights}, {DNNL_ARG_DST, destination}};
+    if (has_bias) arguments.emplace(DNNL_ARG_BIAS, impl.bias);
+    primitive.execute(stream, arguments);
+    stream.wait();
+  } catch (const dnnl::error& error) {
+    fail("running a matmul", error);
+  }
+  // oneDNN 2.6's gelu_erf post-op measured 3–7× slower than the matmul itself on AMX (M=128,
+  // 384→1536: 588 µs with it, 84 µs without), so GELU runs as our own pass over the output.
+  if (impl.activation == Activation::gelu) gelu(y, y);
+}
+
+}  // namespace s1::kernels

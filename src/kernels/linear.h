@@ -1,0 +1,50 @@
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+
+namespace s1::kernels {
+
+enum class Precision {
+  fp32,  // oneDNN brgemm on AVX-512 FMA
+  bf16,  // weights stored bf16, activations rounded to bf16, fp32 accumulate and output (AMX)
+};
+
+enum class Activation { none, gelu };
+
+// Whether PackedLinear can run at this precision on this CPU.
+[[nodiscard]] bool linear_supported(Precision precision);
+
+// A linear layer y[M,N] = activation(x[M,K] · Wᵀ + b) with fp32 input and output, its weights
+// reordered once, at construction, into the blocked layout oneDNN's matmul prefers.
+//
+// Matmul primitives are built per row count M (oneDNN 2.6 falls back from brgemm/AMX to a generic
+// GEMM for a runtime M) and shared process-wide between layers of the same shape; a new M costs
+// 0.1–0.4 ms once, so callers should keep the set of row counts small (pad sequence lengths).
+// forward() may be called from several threads at once.
+class PackedLinear {
+ public:
+  // weight: [out_features, in_features] row-major fp32 (torch nn.Linear layout);
+  // bias: [out_features] or empty. Neither is referenced after construction.
+  PackedLinear(std::span<const float> weight, std::span<const float> bias, std::size_t in_features,
+               std::size_t out_features, Precision precision, Activation activation = Activation::none);
+  ~PackedLinear();
+  PackedLinear(PackedLinear&&) noexcept;
+  PackedLinear& operator=(PackedLinear&&) noexcept;
+  PackedLinear(const PackedLinear&) = delete;
+  PackedLinear& operator=(const PackedLinear&) = delete;
+
+  // x: [M, in_features], y: [M, out_features], both row-major fp32, M = x.size() / in_features ≥ 1.
+  void forward(std::span<const float> x, std::span<float> y) const;
+
+  [[nodiscard]] std::size_t in_features() const;
+  [[nodiscard]] std::size_t out_features() const;
+  [[nodiscard]] Precision precision() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace s1::kernels

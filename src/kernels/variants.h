@@ -1,0 +1,72 @@
+#pragma once
+
+// The variant functions behind each op, for the dispatch table and the consistency test. Model code
+// calls the op headers (layer_norm.h, …), never these directly.
+
+#include <cstddef>
+#include <span>
+#include <string_view>
+
+#include "kernels/convert.h"
+
+namespace s1::kernels {
+
+enum class Isa { portable, avx512, avx512_bf16, amx_bf16 };
+
+[[nodiscard]] bool isa_supported(Isa isa);
+[[nodiscard]] std::string_view isa_name(Isa isa);
+
+// Variants are serial: the dispatching op splits rows (or heads) across threads itself.
+
+// residual may be empty (plain LayerNorm); rows = x.size() / gamma.size().
+using LayerNormFn = void(std::span<const float> x, std::span<const float> residual,
+                         std::span<const float> gamma, std::span<const float> beta, float eps,
+                         std::span<float> y);
+using GeluFn = void(std::span<const float> x, std::span<float> y);
+using SoftmaxFn = void(std::span<const float> x, std::size_t columns, std::span<float> y);
+using ConvertFp32ToBf16Fn = void(std::span<const float> x, std::span<Bf16Bits> y);
+
+// One (sequence, head) of attention over strided rows of the fused QKV matrix.
+struct AttentionHeadTask {
+  const float* q = nullptr;  // row t of this head's queries at q + t·qkv_stride
+  const float* k = nullptr;
+  const float* v = nullptr;
+  std::size_t qkv_stride = 0;
+  float* out = nullptr;  // row t at out + t·out_stride, head_dim values
+  std::size_t out_stride = 0;
+  std::size_t seq = 0;     // rows to write
+  std::size_t length = 0;  // valid tokens (≤ seq); rows beyond are zeroed
+  std::size_t head_dim = 0;
+  bool causal = false;
+  float scale = 1.0F;
+};
+using AttentionHeadFn = void(const AttentionHeadTask& task);
+
+template <class Fn>
+struct Variant {
+  std::string_view name;
+  Isa isa;
+  Fn* run;
+};
+
+// Every compiled variant of each op, best first; the portable reference is always last.
+struct OpVariants {
+  std::span<const Variant<LayerNormFn>> layer_norm;
+  std::span<const Variant<GeluFn>> gelu;
+  std::span<const Variant<SoftmaxFn>> softmax;
+  std::span<const Variant<ConvertFp32ToBf16Fn>> convert_fp32_to_bf16;
+  std::span<const Variant<AttentionHeadFn>> attention_head;
+};
+[[nodiscard]] const OpVariants& op_variants();
+
+// The variant each op runs on this CPU (chosen once, the first supported in op_variants()).
+struct SelectedVariants {
+  Variant<LayerNormFn> layer_norm;
+  Variant<GeluFn> gelu;
+  Variant<SoftmaxFn> softmax;
+  Variant<ConvertFp32ToBf16Fn> convert_fp32_to_bf16;
+  Variant<AttentionHeadFn> attention_head;
+};
+[[nodiscard]] const SelectedVariants& selected_variants();
+
+}  // namespace s1::kernels

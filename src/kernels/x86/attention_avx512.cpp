@@ -1,0 +1,146 @@
+#include <algorithm>
+#include <cassert>
+#include <limits>
+#include <vector>
+
+#include "kernels/x86/avx512_math.h"
+#include "kernels/x86/x86.h"
+
+namespace s1::kernels::x86 {
+namespace {
+
+// Eight query rows share every K and V load: with 8 rows × 2 vectors there are 16 independent FMA
+// chains, enough to hide FMA latency, and 10 loads per 16 FMAs keeps the load ports below the FMA
+// ports.
+constexpr std::size_t block_rows = 8;
+
+struct Scratch {
+  std::vector<float> keys_transposed;  // [head_dim][padded length]
+  std::vector<float> queries;          // [block_rows][head_dim], pre-scaled
+  std::vector<float> scores;           // [block_rows][padded length]
+};
+
+Scratch& thread_scratch() {
+  thread_local Scratch scratch;
+  return scratch;
+}
+
+// scores[r][j0 .. j0+16·vectors) = Σ_c q[r][c] · kT[c][j0 ..]
+template <std::size_t vectors>
+void score_block(const float* queries, const float* keys_transposed, std::size_t padded, std::size_t d,
+                 std::size_t j0, float* scores) {
+  __m512 acc[block_rows][vectors];
+#pragma GCC unroll 8
+  for (std::size_t r = 0; r < block_rows; ++r)
+#pragma GCC unroll 2
+    for (std::size_t v = 0; v < vectors; ++v) acc[r][v] = _mm512_setzero_ps();
+  for (std::size_t c = 0; c < d; ++c) {
+    __m512 k[vectors];
+#pragma GCC unroll 2
+    for (std::size_t v = 0; v < vectors; ++v) k[v] = _mm512_loadu_ps(keys_transposed + c * padded + j0 + 16 * v);
+#pragma GCC unroll 8
+    for (std::size_t r = 0; r < block_rows; ++r) {
+      const __m512 q = _mm512_set1_ps(queries[r * d + c]);
+#pragma GCC unroll 2
+      for (std::size_t v = 0; v < vectors; ++v) acc[r][v] = _mm512_fmadd_ps(q, k[v], acc[r][v]);
+    }
+  }
+#pragma GCC unroll 8
+  for (std::size_t r = 0; r < block_rows; ++r)
+#pragma GCC unroll 2
+    for (std::size_t v = 0; v < vectors; ++v) _mm512_storeu_ps(scores + r * padded + j0 + 16 * v, acc[r][v]);
+}
+
+// Softmax numerators over scores[0, visible), zeros in [visible, end); returns 1 / Σ.
+float exponentiate_row(float* scores, std::size_t visible, std::size_t end) {
+  const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __m512 largest = lowest;
+  for (std::size_t j = 0; j < visible; j += 16)
+    largest = _mm512_max_ps(largest, _mm512_mask_loadu_ps(lowest, first_lanes(visible - j), scores + j));
+  const __m512 row_max = _mm512_set1_ps(_mm512_reduce_max_ps(largest));
+  __m512 sum = _mm512_setzero_ps();
+  for (std::size_t j = 0; j < end; j += 16) {
+    const __mmask16 valid = j < visible ? first_lanes(visible - j) : static_cast<__mmask16>(0);
+    const __m512 e = _mm512_maskz_mov_ps(valid, exp_vector(_mm512_sub_ps(_mm512_loadu_ps(scores + j), row_max)));
+    _mm512_storeu_ps(scores + j, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  return 1.0F / sum_vector(sum);
+}
+
+// out[r][c0 .. c0+32) = inverse_sum[r] · Σ_j p[r][j] · v[j][c0 ..], lanes beyond d masked.
+void weighted_values(const float* scores, std::size_t padded, std::size_t end, const float* values,
+                     std::size_t stride, std::size_t d, std::size_t c0, const float* inverse_sum,
+                     float* const* out_rows) {
+  const __mmask16 low = first_lanes(d - c0);
+  const __mmask16 high = d > c0 + 16 ? first_lanes(d - c0 - 16) : static_cast<__mmask16>(0);
+  __m512 acc[block_rows][2];
+#pragma GCC unroll 8
+  for (std::size_t r = 0; r < block_rows; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (std::size_t j = 0; j < end; ++j) {
+    const __m512 v0 = _mm512_maskz_loadu_ps(low, values + j * stride + c0);
+    const __m512 v1 = _mm512_maskz_loadu_ps(high, values + j * stride + c0 + 16);
+#pragma GCC unroll 8
+    for (std::size_t r = 0; r < block_rows; ++r) {
+      const __m512 p = _mm512_set1_ps(scores[r * padded + j]);
+      acc[r][0] = _mm512_fmadd_ps(p, v0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(p, v1, acc[r][1]);
+    }
+  }
+  for (std::size_t r = 0; r < block_rows; ++r) {
+    if (out_rows[r] == nullptr) continue;
+    const __m512 scale = _mm512_set1_ps(inverse_sum[r]);
+    _mm512_mask_storeu_ps(out_rows[r] + c0, low, _mm512_mul_ps(acc[r][0], scale));
+    _mm512_mask_storeu_ps(out_rows[r] + c0 + 16, high, _mm512_mul_ps(acc[r][1], scale));
+  }
+}
+
+}  // namespace
+
+void attention_head_avx512(const AttentionHeadTask& task) {
+  assert(task.length <= task.seq && task.head_dim > 0);
+  const std::size_t d = task.head_dim;
+  const std::size_t length = task.length;
+  const std::size_t padded = (length + 15) / 16 * 16;
+  Scratch& scratch = thread_scratch();
+  scratch.keys_transposed.assign(d * padded, 0.0F);
+  scratch.queries.resize(block_rows * d);
+  scratch.scores.resize(block_rows * padded);
+  float* keys_transposed = scratch.keys_transposed.data();
+  float* scores = scratch.scores.data();
+
+  for (std::size_t j = 0; j < length; ++j)
+    for (std::size_t c = 0; c < d; ++c) keys_transposed[c * padded + j] = task.k[j * task.qkv_stride + c];
+
+  for (std::size_t i0 = 0; i0 < length; i0 += block_rows) {
+    const std::size_t rows = std::min(block_rows, length - i0);
+    std::fill(scratch.queries.begin(), scratch.queries.end(), 0.0F);
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t c = 0; c < d; ++c)
+        scratch.queries[r * d + c] = task.q[(i0 + r) * task.qkv_stride + c] * task.scale;
+
+    // Keys this block can see, rounded up to whole vectors (padding keys are zero, then masked).
+    const std::size_t end = task.causal ? std::min(length, i0 + rows) : length;
+    const std::size_t end_padded = (end + 15) / 16 * 16;
+    std::size_t j0 = 0;
+    for (; j0 + 32 <= end_padded; j0 += 32) score_block<2>(scratch.queries.data(), keys_transposed, padded, d, j0, scores);
+    if (j0 < end_padded) score_block<1>(scratch.queries.data(), keys_transposed, padded, d, j0, scores);
+
+    float inverse_sum[block_rows] = {};
+    float* out_rows[block_rows] = {};
+    for (std::size_t r = 0; r < block_rows; ++r) {
+      if (r >= rows) {
+        std::fill_n(scores + r * padded, end_padded, 0.0F);
+        continue;
+      }
+      const std::size_t visible = task.causal ? i0 + r + 1 : length;
+      inverse_sum[r] = exponentiate_row(scores + r * padded, visible, end_padded);
+      out_rows[r] = task.out + (i0 + r) * task.out_stride;
+    }
+    for (std::size_t c0 = 0; c0 < d; c0 += 32)
+      weighted_values(scores, padded, end, task.v, task.qkv_stride, d, c0, inverse_sum, out_rows);
+  }
+  for (std::size_t i = length; i < task.seq; ++i) std::fill_n(task.out + i * task.out_stride, d, 0.0F);
+}
+
+}  // namespace s1::kernels::x86

@@ -1,0 +1,56 @@
+#pragma once
+
+// Vector math shared by the AVX-512 variants; include only from files built with -mavx512f.
+
+#include <immintrin.h>
+
+#include <cstddef>
+
+namespace s1::kernels::x86 {
+
+// e^x with Cephes' expf polynomial (about 1 ulp), 2^n applied with vscalefps. Inputs below -87.3
+// are clamped, so the result stays a normal float (denormals are slow, and every caller subtracts
+// a row maximum first, so such terms are negligible anyway).
+inline __m512 exp_vector(__m512 x) {
+  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.3F)), _mm512_set1_ps(88.7F));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341F)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375F), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4F), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4F);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3F));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3F));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2F));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1F));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1F));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0F)));
+  return _mm512_scalef_ps(p, n);
+}
+
+// Exact-form GELU, 0.5·x·(1 + erf(x/√2)), with erf from Abramowitz & Stegun 7.1.26 (absolute error
+// below 1.5e-7, the formula oneDNN's gelu_erf uses). For x < 0 it evaluates 1 + erf = erfc(|z|)
+// directly, so there is no cancellation in the negative tail.
+inline __m512 gelu_vector(__m512 x) {
+  const __m512 z = _mm512_mul_ps(_mm512_abs_ps(x), _mm512_set1_ps(0.70710678118654752F));
+  const __m512 t = _mm512_div_ps(_mm512_set1_ps(1.0F),
+                                 _mm512_fmadd_ps(z, _mm512_set1_ps(0.3275911F), _mm512_set1_ps(1.0F)));
+  __m512 p = _mm512_set1_ps(1.061405429F);
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.453152027F));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741F));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.284496736F));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.254829592F));
+  const __m512 complement = _mm512_mul_ps(_mm512_mul_ps(p, t), exp_vector(_mm512_mul_ps(z, _mm512_sub_ps(_mm512_setzero_ps(), z))));
+  const __mmask16 negative = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
+  const __m512 one_plus_erf =
+      _mm512_mask_blend_ps(negative, _mm512_sub_ps(_mm512_set1_ps(2.0F), complement), complement);
+  return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5F), x), one_plus_erf);
+}
+
+inline float sum_vector(__m512 v) { return _mm512_reduce_add_ps(v); }
+
+// Mask selecting the first `count` (≤ 16) lanes.
+inline __mmask16 first_lanes(std::size_t count) {
+  return count >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1U << count) - 1U);
+}
+
+}  // namespace s1::kernels::x86

@@ -1,0 +1,46 @@
+#include <cassert>
+#include <limits>
+
+#include "kernels/x86/avx512_math.h"
+#include "kernels/x86/x86.h"
+
+namespace s1::kernels::x86 {
+
+void gelu_avx512(std::span<const float> x, std::span<float> y) {
+  assert(y.size() == x.size());
+  std::size_t i = 0;
+  for (; i + 16 <= x.size(); i += 16) _mm512_storeu_ps(y.data() + i, gelu_vector(_mm512_loadu_ps(x.data() + i)));
+  if (i < x.size()) {
+    const __mmask16 m = first_lanes(x.size() - i);
+    _mm512_mask_storeu_ps(y.data() + i, m, gelu_vector(_mm512_maskz_loadu_ps(m, x.data() + i)));
+  }
+}
+
+void softmax_avx512(std::span<const float> x, std::size_t columns, std::span<float> y) {
+  assert(columns > 0 && x.size() % columns == 0 && y.size() == x.size());
+  const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (std::size_t r = 0; r < x.size() / columns; ++r) {
+    const float* in = x.data() + r * columns;
+    float* out = y.data() + r * columns;
+    __m512 largest = lowest;
+    for (std::size_t i = 0; i < columns; i += 16) {
+      const __mmask16 m = first_lanes(columns - i);
+      largest = _mm512_max_ps(largest, _mm512_mask_loadu_ps(lowest, m, in + i));
+    }
+    const __m512 row_max = _mm512_set1_ps(_mm512_reduce_max_ps(largest));
+    __m512 sum = _mm512_setzero_ps();
+    for (std::size_t i = 0; i < columns; i += 16) {
+      const __mmask16 m = first_lanes(columns - i);
+      const __m512 e = _mm512_maskz_mov_ps(m, exp_vector(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, in + i), row_max)));
+      _mm512_mask_storeu_ps(out + i, m, e);
+      sum = _mm512_add_ps(sum, e);
+    }
+    const __m512 inverse_sum = _mm512_set1_ps(1.0F / sum_vector(sum));
+    for (std::size_t i = 0; i < columns; i += 16) {
+      const __mmask16 m = first_lanes(columns - i);
+      _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, out + i), inverse_sum));
+    }
+  }
+}
+
+}  // namespace s1::kernels::x86

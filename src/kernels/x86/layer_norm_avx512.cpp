@@ -1,0 +1,49 @@
+#include <cassert>
+#include <cmath>
+
+#include "kernels/x86/avx512_math.h"
+#include "kernels/x86/x86.h"
+
+namespace s1::kernels::x86 {
+
+void layer_norm_avx512(std::span<const float> x, std::span<const float> residual,
+                       std::span<const float> gamma, std::span<const float> beta, float eps,
+                       std::span<float> y) {
+  const std::size_t width = gamma.size();
+  assert(width > 0 && beta.size() == width && x.size() % width == 0 && y.size() == x.size());
+  assert(residual.empty() || residual.size() == x.size());
+  const std::size_t rows = x.size() / width;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* in = x.data() + r * width;
+    const float* add = residual.empty() ? nullptr : residual.data() + r * width;
+    float* out = y.data() + r * width;
+    // Pass 1 writes x + residual into y (same index, so y may alias either input) and sums it.
+    __m512 sum = _mm512_setzero_ps();
+    for (std::size_t i = 0; i < width; i += 16) {
+      const __mmask16 m = first_lanes(width - i);
+      __m512 v = _mm512_maskz_loadu_ps(m, in + i);
+      if (add != nullptr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, add + i));
+      _mm512_mask_storeu_ps(out + i, m, v);
+      sum = _mm512_add_ps(sum, v);
+    }
+    const __m512 mean = _mm512_set1_ps(sum_vector(sum) / static_cast<float>(width));
+    // Two-pass variance: the row is in L1, and E[x²]−E[x]² loses digits when |mean| ≫ std.
+    __m512 squares = _mm512_setzero_ps();
+    for (std::size_t i = 0; i < width; i += 16) {
+      const __mmask16 m = first_lanes(width - i);
+      const __m512 centred = _mm512_maskz_sub_ps(m, _mm512_maskz_loadu_ps(m, out + i), mean);
+      squares = _mm512_fmadd_ps(centred, centred, squares);
+    }
+    const float inverse_std = 1.0F / std::sqrt(sum_vector(squares) / static_cast<float>(width) + eps);
+    const __m512 scale = _mm512_set1_ps(inverse_std);
+    for (std::size_t i = 0; i < width; i += 16) {
+      const __mmask16 m = first_lanes(width - i);
+      const __m512 centred = _mm512_sub_ps(_mm512_maskz_loadu_ps(m, out + i), mean);
+      const __m512 g = _mm512_maskz_loadu_ps(m, gamma.data() + i);
+      const __m512 b = _mm512_maskz_loadu_ps(m, beta.data() + i);
+      _mm512_mask_storeu_ps(out + i, m, _mm512_fmadd_ps(_mm512_mul_ps(centred, scale), g, b));
+    }
+  }
+}
+
+}  // namespace s1::kernels::x86

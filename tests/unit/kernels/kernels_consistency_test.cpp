@@ -1,0 +1,330 @@
+// The one consistency test of the kernels module (after ggml's test-backend-ops): every variant of
+// every op, and each public op entry point, against the scalar reference on random shapes.
+// Tolerances are declared per precision before comparing; variants the CPU cannot run are skipped
+// with a message.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/attention.h"
+#include "kernels/convert.h"
+#include "kernels/gelu.h"
+#include "kernels/layer_norm.h"
+#include "kernels/linear.h"
+#include "kernels/parallel.h"
+#include "kernels/pooling.h"
+#include "kernels/reference/reference.h"
+#include "kernels/softmax.h"
+#include "kernels/variants.h"
+
+namespace s1::kernels {
+namespace {
+
+// Largest |got − expected| allowed, relative to the RMS of the expected tensor (so tiny outputs of
+// a large tensor are judged against the tensor's scale, like ggml's normalised error).
+constexpr double fp32_tolerance = 2e-5;
+// bf16 keeps 8 significant bits: rounding inputs and weights gives ~3e-3 relative error per
+// product, and the worst of thousands of outputs sits a few standard deviations out.
+constexpr double bf16_tolerance = 3e-2;
+
+std::vector<float> random_values(std::size_t count, float scale, unsigned seed) {
+  std::mt19937 generator(seed);
+  std::normal_distribution<float> normal(0.0F, scale);
+  std::vector<float> values(count);
+  for (float& value : values) value = normal(generator);
+  return values;
+}
+
+double normalised_max_error(std::span<const float> got, std::span<const float> expected) {
+  EXPECT_EQ(got.size(), expected.size());
+  double squares = 0.0;
+  double worst = 0.0;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    squares += static_cast<double>(expected[i]) * expected[i];
+    const double error = std::fabs(static_cast<double>(got[i]) - expected[i]);
+    worst = std::isnan(error) ? std::numeric_limits<double>::infinity() : std::max(worst, error);
+  }
+  const double rms = std::sqrt(squares / static_cast<double>(std::max<std::size_t>(expected.size(), 1)));
+  return worst / std::max(rms, 1e-30);
+}
+
+void expect_close(std::span<const float> got, std::span<const float> expected, double tolerance,
+                  const std::string& what) {
+  const double error = normalised_max_error(got, expected);
+  EXPECT_LE(error, tolerance) << what;
+}
+
+template <class Fn>
+bool runnable(const Variant<Fn>& variant) {
+  if (isa_supported(variant.isa)) return true;
+  std::printf("[  SKIPPED ] variant %s needs %s, which this CPU lacks\n", std::string(variant.name).c_str(),
+              std::string(isa_name(variant.isa)).c_str());
+  return false;
+}
+
+// Runs each public op on 1 and 2 threads, so the row/head splitting is covered too.
+class ThreadCounts : public ::testing::Test {
+ protected:
+  void TearDown() override { set_thread_count(saved_); }
+  int saved_ = thread_count();
+};
+
+TEST(KernelsConsistency, LayerNormVariants) {
+  unsigned seed = 1;
+  for (const auto& variant : op_variants().layer_norm) {
+    if (!runnable(variant)) continue;
+    for (const std::size_t width : {1UL, 7UL, 16UL, 31UL, 384UL, 1000UL}) {
+      for (const std::size_t rows : {1UL, 3UL, 17UL}) {
+        for (const bool with_residual : {false, true}) {
+          const auto x = random_values(rows * width, 3.0F, ++seed);
+          // An offset mean checks the two-pass variance.
+          auto shifted = x;
+          for (float& value : shifted) value += 20.0F;
+          const auto residual = with_residual ? random_values(rows * width, 1.0F, ++seed) : std::vector<float>{};
+          const auto gamma = random_values(width, 1.0F, ++seed);
+          const auto beta = random_values(width, 1.0F, ++seed);
+          std::vector<float> expected(x.size()), got(x.size());
+          reference::layer_norm(shifted, residual, gamma, beta, 1e-12F, expected);
+          variant.run(shifted, residual, gamma, beta, 1e-12F, got);
+          expect_close(got, expected, fp32_tolerance,
+                       std::string(variant.name) + " width " + std::to_string(width) + " rows " + std::to_string(rows));
+          // In place (y aliases x), as the encoder runs it.
+          variant.run(shifted, residual, gamma, beta, 1e-12F, shifted);
+          expect_close(shifted, expected, fp32_tolerance, std::string(variant.name) + " in place");
+        }
+      }
+    }
+  }
+}
+
+TEST(KernelsConsistency, GeluVariants) {
+  unsigned seed = 100;
+  for (const auto& variant : op_variants().gelu) {
+    if (!runnable(variant)) continue;
+    for (const std::size_t size : {1UL, 15UL, 16UL, 17UL, 1000UL, 4099UL}) {
+      auto x = random_values(size, 3.0F, ++seed);
+      if (size > 4) {
+        x[0] = -12.0F;  // deep negative tail
+        x[1] = 12.0F;
+        x[2] = 0.0F;
+        x[3] = -1e-7F;
+      }
+      std::vector<float> expected(size), got(size);
+      reference::gelu(x, expected);
+      variant.run(x, got);
+      expect_close(got, expected, fp32_tolerance, std::string(variant.name) + " size " + std::to_string(size));
+    }
+  }
+}
+
+TEST(KernelsConsistency, SoftmaxVariants) {
+  unsigned seed = 200;
+  for (const auto& variant : op_variants().softmax) {
+    if (!runnable(variant)) continue;
+    for (const std::size_t columns : {1UL, 5UL, 16UL, 33UL, 128UL, 257UL}) {
+      for (const std::size_t rows : {1UL, 4UL}) {
+        for (const float scale : {1.0F, 30.0F}) {
+          const auto x = random_values(rows * columns, scale, ++seed);
+          std::vector<float> expected(x.size()), got(x.size());
+          reference::softmax(x, columns, expected);
+          variant.run(x, columns, got);
+          expect_close(got, expected, fp32_tolerance,
+                       std::string(variant.name) + " columns " + std::to_string(columns));
+        }
+      }
+    }
+  }
+}
+
+TEST(KernelsConsistency, ConvertFp32ToBf16Variants) {
+  unsigned seed = 300;
+  for (const auto& variant : op_variants().convert_fp32_to_bf16) {
+    if (!runnable(variant)) continue;
+    for (const std::size_t size : {1UL, 16UL, 31UL, 32UL, 33UL, 1000UL}) {
+      auto x = random_values(size, 100.0F, ++seed);
+      if (size > 3) {
+        x[0] = std::numeric_limits<float>::infinity();
+        x[1] = -std::numeric_limits<float>::infinity();
+        x[2] = 1.00390625F;  // exactly halfway between two bf16 values: ties to even
+      }
+      std::vector<Bf16Bits> expected(size), got(size);
+      reference::convert_fp32_to_bf16(x, expected);
+      variant.run(x, got);
+      EXPECT_EQ(got, expected) << variant.name << " size " << size;  // rounding is exact, not approximate
+    }
+  }
+}
+
+// An independent naive attention over the public layout, to check the dispatch's head/GQA mapping.
+std::vector<float> naive_attention(std::span<const float> qkv, std::span<const std::size_t> lengths,
+                                   const AttentionShape& shape, bool causal) {
+  std::vector<float> out(shape.batch * shape.seq * shape.out_width(), 0.0F);
+  const std::size_t d = shape.head_dim;
+  const std::size_t group = shape.heads / shape.kv_heads;
+  for (std::size_t b = 0; b < shape.batch; ++b)
+    for (std::size_t h = 0; h < shape.heads; ++h)
+      for (std::size_t i = 0; i < lengths[b]; ++i) {
+        const std::size_t visible = causal ? i + 1 : lengths[b];
+        std::vector<double> weights(visible);
+        double largest = -1e300;
+        for (std::size_t j = 0; j < visible; ++j) {
+          double dot = 0.0;
+          for (std::size_t c = 0; c < d; ++c)
+            dot += static_cast<double>(qkv[(b * shape.seq + i) * shape.qkv_width() + h * d + c]) *
+                   qkv[(b * shape.seq + j) * shape.qkv_width() + (shape.heads + h / group) * d + c];
+          weights[j] = dot / std::sqrt(static_cast<double>(d));
+          largest = std::max(largest, weights[j]);
+        }
+        double sum = 0.0;
+        for (double& w : weights) sum += (w = std::exp(w - largest));
+        for (std::size_t c = 0; c < d; ++c) {
+          double value = 0.0;
+          for (std::size_t j = 0; j < visible; ++j)
+            value += weights[j] *
+                     qkv[(b * shape.seq + j) * shape.qkv_width() + (shape.heads + shape.kv_heads + h / group) * d + c];
+          out[(b * shape.seq + i) * shape.out_width() + h * d + c] = static_cast<float>(value / sum);
+        }
+      }
+  return out;
+}
+
+TEST(KernelsConsistency, AttentionHeadVariants) {
+  unsigned seed = 400;
+  struct Case {
+    std::size_t seq, length, head_dim;
+  };
+  const Case cases[] = {{1, 1, 32},    {5, 5, 32},    {16, 16, 32},   {17, 11, 32}, {128, 128, 32},
+                        {200, 137, 32}, {33, 33, 8},  {40, 29, 40},   {64, 64, 64}, {100, 97, 128},
+                        {9, 0, 32},     {256, 256, 32}};
+  for (const auto& variant : op_variants().attention_head) {
+    if (!runnable(variant)) continue;
+    for (const Case& c : cases) {
+      for (const bool causal : {false, true}) {
+        // One head laid out inside a wider fused row, as the dispatcher passes it.
+        const std::size_t stride = 3 * c.head_dim + 5;
+        const auto qkv = random_values(c.seq * stride, 1.5F, ++seed);
+        const std::size_t out_stride = c.head_dim + 3;
+        std::vector<float> expected(c.seq * out_stride, 7.0F), got(c.seq * out_stride, 7.0F);
+        AttentionHeadTask task{.q = qkv.data(), .k = qkv.data() + c.head_dim, .v = qkv.data() + 2 * c.head_dim,
+                               .qkv_stride = stride, .out = nullptr, .out_stride = out_stride, .seq = c.seq,
+                               .length = c.length, .head_dim = c.head_dim, .causal = causal,
+                               .scale = 1.0F / std::sqrt(static_cast<float>(c.head_dim))};
+        task.out = expected.data();
+        reference::attention_head(task);
+        task.out = got.data();
+        variant.run(task);
+        expect_close(got, expected, fp32_tolerance,
+                     std::string(variant.name) + " seq " + std::to_string(c.seq) + " length " +
+                         std::to_string(c.length) + " head_dim " + std::to_string(c.head_dim) +
+                         (causal ? " causal" : ""));
+      }
+    }
+  }
+}
+
+TEST_F(ThreadCounts, PublicOpsMatchReference) {
+  for (const int threads : {1, 2}) {
+    set_thread_count(threads);
+    const std::string label = " threads " + std::to_string(threads);
+    {
+      const std::size_t rows = 131, width = 384;  // big enough to be split across threads
+      const auto x = random_values(rows * width, 2.0F, 501);
+      const auto residual = random_values(rows * width, 2.0F, 502);
+      const auto gamma = random_values(width, 1.0F, 503);
+      const auto beta = random_values(width, 1.0F, 504);
+      std::vector<float> expected(x.size()), got(x.size());
+      reference::layer_norm(x, residual, gamma, beta, 1e-12F, expected);
+      add_layer_norm(x, residual, gamma, beta, 1e-12F, got);
+      expect_close(got, expected, fp32_tolerance, "add_layer_norm" + label);
+      reference::layer_norm(x, {}, gamma, beta, 1e-5F, expected);
+      layer_norm(x, gamma, beta, 1e-5F, got);
+      expect_close(got, expected, fp32_tolerance, "layer_norm" + label);
+      gelu(x, got);
+      reference::gelu(x, expected);
+      expect_close(got, expected, fp32_tolerance, "gelu" + label);
+      softmax(x, width, got);
+      reference::softmax(x, width, expected);
+      expect_close(got, expected, fp32_tolerance, "softmax" + label);
+    }
+    {
+      // MiniLM-like heads with padding, and a grouped-query decoder shape with the causal flag.
+      const AttentionShape shapes[] = {{.batch = 3, .seq = 45, .heads = 12, .kv_heads = 12, .head_dim = 32},
+                                       {.batch = 2, .seq = 37, .heads = 4, .kv_heads = 2, .head_dim = 64}};
+      for (const AttentionShape& shape : shapes) {
+        const std::vector<std::size_t> lengths = shape.batch == 3 ? std::vector<std::size_t>{45, 1, 30}
+                                                                  : std::vector<std::size_t>{37, 20};
+        const auto qkv = random_values(shape.batch * shape.seq * shape.qkv_width(), 1.0F, 505);
+        for (const bool causal : {false, true}) {
+          std::vector<float> got(shape.batch * shape.seq * shape.out_width(), 9.0F);
+          attention(qkv, lengths, shape, causal, got);
+          expect_close(got, naive_attention(qkv, lengths, shape, causal), fp32_tolerance,
+                       "attention heads " + std::to_string(shape.heads) + label);
+        }
+      }
+    }
+  }
+}
+
+TEST(KernelsConsistency, PoolingMatchesHandComputed) {
+  // batch 2, seq 3, width 2; the second sequence has one padded row that must be ignored.
+  const std::vector<float> hidden{1, 2, 3, 4, 5, 6, /**/ 3, 4, 5, 0, 100, 100};
+  const std::vector<std::size_t> lengths{3, 2};
+  std::vector<float> pooled(4);
+  mean_pool(hidden, lengths, 3, pooled);
+  EXPECT_EQ(pooled, (std::vector<float>{3, 4, 4, 2}));
+  std::vector<float> normalised(4);
+  l2_normalize(pooled, 2, normalised);
+  EXPECT_FLOAT_EQ(normalised[0], 0.6F);
+  EXPECT_FLOAT_EQ(normalised[1], 0.8F);
+  EXPECT_FLOAT_EQ(normalised[2], 4.0F / std::sqrt(20.0F));
+  EXPECT_FLOAT_EQ(normalised[3], 2.0F / std::sqrt(20.0F));
+}
+
+TEST_F(ThreadCounts, LinearMatchesReference) {
+  struct Case {
+    std::size_t rows, in, out;
+    bool bias;
+    Activation activation;
+  };
+  const Case cases[] = {{1, 7, 5, true, Activation::none},          {3, 384, 1152, true, Activation::none},
+                        {17, 33, 65, true, Activation::gelu},       {128, 384, 1536, true, Activation::gelu},
+                        {8, 1536, 384, false, Activation::none},    {1, 384, 384, true, Activation::none},
+                        {130, 384, 384, true, Activation::none}};
+  unsigned seed = 600;
+  for (const int threads : {1, 2}) {
+    set_thread_count(threads);
+    for (const Precision precision : {Precision::fp32, Precision::bf16}) {
+      const char* name = precision == Precision::fp32 ? "fp32" : "bf16";
+      if (!linear_supported(precision)) {
+        std::printf("[  SKIPPED ] PackedLinear %s is not supported on this CPU\n", name);
+        continue;
+      }
+      const double tolerance = precision == Precision::fp32 ? fp32_tolerance : bf16_tolerance;
+      for (const Case& c : cases) {
+        const auto weight = random_values(c.out * c.in, 0.05F, ++seed);
+        const auto bias = c.bias ? random_values(c.out, 0.5F, ++seed) : std::vector<float>{};
+        const PackedLinear layer(weight, bias, c.in, c.out, precision, c.activation);
+        // Twice per layer, and a second row count, so cached primitives are exercised.
+        for (const std::size_t rows : {c.rows, c.rows, c.rows + 2}) {
+          const auto x = random_values(rows * c.in, 1.0F, ++seed);
+          std::vector<float> expected(rows * c.out), got(rows * c.out);
+          reference::linear(x, weight, bias, c.in, c.out, c.activation, expected);
+          layer.forward(x, got);
+          expect_close(got, expected, tolerance,
+                       std::string("linear ") + name + " M " + std::to_string(rows) + " K " + std::to_string(c.in) +
+                           " N " + std::to_string(c.out) + " threads " + std::to_string(threads));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace s1::kernels
