@@ -1,0 +1,48 @@
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <initializer_list>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "model/checkpoint/mapped_file.h"
+#include "model/checkpoint/tensor.h"
+
+namespace s1::checkpoint {
+
+inline constexpr std::string_view kSingleFileName = "model.safetensors";
+inline constexpr std::string_view kShardIndexName = "model.safetensors.index.json";
+
+// The tensors of one model, mapped from one safetensors file or the shards of a sharded index.
+// Every view points into a mapping this object owns; nothing is copied at open.
+class Checkpoint {
+ public:
+  // A directory: its model.safetensors if present (what Transformers prefers), otherwise its
+  // model.safetensors.index.json. A file: that safetensors file. Throws LoadError on any problem.
+  static Checkpoint open(const std::filesystem::path& dir_or_file);
+
+  const TensorView* find(std::string_view name) const;
+  // Throw LoadError naming the checkpoint and the tensor (and both shapes, for the second).
+  const TensorView& get(std::string_view name) const;
+  const TensorView& get(std::string_view name, std::span<const int64_t> expected_shape) const;
+  const TensorView& get(std::string_view name, std::initializer_list<int64_t> expected_shape) const;
+
+  // Sorted by name.
+  std::span<const TensorView> tensors() const { return tensors_; }
+  std::vector<std::string_view> names() const;
+  const std::filesystem::path& source() const { return source_; }
+
+ private:
+  Checkpoint(std::filesystem::path source, std::vector<MappedFile> files,
+             std::vector<TensorView> tensors);
+  static Checkpoint open_file(const std::filesystem::path& file);
+  static Checkpoint open_index(const std::filesystem::path& index_file);
+
+  std::filesystem::path source_;
+  std::vector<MappedFile> files_;
+  std::vector<TensorView> tensors_;
+};
+
+}  // namespace s1::checkpoint
