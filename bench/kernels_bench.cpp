@@ -1,1 +1,196 @@
-int main(){}
+// Kernel micro-benchmarks at all-MiniLM-L6-v2 shapes (hidden 384, 12 heads × 32, FFN 1536).
+// Run: s1_kernels_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+// Results and commands: docs/benchmarks/kernels.md.
+
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <vector>
+
+#include "kernels/attention.h"
+#include "kernels/gelu.h"
+#include "kernels/layer_norm.h"
+#include "kernels/linear.h"
+#include "kernels/parallel.h"
+#include "kernels/softmax.h"
+
+namespace s1::kernels {
+namespace {
+
+std::vector<float> random_values(std::size_t count, float scale) {
+  std::mt19937 generator(42);
+  std::normal_distribution<float> normal(0.0F, scale);
+  std::vector<float> values(count);
+  for (float& value : values) value = normal(generator);
+  return values;
+}
+
+void set_rate(benchmark::State& state, double flops_per_iteration) {
+  state.counters["FLOP/s"] =
+      benchmark::Counter(flops_per_iteration, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Args: precision (0 fp32, 1 bf16), M, K, N, threads, gelu.
+void linear_forward(benchmark::State& state) {
+  const auto precision = state.range(0) == 0 ? Precision::fp32 : Precision::bf16;
+  const auto rows = static_cast<std::size_t>(state.range(1));
+  const auto in = static_cast<std::size_t>(state.range(2));
+  const auto out = static_cast<std::size_t>(state.range(3));
+  set_thread_count(static_cast<int>(state.range(4)));
+  const auto activation = state.range(5) != 0 ? Activation::gelu : Activation::none;
+  if (!linear_supported(precision)) {
+    state.SkipWithError("precision not supported on this CPU");
+    return;
+  }
+  const PackedLinear layer(random_values(in * out, 0.05F), random_values(out, 0.1F), in, out, precision, activation);
+  const auto x = random_values(rows * in, 1.0F);
+  std::vector<float> y(rows * out);
+  layer.forward(x, y);  // builds the primitive for this M outside the timed loop
+  for (auto _ : state) {
+    layer.forward(x, y);
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_rate(state, 2.0 * static_cast<double>(rows * in * out));
+}
+
+void linear_arguments(benchmark::internal::Benchmark* benchmark) {
+  benchmark->ArgNames({"bf16", "M", "K", "N", "threads", "gelu"});
+  for (const int precision : {0, 1}) {
+    for (const int threads : {1, 2}) {
+      // The four MiniLM GEMMs of one layer at 128 tokens.
+      for (const auto& [in, out] : {std::pair{384, 1152}, {384, 384}, {384, 1536}, {1536, 384}})
+        benchmark->Args({precision, 128, in, out, threads, 0});
+      benchmark->Args({precision, 128, 384, 1536, threads, 1});
+    }
+    // Per-call latency at small and large row counts.
+    for (const int rows : {8, 32, 512}) benchmark->Args({precision, rows, 384, 1152, 2, 0});
+  }
+}
+BENCHMARK(linear_forward)->Apply(linear_arguments)->Unit(benchmark::kMicrosecond);
+
+// Args: batch, seq, threads.
+void attention_minilm(benchmark::State& state) {
+  const AttentionShape shape{.batch = static_cast<std::size_t>(state.range(0)),
+                             .seq = static_cast<std::size_t>(state.range(1)),
+                             .heads = 12,
+                             .kv_heads = 12,
+                             .head_dim = 32};
+  set_thread_count(static_cast<int>(state.range(2)));
+  const auto qkv = random_values(shape.batch * shape.seq * shape.qkv_width(), 1.0F);
+  const std::vector<std::size_t> lengths(shape.batch, shape.seq);
+  std::vector<float> out(shape.batch * shape.seq * shape.out_width());
+  for (auto _ : state) {
+    attention(qkv, lengths, shape, false, out);
+    benchmark::DoNotOptimize(out.data());
+  }
+  // Q·Kᵀ and P·V, two multiply-adds per (query, key, channel).
+  set_rate(state, 4.0 * static_cast<double>(shape.batch * shape.heads * shape.seq * shape.seq * shape.head_dim));
+}
+BENCHMARK(attention_minilm)
+    ->ArgNames({"batch", "seq", "threads"})
+    ->Args({1, 128, 1})
+    ->Args({1, 128, 2})
+    ->Args({8, 128, 2})
+    ->Args({1, 256, 2})
+    ->Unit(benchmark::kMicrosecond);
+
+// Args: rows, threads.
+void add_layer_norm_minilm(benchmark::State& state) {
+  const auto rows = static_cast<std::size_t>(state.range(0));
+  set_thread_count(static_cast<int>(state.range(1)));
+  const auto x = random_values(rows * 384, 1.0F);
+  const auto residual = random_values(rows * 384, 1.0F);
+  const auto gamma = random_values(384, 1.0F);
+  const auto beta = random_values(384, 1.0F);
+  std::vector<float> y(rows * 384);
+  for (auto _ : state) {
+    add_layer_norm(x, residual, gamma, beta, 1e-12F, y);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(rows * 384));
+}
+BENCHMARK(add_layer_norm_minilm)->ArgNames({"rows", "threads"})->Args({128, 1})->Args({128, 2})->Unit(benchmark::kMicrosecond);
+
+void gelu_minilm(benchmark::State& state) {
+  const auto rows = static_cast<std::size_t>(state.range(0));
+  set_thread_count(static_cast<int>(state.range(1)));
+  const auto x = random_values(rows * 1536, 2.0F);
+  std::vector<float> y(x.size());
+  for (auto _ : state) {
+    gelu(x, y);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(x.size()));
+}
+BENCHMARK(gelu_minilm)->ArgNames({"rows", "threads"})->Args({128, 1})->Args({128, 2})->Unit(benchmark::kMicrosecond);
+
+void softmax_rows(benchmark::State& state) {
+  const auto rows = static_cast<std::size_t>(state.range(0));
+  const auto columns = static_cast<std::size_t>(state.range(1));
+  set_thread_count(2);
+  const auto x = random_values(rows * columns, 3.0F);
+  std::vector<float> y(x.size());
+  for (auto _ : state) {
+    softmax(x, columns, y);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(x.size()));
+}
+BENCHMARK(softmax_rows)->ArgNames({"rows", "columns"})->Args({12 * 128, 128})->Unit(benchmark::kMicrosecond);
+
+// The kernel sequence of the six MiniLM encoder layers (no embeddings, no pooling): what the
+// kernels alone cost a 128-token forward pass. Args: precision, tokens, threads.
+void minilm_encoder_kernels(benchmark::State& state) {
+  const auto precision = state.range(0) == 0 ? Precision::fp32 : Precision::bf16;
+  const auto tokens = static_cast<std::size_t>(state.range(1));
+  set_thread_count(static_cast<int>(state.range(2)));
+  constexpr std::size_t hidden = 384, ffn = 1536, layers = 6;
+  struct Layer {
+    PackedLinear qkv, output, up, down;
+    std::vector<float> gamma1, beta1, gamma2, beta2;
+  };
+  std::vector<Layer> model;
+  for (std::size_t l = 0; l < layers; ++l) {
+    model.push_back(Layer{
+        PackedLinear(random_values(3 * hidden * hidden, 0.05F), random_values(3 * hidden, 0.1F), hidden, 3 * hidden, precision),
+        PackedLinear(random_values(hidden * hidden, 0.05F), random_values(hidden, 0.1F), hidden, hidden, precision),
+        PackedLinear(random_values(ffn * hidden, 0.05F), random_values(ffn, 0.1F), hidden, ffn, precision, Activation::gelu),
+        PackedLinear(random_values(hidden * ffn, 0.05F), random_values(hidden, 0.1F), ffn, hidden, precision),
+        random_values(hidden, 1.0F), random_values(hidden, 1.0F), random_values(hidden, 1.0F), random_values(hidden, 1.0F)});
+  }
+  const AttentionShape shape{.batch = 1, .seq = tokens, .heads = 12, .kv_heads = 12, .head_dim = 32};
+  const std::vector<std::size_t> lengths{tokens};
+  auto h = random_values(tokens * hidden, 1.0F);
+  std::vector<float> qkv(tokens * 3 * hidden), context(tokens * hidden), projected(tokens * hidden),
+      intermediate(tokens * ffn);
+  const auto run = [&] {
+    for (const Layer& layer : model) {
+      layer.qkv.forward(h, qkv);
+      attention(qkv, lengths, shape, false, context);
+      layer.output.forward(context, projected);
+      add_layer_norm(projected, h, layer.gamma1, layer.beta1, 1e-12F, h);
+      layer.up.forward(h, intermediate);
+      layer.down.forward(intermediate, projected);
+      add_layer_norm(projected, h, layer.gamma2, layer.beta2, 1e-12F, h);
+    }
+  };
+  run();
+  for (auto _ : state) {
+    run();
+    benchmark::DoNotOptimize(h.data());
+  }
+  const double linear_flops = 2.0 * tokens * layers * (hidden * 3 * hidden + hidden * hidden + 2 * hidden * ffn);
+  const double attention_flops = 4.0 * layers * 12 * tokens * tokens * 32;
+  set_rate(state, linear_flops + attention_flops);
+}
+BENCHMARK(minilm_encoder_kernels)
+    ->ArgNames({"bf16", "tokens", "threads"})
+    ->Args({0, 128, 2})
+    ->Args({1, 128, 1})
+    ->Args({1, 128, 2})
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace s1::kernels
+
+BENCHMARK_MAIN();
