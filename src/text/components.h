@@ -1,0 +1,67 @@
+#pragma once
+// The stages of a tokenizer.json pipeline, one interface each, so new model / normaliser /
+// pre-tokeniser / post-processor types plug in without touching the others. Each stage's factory
+// reads its section of tokenizer.json and throws ConfigError for anything it does not support.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace s1::text::detail {
+
+// A problem in the JSON content; Tokenizer::from_file adds the file name.
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Normalizer {
+ public:
+  virtual ~Normalizer() = default;
+  // Input and output are valid UTF-8.
+  virtual std::string normalize(std::string_view text) const = 0;
+};
+
+class PreTokenizer {
+ public:
+  virtual ~PreTokenizer() = default;
+  // Words as views into text.
+  virtual std::vector<std::string_view> split(std::string_view text) const = 0;
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual std::vector<int32_t> tokenize(std::span<const std::string_view> words) const = 0;
+  virtual std::optional<int32_t> token_to_id(std::string_view token) const = 0;
+  // Empty for ids the model does not define.
+  virtual std::string_view id_to_token(int32_t id) const = 0;
+  // One past the largest id.
+  virtual size_t id_limit() const = 0;
+  virtual int32_t unk_id() const = 0;
+};
+
+class PostProcessor {
+ public:
+  virtual ~PostProcessor() = default;
+  // Special tokens the single-sequence template adds (what truncation must leave room for).
+  virtual size_t added_token_count() const = 0;
+  virtual std::vector<int32_t> apply(std::span<const int32_t> content) const = 0;
+  virtual std::optional<int32_t> cls_id() const = 0;
+  virtual std::optional<int32_t> sep_id() const = 0;
+};
+
+// Factories; a null section yields nullptr where HF allows it to be absent.
+std::unique_ptr<Normalizer> make_normalizer(const nlohmann::json& section);
+std::unique_ptr<PreTokenizer> make_pre_tokenizer(const nlohmann::json& section);
+std::unique_ptr<Model> make_model(const nlohmann::json& section);
+std::unique_ptr<PostProcessor> make_post_processor(const nlohmann::json& section);
+
+}  // namespace s1::text::detail
