@@ -68,31 +68,35 @@ void linear_arguments(benchmark::internal::Benchmark* benchmark) {
 }
 BENCHMARK(linear_forward)->Apply(linear_arguments)->Unit(benchmark::kMicrosecond);
 
-// Args: batch, seq, threads.
+// Args: bf16, batch, seq, threads.
 void attention_minilm(benchmark::State& state) {
-  const AttentionShape shape{.batch = static_cast<std::size_t>(state.range(0)),
-                             .seq = static_cast<std::size_t>(state.range(1)),
+  const auto precision = state.range(0) == 0 ? Precision::fp32 : Precision::bf16;
+  const AttentionShape shape{.batch = static_cast<std::size_t>(state.range(1)),
+                             .seq = static_cast<std::size_t>(state.range(2)),
                              .heads = 12,
                              .kv_heads = 12,
                              .head_dim = 32};
-  set_thread_count(static_cast<int>(state.range(2)));
+  set_thread_count(static_cast<int>(state.range(3)));
   const auto qkv = random_values(shape.batch * shape.seq * shape.qkv_width(), 1.0F);
   const std::vector<std::size_t> lengths(shape.batch, shape.seq);
   std::vector<float> out(shape.batch * shape.seq * shape.out_width());
   for (auto _ : state) {
-    attention(qkv, lengths, shape, false, out);
+    attention(qkv, lengths, shape, false, out, precision);
     benchmark::DoNotOptimize(out.data());
   }
   // Q·Kᵀ and P·V, two multiply-adds per (query, key, channel).
   set_rate(state, 4.0 * static_cast<double>(shape.batch * shape.heads * shape.seq * shape.seq * shape.head_dim));
 }
-BENCHMARK(attention_minilm)
-    ->ArgNames({"batch", "seq", "threads"})
-    ->Args({1, 128, 1})
-    ->Args({1, 128, 2})
-    ->Args({8, 128, 2})
-    ->Args({1, 256, 2})
-    ->Unit(benchmark::kMicrosecond);
+void attention_arguments(benchmark::internal::Benchmark* benchmark) {
+  benchmark->ArgNames({"bf16", "batch", "seq", "threads"});
+  for (const int precision : {0, 1}) {
+    benchmark->Args({precision, 1, 128, 1});
+    benchmark->Args({precision, 1, 128, 2});
+    benchmark->Args({precision, 8, 128, 2});
+    benchmark->Args({precision, 1, 256, 2});
+  }
+}
+BENCHMARK(attention_minilm)->Apply(attention_arguments)->Unit(benchmark::kMicrosecond);
 
 // Args: rows, threads.
 void add_layer_norm_minilm(benchmark::State& state) {
@@ -166,7 +170,7 @@ void minilm_encoder_kernels(benchmark::State& state) {
   const auto run = [&] {
     for (const Layer& layer : model) {
       layer.qkv.forward(h, qkv);
-      attention(qkv, lengths, shape, false, context);
+      attention(qkv, lengths, shape, false, context, precision);
       layer.output.forward(context, projected);
       add_layer_norm(projected, h, layer.gamma1, layer.beta1, 1e-12F, h);
       layer.up.forward(h, intermediate);

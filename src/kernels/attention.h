@@ -3,6 +3,8 @@
 #include <cstddef>
 #include <span>
 
+#include "kernels/precision.h"
+
 namespace s1::kernels {
 
 struct AttentionShape {
@@ -26,7 +28,9 @@ struct AttentionShape {
 // out: [batch·seq, out_width()], heads concatenated (the input of the output projection).
 //      Rows at positions ≥ length are written as zeros.
 // Query head h uses key/value head h / (heads / kv_heads).
+// precision bf16 rounds Q, K, V and the softmax weights to bf16 for AMX products (fp32 softmax and
+// accumulation); it falls back to fp32 where AMX is missing or head_dim is not a multiple of 32.
 void attention(std::span<const float> qkv, std::span<const std::size_t> lengths, AttentionShape shape,
-               bool causal, std::span<float> out);
+               bool causal, std::span<float> out, Precision precision = Precision::fp32);
 
 }  // namespace s1::kernels

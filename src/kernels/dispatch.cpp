@@ -36,15 +36,16 @@ constexpr std::array<Variant<ConvertFp32ToBf16Fn>, 2> convert_variants{{
     {"avx512_bf16", Isa::avx512_bf16, &x86::convert_fp32_to_bf16_avx512_bf16},
     {"reference", Isa::portable, &reference::convert_fp32_to_bf16},
 }};
-constexpr std::array<Variant<AttentionHeadFn>, 2> attention_head_variants{{
+constexpr std::array<Variant<AttentionHeadFn>, 3> attention_head_variants{{
+    {"amx_bf16", Isa::amx_bf16, &x86::attention_head_amx_bf16, true},
     {"avx512", Isa::avx512, &x86::attention_head_avx512},
     {"reference", Isa::portable, &reference::attention_head},
 }};
 
 template <class Fn, std::size_t count>
-Variant<Fn> first_supported(const std::array<Variant<Fn>, count>& variants) {
+Variant<Fn> first_supported(const std::array<Variant<Fn>, count>& variants, Precision precision = Precision::fp32) {
   for (const Variant<Fn>& variant : variants)
-    if (isa_supported(variant.isa)) return variant;
+    if (isa_supported(variant.isa) && (precision == Precision::bf16 || !variant.bf16_arithmetic)) return variant;
   return variants.back();
 }
 
@@ -84,7 +85,8 @@ const OpVariants& op_variants() {
 const SelectedVariants& selected_variants() {
   static const SelectedVariants selected{
       first_supported(layer_norm_variants), first_supported(gelu_variants), first_supported(softmax_variants),
-      first_supported(convert_variants), first_supported(attention_head_variants)};
+      first_supported(convert_variants), first_supported(attention_head_variants),
+      first_supported(attention_head_variants, Precision::bf16)};
   return selected;
 }
 
@@ -141,12 +143,13 @@ void convert_fp32_to_bf16(std::span<const float> x, std::span<Bf16Bits> y) {
 }
 
 void attention(std::span<const float> qkv, std::span<const std::size_t> lengths, AttentionShape shape, bool causal,
-               std::span<float> out) {
+               std::span<float> out, Precision precision) {
   assert(shape.heads > 0 && shape.kv_heads > 0 && shape.heads % shape.kv_heads == 0 && shape.head_dim > 0);
   assert(lengths.size() == shape.batch);
   assert(qkv.size() == shape.batch * shape.seq * shape.qkv_width());
   assert(out.size() == shape.batch * shape.seq * shape.out_width());
-  AttentionHeadFn* run = selected_variants().attention_head.run;
+  AttentionHeadFn* run = precision == Precision::bf16 ? selected_variants().attention_head_bf16.run
+                                                     : selected_variants().attention_head.run;
   const std::size_t group = shape.heads / shape.kv_heads;
   const float scale = 1.0F / std::sqrt(static_cast<float>(shape.head_dim));
   parallel_for(shape.batch * shape.heads, min_heads_per_thread, [&](std::size_t begin, std::size_t end) {

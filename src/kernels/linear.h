@@ -4,12 +4,10 @@
 #include <memory>
 #include <span>
 
+#include "kernels/precision.h"
+
 namespace s1::kernels {
 
-enum class Precision {
-  fp32,  // oneDNN brgemm on AVX-512 FMA
-  bf16,  // weights stored bf16, activations rounded to bf16, fp32 accumulate and output (AMX)
-};
 
 enum class Activation { none, gelu };
 

@@ -47,6 +47,7 @@ struct Variant {
   std::string_view name;
   Isa isa;
   Fn* run;
+  bool bf16_arithmetic = false;  // rounds operands to bf16: chosen only for Precision::bf16
 };
 
 // Every compiled variant of each op, best first; the portable reference is always last.
@@ -66,6 +67,7 @@ struct SelectedVariants {
   Variant<SoftmaxFn> softmax;
   Variant<ConvertFp32ToBf16Fn> convert_fp32_to_bf16;
   Variant<AttentionHeadFn> attention_head;
+  Variant<AttentionHeadFn> attention_head_bf16;
 };
 [[nodiscard]] const SelectedVariants& selected_variants();
 

@@ -51,23 +51,6 @@ void score_block(const float* queries, const float* keys_transposed, std::size_t
     for (std::size_t v = 0; v < vectors; ++v) _mm512_storeu_ps(scores + r * padded + j0 + 16 * v, acc[r][v]);
 }
 
-// Softmax numerators over scores[0, visible), zeros in [visible, end); returns 1 / Σ.
-float exponentiate_row(float* scores, std::size_t visible, std::size_t end) {
-  const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  __m512 largest = lowest;
-  for (std::size_t j = 0; j < visible; j += 16)
-    largest = _mm512_max_ps(largest, _mm512_mask_loadu_ps(lowest, first_lanes(visible - j), scores + j));
-  const __m512 row_max = _mm512_set1_ps(_mm512_reduce_max_ps(largest));
-  __m512 sum = _mm512_setzero_ps();
-  for (std::size_t j = 0; j < end; j += 16) {
-    const __mmask16 valid = j < visible ? first_lanes(visible - j) : static_cast<__mmask16>(0);
-    const __m512 e = _mm512_maskz_mov_ps(valid, exp_vector(_mm512_sub_ps(_mm512_loadu_ps(scores + j), row_max)));
-    _mm512_storeu_ps(scores + j, e);
-    sum = _mm512_add_ps(sum, e);
-  }
-  return 1.0F / sum_vector(sum);
-}
-
 // out[r][c0 .. c0+32) = inverse_sum[r] · Σ_j p[r][j] · v[j][c0 ..], lanes beyond d masked.
 void weighted_values(const float* scores, std::size_t padded, std::size_t end, const float* values,
                      std::size_t stride, std::size_t d, std::size_t c0, const float* inverse_sum,
@@ -134,7 +117,7 @@ void attention_head_avx512(const AttentionHeadTask& task) {
         continue;
       }
       const std::size_t visible = task.causal ? i0 + r + 1 : length;
-      inverse_sum[r] = exponentiate_row(scores + r * padded, visible, end_padded);
+      inverse_sum[r] = softmax_numerators(scores + r * padded, visible, end_padded);
       out_rows[r] = task.out + (i0 + r) * task.out_stride;
     }
     for (std::size_t c0 = 0; c0 < d; c0 += 32)

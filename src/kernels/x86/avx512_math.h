@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include <cstddef>
+#include <limits>
 
 namespace s1::kernels::x86 {
 
@@ -46,11 +47,29 @@ inline __m512 gelu_vector(__m512 x) {
   return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5F), x), one_plus_erf);
 }
 
+
 inline float sum_vector(__m512 v) { return _mm512_reduce_add_ps(v); }
 
 // Mask selecting the first `count` (≤ 16) lanes.
 inline __mmask16 first_lanes(std::size_t count) {
   return count >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1U << count) - 1U);
+}
+
+// Softmax numerators over scores[0, visible), zeros in [visible, end); returns 1 / Σ.
+inline float softmax_numerators(float* scores, std::size_t visible, std::size_t end) {
+  const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __m512 largest = lowest;
+  for (std::size_t j = 0; j < visible; j += 16)
+    largest = _mm512_max_ps(largest, _mm512_mask_loadu_ps(lowest, first_lanes(visible - j), scores + j));
+  const __m512 row_max = _mm512_set1_ps(_mm512_reduce_max_ps(largest));
+  __m512 sum = _mm512_setzero_ps();
+  for (std::size_t j = 0; j < end; j += 16) {
+    const __mmask16 valid = j < visible ? first_lanes(visible - j) : static_cast<__mmask16>(0);
+    const __m512 e = _mm512_maskz_mov_ps(valid, exp_vector(_mm512_sub_ps(_mm512_loadu_ps(scores + j), row_max)));
+    _mm512_storeu_ps(scores + j, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  return 1.0F / sum_vector(sum);
 }
 
 }  // namespace s1::kernels::x86

@@ -17,5 +17,7 @@ void gelu_avx512(std::span<const float> x, std::span<float> y);
 void softmax_avx512(std::span<const float> x, std::size_t columns, std::span<float> y);
 void convert_fp32_to_bf16_avx512_bf16(std::span<const float> x, std::span<Bf16Bits> y);
 void attention_head_avx512(const AttentionHeadTask& task);
+// bf16 products on AMX tiles; hands head_dim not a multiple of 32 to attention_head_avx512.
+void attention_head_amx_bf16(const AttentionHeadTask& task);
 
 }  // namespace s1::kernels::x86

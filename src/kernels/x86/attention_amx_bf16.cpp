@@ -1,0 +1,183 @@
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cassert>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "kernels/x86/avx512_math.h"
+#include "kernels/x86/x86.h"
+
+namespace s1::kernels::x86 {
+namespace {
+
+// Every tile here is 16 rows × 64 bytes: 16×32 bf16 operands (A row-major, B in the VNNI pair
+// layout) and 16×16 fp32 accumulators. Tiles: 0 = A, 1 = B, 2 = C.
+constexpr std::size_t tile_rows = 16;
+constexpr std::size_t tile_depth = 32;  // bf16 values per A row / pairs×2 per B row
+
+struct alignas(64) TileConfig {
+  std::uint8_t palette = 1;
+  std::uint8_t start_row = 0;
+  std::uint8_t reserved[14] = {};
+  std::uint16_t bytes_per_row[16] = {};
+  std::uint8_t rows[16] = {};
+};
+static_assert(sizeof(TileConfig) == 64);
+
+// RAII: configure the three tiles for this call, release them (and the AMX state) on return.
+class TileScope {
+ public:
+  TileScope() {
+    TileConfig config;
+    for (int tile = 0; tile < 3; ++tile) {
+      config.bytes_per_row[tile] = 64;
+      config.rows[tile] = tile_rows;
+    }
+    _tile_loadconfig(&config);
+  }
+  ~TileScope() { _tile_release(); }
+  TileScope(const TileScope&) = delete;
+  TileScope& operator=(const TileScope&) = delete;
+};
+
+struct Scratch {
+  std::vector<std::uint16_t> queries;           // [16][d] bf16, pre-scaled
+  std::vector<std::uint32_t> keys_pairs;        // [d/2][padded] pairs (k[j][2p], k[j][2p+1])
+  std::vector<std::uint32_t> values_pairs;      // [padded/2][d] pairs (v[2q][c], v[2q+1][c])
+  std::vector<float> scores;                    // [16][padded]
+  std::vector<std::uint16_t> weights;           // [16][padded] bf16 softmax numerators
+  std::vector<float> block_out;                 // [16][d]
+  std::vector<std::uint16_t> key_row;           // [d] one key in bf16
+};
+
+Scratch& thread_scratch() {
+  thread_local Scratch scratch;
+  return scratch;
+}
+
+// Word i of the result takes word interleave_pairs[i]: (a0, b0, a1, b1, …) from (a0..a15, b0..b15).
+constexpr std::array<std::uint16_t, 32> interleave_pairs = [] {
+  std::array<std::uint16_t, 32> indices{};
+  for (std::uint16_t k = 0; k < 16; ++k) {
+    indices[2 * k] = k;
+    indices[2 * k + 1] = static_cast<std::uint16_t>(16 + k);
+  }
+  return indices;
+}();
+
+// 32 floats → 32 bf16 (round to nearest even), stored contiguously.
+inline void store_bf16_32(std::uint16_t* destination, __m512 low, __m512 high) {
+  _mm512_storeu_si512(destination, std::bit_cast<__m512i>(_mm512_cvtne2ps_pbh(high, low)));
+}
+
+}  // namespace
+
+void attention_head_amx_bf16(const AttentionHeadTask& task) {
+  const std::size_t d = task.head_dim;
+  if (d % tile_depth != 0) {
+    attention_head_avx512(task);
+    return;
+  }
+  assert(task.length <= task.seq);
+  const std::size_t length = task.length;
+  const std::size_t padded = (length + tile_depth - 1) / tile_depth * tile_depth;
+  Scratch& scratch = thread_scratch();
+  scratch.queries.resize(tile_rows * d);
+  scratch.keys_pairs.assign(d / 2 * padded, 0U);
+  scratch.values_pairs.assign(padded / 2 * d, 0U);
+  scratch.scores.resize(tile_rows * padded);
+  scratch.weights.resize(tile_rows * padded);
+  scratch.block_out.resize(tile_rows * d);
+
+  // K into the B layout of Q·Kᵀ: row p of a tile holds the channel pair (2p, 2p+1) of 16 keys.
+  scratch.key_row.resize(d);
+  std::uint16_t* row = scratch.key_row.data();
+  for (std::size_t j = 0; j < length; ++j) {
+    const float* k = task.k + j * task.qkv_stride;
+    for (std::size_t c = 0; c < d; c += 32)
+      store_bf16_32(row + c, _mm512_loadu_ps(k + c), _mm512_loadu_ps(k + c + 16));
+    for (std::size_t p = 0; p < d / 2; ++p) {
+      std::uint32_t pair = 0;
+      std::memcpy(&pair, row + 2 * p, sizeof pair);
+      scratch.keys_pairs[p * padded + j] = pair;
+    }
+  }
+  // V into the B layout of P·V: row q of a tile holds keys (2q, 2q+1) of 16 channels, interleaved.
+  const __m512i interleave = _mm512_loadu_si512(interleave_pairs.data());
+  for (std::size_t j = 0; j < length; j += 2) {
+    const float* v0 = task.v + j * task.qkv_stride;
+    const float* v1 = v0 + task.qkv_stride;
+    for (std::size_t c = 0; c < d; c += 16) {
+      const __m512 first = _mm512_loadu_ps(v0 + c);
+      const __m512 second = j + 1 < length ? _mm512_loadu_ps(v1 + c) : _mm512_setzero_ps();
+      const __m512i both = std::bit_cast<__m512i>(_mm512_cvtne2ps_pbh(second, first));
+      _mm512_storeu_si512(scratch.values_pairs.data() + (j / 2) * d + c, _mm512_permutexvar_epi16(interleave, both));
+    }
+  }
+
+  const TileScope tiles;
+  const __m512 scale = _mm512_set1_ps(task.scale);
+  for (std::size_t i0 = 0; i0 < length; i0 += tile_rows) {
+    const std::size_t rows = std::min(tile_rows, length - i0);
+    for (std::size_t r = 0; r < tile_rows; ++r) {
+      std::uint16_t* q_out = scratch.queries.data() + r * d;
+      for (std::size_t c = 0; c < d; c += 32) {
+        if (r >= rows) {
+          std::memset(q_out + c, 0, 64);
+          continue;
+        }
+        const float* q = task.q + (i0 + r) * task.qkv_stride + c;
+        store_bf16_32(q_out + c, _mm512_mul_ps(_mm512_loadu_ps(q), scale), _mm512_mul_ps(_mm512_loadu_ps(q + 16), scale));
+      }
+    }
+    const std::size_t end = task.causal ? std::min(length, i0 + rows) : length;
+    const std::size_t end_padded = (end + tile_depth - 1) / tile_depth * tile_depth;
+
+    // Scores, 16 keys per accumulator tile.
+    for (std::size_t j0 = 0; j0 < end_padded; j0 += 16) {
+      _tile_zero(2);
+      for (std::size_t c = 0; c < d; c += tile_depth) {
+        _tile_loadd(0, scratch.queries.data() + c, static_cast<long>(d * sizeof(std::uint16_t)));
+        _tile_loadd(1, scratch.keys_pairs.data() + (c / 2) * padded + j0, static_cast<long>(padded * sizeof(std::uint32_t)));
+        _tile_dpbf16ps(2, 0, 1);
+      }
+      _tile_stored(2, scratch.scores.data() + j0, static_cast<long>(padded * sizeof(float)));
+    }
+
+    float inverse_sum[tile_rows] = {};
+    for (std::size_t r = 0; r < tile_rows; ++r) {
+      float* scores = scratch.scores.data() + r * padded;
+      std::uint16_t* weights = scratch.weights.data() + r * padded;
+      if (r < rows) {
+        const std::size_t visible = task.causal ? i0 + r + 1 : length;
+        inverse_sum[r] = softmax_numerators(scores, visible, end_padded);
+        for (std::size_t j = 0; j < end_padded; j += 32)
+          store_bf16_32(weights + j, _mm512_loadu_ps(scores + j), _mm512_loadu_ps(scores + j + 16));
+      } else {
+        std::fill_n(weights, end_padded, std::uint16_t{0});
+      }
+    }
+
+    // Output, 16 channels per accumulator tile.
+    for (std::size_t c0 = 0; c0 < d; c0 += 16) {
+      _tile_zero(2);
+      for (std::size_t j = 0; j < end_padded; j += tile_depth) {
+        _tile_loadd(0, scratch.weights.data() + j, static_cast<long>(padded * sizeof(std::uint16_t)));
+        _tile_loadd(1, scratch.values_pairs.data() + (j / 2) * d + c0, static_cast<long>(d * sizeof(std::uint32_t)));
+        _tile_dpbf16ps(2, 0, 1);
+      }
+      _tile_stored(2, scratch.block_out.data() + c0, static_cast<long>(d * sizeof(float)));
+    }
+    for (std::size_t r = 0; r < rows; ++r) {
+      float* out = task.out + (i0 + r) * task.out_stride;
+      const __m512 normaliser = _mm512_set1_ps(inverse_sum[r]);
+      for (std::size_t c = 0; c < d; c += 16)
+        _mm512_storeu_ps(out + c, _mm512_mul_ps(_mm512_loadu_ps(scratch.block_out.data() + r * d + c), normaliser));
+    }
+  }
+  for (std::size_t i = length; i < task.seq; ++i) std::fill_n(task.out + i * task.out_stride, d, 0.0F);
+}
+
+}  // namespace s1::kernels::x86
