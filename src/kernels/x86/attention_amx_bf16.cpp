@@ -13,7 +13,9 @@ namespace s1::kernels::x86 {
 namespace {
 
 // Every tile here is 16 rows × 64 bytes: 16×32 bf16 operands (A row-major, B in the VNNI pair
-// layout) and 16×16 fp32 accumulators. Tiles: 0 = A, 1 = B, 2 = C.
+// layout) and 16×16 fp32 accumulators. Tiles: 0 = A, 1 and 2 = B (alternating, so a load can
+// overlap the previous product), 4–7 = four independent accumulators: with a single accumulator
+// every tdpbf16ps waited for the one before it.
 constexpr std::size_t tile_rows = 16;
 constexpr std::size_t tile_depth = 32;  // bf16 values per A row / pairs×2 per B row
 
@@ -26,12 +28,12 @@ struct alignas(64) TileConfig {
 };
 static_assert(sizeof(TileConfig) == 64);
 
-// RAII: configure the three tiles for this call, release them (and the AMX state) on return.
+// RAII: configure the tiles for this call, release them (and the AMX state) on return.
 class TileScope {
  public:
   TileScope() {
     TileConfig config;
-    for (int tile = 0; tile < 3; ++tile) {
+    for (int tile = 0; tile < 8; ++tile) {
       config.bytes_per_row[tile] = 64;
       config.rows[tile] = tile_rows;
     }
@@ -70,6 +72,40 @@ constexpr std::array<std::uint16_t, 32> interleave_pairs = [] {
 // 32 floats → 32 bf16 (round to nearest even), stored contiguously.
 inline void store_bf16_32(std::uint16_t* destination, __m512 low, __m512 high) {
   _mm512_storeu_si512(destination, std::bit_cast<__m512i>(_mm512_cvtne2ps_pbh(high, low)));
+}
+
+// C[4 + n] += A · B_n for n < count (2 or 4), where A is in tile 0 and B_n is 16×32 bytes at
+// b + n·b_step (bytes), rows b_stride bytes apart.
+inline void multiply_accumulate(const std::uint8_t* b, std::size_t b_step, std::size_t b_stride, std::size_t count) {
+  const auto stride = static_cast<long>(b_stride);
+  _tile_loadd(1, b, stride);
+  _tile_dpbf16ps(4, 0, 1);
+  _tile_loadd(2, b + b_step, stride);
+  _tile_dpbf16ps(5, 0, 2);
+  if (count > 2) {
+    _tile_loadd(1, b + 2 * b_step, stride);
+    _tile_dpbf16ps(6, 0, 1);
+    _tile_loadd(2, b + 3 * b_step, stride);
+    _tile_dpbf16ps(7, 0, 2);
+  }
+}
+
+inline void zero_accumulators() {
+  _tile_zero(4);
+  _tile_zero(5);
+  _tile_zero(6);
+  _tile_zero(7);
+}
+
+// Stores accumulator n (n < count) at c + n·16 floats, rows c_stride bytes apart.
+inline void store_accumulators(float* c, std::size_t c_stride, std::size_t count) {
+  const auto stride = static_cast<long>(c_stride);
+  _tile_stored(4, c, stride);
+  _tile_stored(5, c + 16, stride);
+  if (count > 2) {
+    _tile_stored(6, c + 32, stride);
+    _tile_stored(7, c + 48, stride);
+  }
 }
 
 }  // namespace
@@ -135,15 +171,16 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
     const std::size_t end = task.causal ? std::min(length, i0 + rows) : length;
     const std::size_t end_padded = (end + tile_depth - 1) / tile_depth * tile_depth;
 
-    // Scores, 16 keys per accumulator tile.
-    for (std::size_t j0 = 0; j0 < end_padded; j0 += 16) {
-      _tile_zero(2);
+    // Scores, 16 keys per accumulator, up to 64 keys per pass (end_padded is a multiple of 32).
+    for (std::size_t j0 = 0; j0 < end_padded; j0 += 64) {
+      const std::size_t count = std::min<std::size_t>(4, (end_padded - j0) / 16);
+      zero_accumulators();
       for (std::size_t c = 0; c < d; c += tile_depth) {
         _tile_loadd(0, scratch.queries.data() + c, static_cast<long>(d * sizeof(std::uint16_t)));
-        _tile_loadd(1, scratch.keys_pairs.data() + (c / 2) * padded + j0, static_cast<long>(padded * sizeof(std::uint32_t)));
-        _tile_dpbf16ps(2, 0, 1);
+        multiply_accumulate(reinterpret_cast<const std::uint8_t*>(scratch.keys_pairs.data() + (c / 2) * padded + j0),
+                            16 * sizeof(std::uint32_t), padded * sizeof(std::uint32_t), count);
       }
-      _tile_stored(2, scratch.scores.data() + j0, static_cast<long>(padded * sizeof(float)));
+      store_accumulators(scratch.scores.data() + j0, padded * sizeof(float), count);
     }
 
     float inverse_sum[tile_rows] = {};
@@ -160,15 +197,16 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
       }
     }
 
-    // Output, 16 channels per accumulator tile.
-    for (std::size_t c0 = 0; c0 < d; c0 += 16) {
-      _tile_zero(2);
+    // Output, 16 channels per accumulator, up to 64 channels per pass (d is a multiple of 32).
+    for (std::size_t c0 = 0; c0 < d; c0 += 64) {
+      const std::size_t count = std::min<std::size_t>(4, (d - c0) / 16);
+      zero_accumulators();
       for (std::size_t j = 0; j < end_padded; j += tile_depth) {
         _tile_loadd(0, scratch.weights.data() + j, static_cast<long>(padded * sizeof(std::uint16_t)));
-        _tile_loadd(1, scratch.values_pairs.data() + (j / 2) * d + c0, static_cast<long>(d * sizeof(std::uint32_t)));
-        _tile_dpbf16ps(2, 0, 1);
+        multiply_accumulate(reinterpret_cast<const std::uint8_t*>(scratch.values_pairs.data() + (j / 2) * d + c0),
+                            16 * sizeof(std::uint32_t), d * sizeof(std::uint32_t), count);
       }
-      _tile_stored(2, scratch.block_out.data() + c0, static_cast<long>(d * sizeof(float)));
+      store_accumulators(scratch.block_out.data() + c0, d * sizeof(float), count);
     }
     for (std::size_t r = 0; r < rows; ++r) {
       float* out = task.out + (i0 + r) * task.out_stride;
