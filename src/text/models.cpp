@@ -1,16 +1,11 @@
 #include <algorithm>
-#include <unordered_map>
-
 #include "text/json_fields.h"
+#include "text/string_map.h"
 
 namespace s1::text::detail {
 namespace {
 
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view text) const noexcept { return std::hash<std::string_view>{}(text); }
-};
-using Vocab = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
+using Vocab = StringMap<int32_t>;
 
 bool is_continuation_byte(char byte) { return (static_cast<unsigned char>(byte) & 0xC0) == 0x80; }
 

@@ -7,6 +7,7 @@
 
 #include "text/added_tokens.h"
 #include "text/json_fields.h"
+#include "text/string_map.h"
 #include "text/utf8.h"
 
 namespace s1::text {
@@ -20,7 +21,7 @@ struct Tokenizer::Impl {
   std::unique_ptr<detail::PostProcessor> post_processor;
   detail::AddedTokenMatcher raw_matcher;
   detail::AddedTokenMatcher normalized_matcher;
-  std::unordered_map<std::string, int32_t> added_by_content;
+  detail::StringMap<int32_t> added_by_content;
   std::unordered_map<int32_t, std::string> added_by_id;
   size_t vocab_size = 0;
   SpecialTokenIds special_ids;
@@ -122,7 +123,7 @@ Tokenizer::Impl::Impl(const nlohmann::json& root) {
 
 
 std::optional<int32_t> Tokenizer::Impl::token_to_id(std::string_view token) const {
-  if (const auto found = added_by_content.find(std::string(token)); found != added_by_content.end()) return found->second;
+  if (const auto found = added_by_content.find(token); found != added_by_content.end()) return found->second;
   return model->token_to_id(token);
 }
 
@@ -142,9 +143,9 @@ std::vector<int32_t> Tokenizer::Impl::tokenize_text(std::string_view text) const
       if (piece.text.empty()) continue;
       const std::vector<std::string_view> words =
           pre_tokenizer ? pre_tokenizer->split(piece.text) : std::vector<std::string_view>{piece.text};
-      const std::vector<int32_t> word_ids = model->tokenize(words);
+      std::vector<int32_t> word_ids = model->tokenize(words);
       if (ids.empty()) {
-        ids = word_ids;
+        ids = std::move(word_ids);
       } else {
         ids.insert(ids.end(), word_ids.begin(), word_ids.end());
       }
