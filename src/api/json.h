@@ -1,0 +1,36 @@
+#pragma once
+// Strict JSON for request bodies (contract §2.1) and exact JSON writing for responses (§3.2).
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace s1::api {
+
+// Member order is the client's order: prompts render state as sent, legends echo levels as sent.
+using Json = nlohmann::ordered_json;
+
+inline constexpr int max_json_depth = 64;
+
+struct JsonSyntaxError {
+  std::string message;  // names the reason and byte offset, never echoes input
+};
+
+// One RFC 8259 text: no BOM, valid UTF-8, no lone surrogates, no duplicate member names (compared
+// after unescaping), no NaN/Infinity or overflowing numbers, depth ≤ 64, nothing after the value.
+std::variant<Json, JsonSyntaxError> parse_strict_json(std::string_view text);
+
+// Appends `value` as compact JSON: raw non-ASCII, control characters escaped, integers as integers
+// and doubles in the shortest round-trip form that always carries '.' or an exponent.
+void append_json(std::string& out, const Json& value);
+void append_json_string(std::string& out, std::string_view utf8);
+void append_json_double(std::string& out, double value);
+
+// Unicode code points in valid UTF-8 text.
+size_t count_code_points(std::string_view utf8);
+// True when the text has a category Cc code point (U+0000–001F, U+007F–009F).
+bool has_control_character(std::string_view utf8);
+
+}  // namespace s1::api

@@ -1,0 +1,399 @@
+#include "api/openai_decisions.h"
+
+#include <set>
+
+namespace s1::api {
+namespace {
+
+using validation::append;
+
+const Json* member(const Json& object, std::string_view name) {
+  const auto found = object.find(name);
+  return found == object.end() ? nullptr : &*found;
+}
+
+class DecisionsValidator {
+ public:
+  explicit DecisionsValidator(const RequestLimits& limits) : limits_(limits) {}
+
+  Result<DecisionsRequest> run(const Json& body) {
+    if (!body.is_object()) return ApiError::validation({{"dict_type", {}, "Input should be a valid dictionary"}});
+    DecisionsRequest result;
+    result.pipeline.model =
+        validation::check_model(member(body, "model"), {"model"}, limits_.has_default_model, issues_);
+    check_input(member(body, "input"), result.pipeline);
+    check_questions(member(body, "questions"), result);
+    if (!issues_.empty()) return ApiError::validation(std::move(issues_));
+    if (media_location_) {
+      ApiError error = ApiError::make(ErrorCode::unsupported_media,
+                                      "Images, files and audio are not supported by this server yet");
+      error.openai_param = openai_param(*media_location_);
+      return error;
+    }
+    return result;
+  }
+
+ private:
+  void issue(std::string type, Location location, std::string message) {
+    issues_.push_back({std::move(type), std::move(location), std::move(message)});
+  }
+
+  void forbid_extra_members(const Json& object, const Location& location,
+                            std::initializer_list<std::string_view> allowed) {
+    for (const auto& [name, unused] : object.items()) {
+      bool known = false;
+      for (const std::string_view candidate : allowed) known = known || name == candidate;
+      if (!known) issue("extra_forbidden", append(location, name), "Extra inputs are not permitted");
+    }
+  }
+
+  void check_input(const Json* input, DecisionRequest& pipeline) {
+    const Location location{"input"};
+    if (input == nullptr) return issue("missing", location, "Field required");
+    if (input->is_string()) {
+      if (input->get_ref<const std::string&>().empty()) {
+        return issue("string_too_short", location, "String should have at least 1 character");
+      }
+      pipeline.state = *input;
+      return;
+    }
+    if (!input->is_array()) return issue("value_type", location, "Input should be a valid string or list");
+    if (input->empty()) return issue("too_short", location, "List should have at least 1 item after validation, not 0");
+    std::string joined;
+    int64_t index = 0;
+    for (const Json& message : *input) {
+      check_message(message, append(location, index++), joined);
+    }
+    pipeline.state = joined;
+  }
+
+  void append_text(std::string& joined, const std::string& text) {
+    if (!joined.empty() || appended_any_) joined += "\n\n";
+    joined += text;
+    appended_any_ = true;
+  }
+
+  void check_message(const Json& message, const Location& location, std::string& joined) {
+    if (!message.is_object()) return issue("dict_type", location, "Input should be a valid dictionary");
+    const Json* role = member(message, "role");
+    if (role == nullptr) {
+      issue("missing", append(location, "role"), "Field required");
+    } else if (!(role->is_string() && *role == "user")) {
+      issue("literal_error", append(location, "role"), "Input should be 'user'");
+    }
+    if (const Json* type = member(message, "type"); type != nullptr && !(type->is_string() && *type == "message")) {
+      issue("literal_error", append(location, "type"), "Input should be 'message'");
+    }
+    const Json* content = member(message, "content");
+    const Location content_location = append(location, "content");
+    if (content == nullptr) {
+      issue("missing", content_location, "Field required");
+    } else if (content->is_string()) {
+      if (content->get_ref<const std::string&>().empty()) {
+        issue("string_too_short", content_location, "String should have at least 1 character");
+      } else {
+        append_text(joined, content->get_ref<const std::string&>());
+      }
+    } else if (!content->is_array()) {
+      issue("value_type", content_location, "Input should be a valid string or list");
+    } else if (content->empty()) {
+      issue("too_short", content_location, "List should have at least 1 item after validation, not 0");
+    } else {
+      int64_t index = 0;
+      for (const Json& part : *content) check_part(part, append(content_location, index++), joined);
+    }
+    forbid_extra_members(message, location, {"role", "type", "content"});
+  }
+
+  void check_part(const Json& part, const Location& location, std::string& joined) {
+    if (!part.is_object()) return issue("dict_type", location, "Input should be a valid dictionary");
+    const Json* type = member(part, "type");
+    if (type == nullptr) return issue("missing", append(location, "type"), "Field required");
+    if (type->is_string() && (*type == "input_image" || *type == "input_file" || *type == "input_audio")) {
+      if (!media_location_) media_location_ = location;
+      return;
+    }
+    if (!(type->is_string() && *type == "input_text")) {
+      return issue("union_tag_invalid", append(location, "type"),
+                   "Input tag does not match any of the expected tags: 'input_text'");
+    }
+    const Json* text = member(part, "text");
+    if (text == nullptr) {
+      issue("missing", append(location, "text"), "Field required");
+    } else if (!text->is_string()) {
+      issue("string_type", append(location, "text"), "Input should be a valid string");
+    } else if (text->get_ref<const std::string&>().empty()) {
+      issue("string_too_short", append(location, "text"), "String should have at least 1 character");
+    } else {
+      append_text(joined, text->get_ref<const std::string&>());
+    }
+    forbid_extra_members(part, location, {"type", "text"});
+  }
+
+  void check_questions(const Json* questions, DecisionsRequest& result) {
+    const Location location{"questions"};
+    if (questions == nullptr) return issue("missing", location, "Field required");
+    if (!questions->is_array()) return issue("list_type", location, "Input should be a valid list");
+    if (questions->empty()) return issue("too_short", location, "List should have at least 1 item after validation, not 0");
+    if (questions->size() > limits_.max_questions) {
+      issue("too_long", location, "List should have at most " + std::to_string(limits_.max_questions) + " items");
+    }
+    std::set<std::string> names;
+    int64_t index = 0;
+    for (const Json& question : *questions) {
+      check_question(question, append(location, index), index, names, result);
+      ++index;
+    }
+  }
+
+  void check_question(const Json& value, const Location& location, int64_t index, std::set<std::string>& names,
+                      DecisionsRequest& result) {
+    if (!value.is_object()) return issue("dict_type", location, "Input should be a valid dictionary");
+    DecisionsQuestion question;
+    Question pipeline_question;
+    pipeline_question.key = std::to_string(index);
+
+    const Json* type = member(value, "type");
+    if (type == nullptr) return issue("missing", append(location, "type"), "Field required");
+    if (type->is_string() && *type == "predicate") {
+      question.type = DecisionsQuestionType::predicate;
+      pipeline_question.type = QuestionType::noul;
+    } else if (type->is_string() && *type == "choice") {
+      question.type = DecisionsQuestionType::choice;
+      pipeline_question.type = QuestionType::choice;
+    } else if (type->is_string() && *type == "score") {
+      question.type = DecisionsQuestionType::score;
+      pipeline_question.type = QuestionType::score;
+    } else {
+      return issue("union_tag_invalid", append(location, "type"),
+                   "Input tag does not match any of the expected tags: 'predicate', 'choice', 'score'");
+    }
+
+    if (const Json* name = member(value, "name"); name != nullptr && !name->is_null()) {
+      const Location name_location = append(location, "name");
+      if (!name->is_string()) {
+        issue("string_type", name_location, "Input should be a valid string");
+      } else {
+        const size_t before = issues_.size();
+        validation::check_name(name->get_ref<const std::string&>(), name_location, issues_);
+        if (issues_.size() == before && !names.insert(name->get<std::string>()).second) {
+          issue("duplicate", name_location, "Question names must be unique");
+        }
+        question.name = name->get<std::string>();
+      }
+    }
+
+    const Json* instructions = member(value, "instructions");
+    if (instructions == nullptr) {
+      issue("missing", append(location, "instructions"), "Field required");
+    } else if (!instructions->is_string()) {
+      issue("string_type", append(location, "instructions"), "Input should be a valid string");
+    } else {
+      pipeline_question.instructions = *instructions;
+    }
+
+    switch (question.type) {
+      case DecisionsQuestionType::predicate:
+        forbid_extra_members(value, location, {"type", "name", "instructions"});
+        break;
+      case DecisionsQuestionType::choice:
+        check_choices(member(value, "choices"), append(location, "choices"), question, pipeline_question);
+        forbid_extra_members(value, location, {"type", "name", "instructions", "choices"});
+        break;
+      case DecisionsQuestionType::score:
+        check_levels(member(value, "levels"), append(location, "levels"), question, pipeline_question);
+        forbid_extra_members(value, location, {"type", "name", "instructions", "levels"});
+        break;
+    }
+    result.questions.push_back(std::move(question));
+    result.pipeline.questions.push_back(std::move(pipeline_question));
+  }
+
+  std::optional<std::string> check_description(const Json& entry, const Location& location) {
+    const Json* description = member(entry, "description");
+    if (description == nullptr || description->is_null()) return std::nullopt;
+    if (!description->is_string()) {
+      issue("string_type", append(location, "description"), "Input should be a valid string");
+      return std::nullopt;
+    }
+    return description->get<std::string>();
+  }
+
+  void check_choices(const Json* choices, const Location& location, DecisionsQuestion& question,
+                     Question& pipeline_question) {
+    if (choices == nullptr) return issue("missing", location, "Field required");
+    if (!choices->is_array()) return issue("list_type", location, "Input should be a valid list");
+    if (choices->size() < 2) return issue("too_short", location, "List should have at least 2 items after validation");
+    if (choices->size() > max_choice_options) return issue("too_long", location, "List should have at most 255 items");
+    std::set<std::string> seen;
+    int64_t index = 0;
+    for (const Json& choice : *choices) {
+      const Location choice_location = append(location, index++);
+      if (!choice.is_object()) {
+        issue("dict_type", choice_location, "Input should be a valid dictionary");
+        continue;
+      }
+      const Json* value = member(choice, "value");
+      const Location value_location = append(choice_location, "value");
+      std::string text;
+      if (value == nullptr) {
+        issue("missing", value_location, "Field required");
+      } else if (value->is_boolean()) {
+        text = value->get<bool>() ? "true" : "false";
+      } else if (value->is_string()) {
+        text = value->get<std::string>();
+        validation::check_name(text, value_location, issues_);
+      } else {
+        issue("value_type", value_location, "Input should be a valid string or boolean");
+      }
+      const std::optional<std::string> description = check_description(choice, choice_location);
+      forbid_extra_members(choice, choice_location, {"value", "description"});
+      if (value == nullptr) continue;
+      if (!seen.insert(text).second) issue("duplicate", value_location, "Choice values must be distinct");
+      question.choice_values.push_back(*value);
+      pipeline_question.options.push_back(
+          ChoiceOption{text, description ? Json(*description) : Json(nullptr)});
+    }
+  }
+
+  void check_levels(const Json* levels, const Location& location, DecisionsQuestion& question,
+                    Question& pipeline_question) {
+    if (levels == nullptr) return issue("missing", location, "Field required");
+    if (!levels->is_array()) return issue("list_type", location, "Input should be a valid list");
+    if (levels->size() < min_score_levels) return issue("too_short", location, "List should have at least 2 items after validation");
+    if (levels->size() > max_score_levels) return issue("too_long", location, "List should have at most 10 items");
+    int64_t index = 0;
+    for (const Json& level : *levels) {
+      const Location level_location = append(location, index++);
+      if (!level.is_object()) {
+        issue("dict_type", level_location, "Input should be a valid dictionary");
+        continue;
+      }
+      const Json* label = member(level, "label");
+      const Location label_location = append(level_location, "label");
+      std::string text;
+      if (label == nullptr) {
+        issue("missing", label_location, "Field required");
+      } else if (!label->is_string()) {
+        issue("string_type", label_location, "Input should be a valid string");
+      } else if (label->get_ref<const std::string&>().empty()) {
+        issue("string_too_short", label_location, "String should have at least 1 character");
+      } else {
+        text = label->get<std::string>();
+      }
+      const std::optional<std::string> description = check_description(level, level_location);
+      forbid_extra_members(level, level_location, {"label", "description"});
+      question.level_labels.push_back(text);
+      pipeline_question.levels.emplace_back(description ? text + " - " + *description : text);
+    }
+  }
+
+  const RequestLimits& limits_;
+  std::vector<ValidationIssue> issues_;
+  std::optional<Location> media_location_;
+  bool appended_any_ = false;
+};
+
+void append_name(std::string& out, const std::optional<std::string>& name) {
+  out += ",\"name\":";
+  if (name) {
+    append_json_string(out, *name);
+  } else {
+    out += "null";
+  }
+}
+
+}  // namespace
+
+Result<DecisionsRequest> parse_decisions_request(std::string_view body, const RequestLimits& limits) {
+  auto parsed = parse_strict_json(body);
+  if (const auto* error = std::get_if<JsonSyntaxError>(&parsed)) {
+    return ApiError::validation({validation::json_invalid(error->message)});
+  }
+  return DecisionsValidator(limits).run(std::get<Json>(parsed));
+}
+
+Json decisions_to_system_one_body(const DecisionsRequest& request) {
+  Json body = Json::object();
+  if (request.pipeline.model) body["model"] = *request.pipeline.model;
+  body["state"] = request.pipeline.state;
+  Json questions = Json::object();
+  for (const Question& question : request.pipeline.questions) {
+    Json entry = Json::object();
+    entry["type"] = std::string(question_type_name(question.type));
+    entry["instructions"] = question.instructions;
+    if (question.type == QuestionType::choice) {
+      Json criteria = Json::object();
+      for (const ChoiceOption& option : question.options) criteria[option.name] = option.description;
+      entry["criteria"] = std::move(criteria);
+    } else if (question.type == QuestionType::score) {
+      entry["criteria"] = Json(question.levels);
+    }
+    questions[question.key] = std::move(entry);
+  }
+  body["questions"] = std::move(questions);
+  return body;
+}
+
+std::string serialize_decisions_response(const DecisionsRequest& request, const DecisionResult& result) {
+  std::string out = "{\"model\":";
+  append_json_string(out, result.model);
+  out += ",\"answers\":[";
+  for (size_t q = 0; q < request.questions.size(); ++q) {
+    const DecisionsQuestion& question = request.questions[q];
+    const Answer& answer = result.answers[q];
+    if (q > 0) out += ',';
+    switch (question.type) {
+      case DecisionsQuestionType::predicate:
+        out += "{\"type\":\"predicate\"";
+        append_name(out, question.name);
+        out += ",\"probability\":";
+        append_json_double(out, answer.probabilities[0]);
+        break;
+      case DecisionsQuestionType::choice:
+        out += "{\"type\":\"choice\"";
+        append_name(out, question.name);
+        out += ",\"choice\":";
+        append_json(out, question.choice_values[answer.choice_index]);
+        out += ",\"probabilities\":[";
+        for (size_t i = 0; i < question.choice_values.size(); ++i) {
+          if (i > 0) out += ',';
+          out += "{\"value\":";
+          append_json(out, question.choice_values[i]);
+          out += ",\"probability\":";
+          append_json_double(out, answer.probabilities[i]);
+          out += '}';
+        }
+        out += "],\"confidence\":";
+        append_json_double(out, answer.confidence);
+        break;
+      case DecisionsQuestionType::score:
+        out += "{\"type\":\"score\"";
+        append_name(out, question.name);
+        out += ",\"score\":";
+        append_json_double(out, answer.score);
+        out += ",\"probabilities\":[";
+        for (size_t i = 0; i < question.level_labels.size(); ++i) {
+          if (i > 0) out += ',';
+          out += "{\"value\":" + std::to_string(i) + ",\"label\":";
+          append_json_string(out, question.level_labels[i]);
+          out += ",\"probability\":";
+          append_json_double(out, answer.probabilities[i]);
+          out += '}';
+        }
+        out += "],\"confidence\":";
+        append_json_double(out, answer.confidence);
+        break;
+    }
+    out += '}';
+  }
+  const std::string tokens = std::to_string(result.input_tokens);
+  out += "],\"usage\":{\"input_tokens\":" + tokens + ",\"input_tokens_details\":{\"cached_tokens\":" +
+         std::to_string(result.cached_tokens) +
+         ",\"cache_write_tokens\":0},\"output_tokens\":0,\"output_tokens_details\":{\"reasoning_tokens\":0},"
+         "\"total_tokens\":" +
+         tokens + "}}";
+  return out;
+}
+
+}  // namespace s1::api

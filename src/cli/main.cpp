@@ -1,0 +1,19 @@
+#include "cli/serve.h"
+
+#include <CLI/CLI.hpp>
+#include <spdlog/cfg/env.h>
+
+#include <iostream>
+
+int main(int argc, char** argv) {
+  spdlog::cfg::load_env_levels();  // SPDLOG_LEVEL=debug, for example
+  CLI::App app{"s1serve: a serving engine for decision models (System One API)"};
+  app.set_version_flag("--version", std::string("s1serve ") + S1SERVE_VERSION);
+  app.require_subcommand(0, 1);
+  s1::cli::add_serve_command(app);
+  CLI11_PARSE(app, argc, argv);
+  if (app.get_subcommands().empty()) {
+    std::cout << app.help() << std::endl;
+  }
+  return 0;
+}

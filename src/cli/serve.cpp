@@ -1,0 +1,138 @@
+#include "cli/serve.h"
+
+#include "decide/contract_table.h"
+#include "registry/config.h"
+#include "registry/model_registry.h"
+#include "server/http_server.h"
+#include "server/metrics.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <memory>
+
+namespace s1::cli {
+namespace {
+
+struct ServeFlags {
+  std::vector<std::string> models;
+  std::string config_file;
+  std::optional<std::string> host;
+  std::optional<uint16_t> port;
+  std::string api_key_file;
+  std::optional<size_t> max_body;
+  std::optional<size_t> queue;
+  std::optional<int64_t> timeout_ms;
+  std::optional<std::string> default_model;
+  std::optional<size_t> max_questions;
+  std::optional<int64_t> token_budget;
+  std::optional<int64_t> drain_ms;
+  std::optional<int> http_threads;
+};
+
+registry::ServerConfig build_config(const ServeFlags& flags) {
+  registry::ServerConfig config;
+  if (!flags.config_file.empty()) config = registry::read_config_file(flags.config_file, config);
+  if (const char* keys = std::getenv("S1SERVE_API_KEYS"); keys != nullptr && *keys != '\0') {
+    for (auto& key : registry::parse_api_key_list(keys)) config.api_keys.push_back(std::move(key));
+  }
+  if (!flags.api_key_file.empty()) config.api_keys = registry::read_api_key_file(flags.api_key_file);
+  if (flags.host) config.host = *flags.host;
+  if (flags.port) config.port = *flags.port;
+  if (flags.max_body) config.max_body_bytes = *flags.max_body;
+  if (flags.queue) config.queue_capacity = *flags.queue;
+  if (flags.timeout_ms) config.timeout = std::chrono::milliseconds(*flags.timeout_ms);
+  if (flags.max_questions) config.max_questions = *flags.max_questions;
+  if (flags.token_budget) config.token_budget = *flags.token_budget;
+  if (flags.drain_ms) config.drain_timeout = std::chrono::milliseconds(*flags.drain_ms);
+  if (flags.http_threads) config.http_threads = *flags.http_threads;
+  for (const std::string& source : flags.models) config.models.push_back(registry::ModelConfig{source, {}, {}, {}});
+  if (flags.default_model) config.default_model = *flags.default_model;
+  return config;
+}
+
+int serve(const ServeFlags& flags) {
+  registry::ServerConfig config;
+  auto metrics = std::make_unique<server::Metrics>();
+  registry::ModelRegistry registry;
+  try {
+    config = build_config(flags);
+    for (const registry::ModelConfig& model : config.models) {
+      decide::LoadedModel loaded = decide::load_model(model.source);
+      const std::string name = model.name.value_or(loaded.name);
+      std::vector<std::string> aliases = model.aliases.empty() ? loaded.aliases : model.aliases;
+      runtime::RunnerOptions runner_options{model.queue_capacity.value_or(config.queue_capacity)};
+      server::Metrics* sink = metrics.get();
+      runtime::RunnerObserver observer;
+      observer.on_state = [sink, name](runtime::ModelState state) {
+        sink->set_gauge("s1serve_model_ready", {{"model", name}}, state == runtime::ModelState::ready ? 1.0 : 0.0);
+        spdlog::info("model {} is {}", name, runtime::model_state_name(state));
+      };
+      registry.add(registry::ServedModel{
+          name, std::move(aliases),
+          std::make_unique<runtime::ModelRunner>(name, std::move(loaded.engine), runner_options, std::move(observer))});
+    }
+    registry.set_default_model(config.default_model);
+  } catch (const std::exception& error) {
+    spdlog::error("{}", error.what());
+    return 2;
+  }
+
+  server::ServerOptions options;
+  options.host = config.host;
+  options.port = config.port;
+  options.api_keys = config.api_keys;
+  options.max_body_bytes = config.max_body_bytes;
+  options.timeout = config.timeout;
+  options.max_questions = config.max_questions;
+  options.token_budget = config.token_budget;
+  options.drain_timeout = config.drain_timeout;
+  options.http_threads = config.http_threads;
+  options.owned_by = config.owned_by;
+
+  server::HttpServer server(options, registry, *metrics);
+  uint16_t port = 0;
+  try {
+    port = server.listen();
+  } catch (const std::exception& error) {
+    spdlog::error("cannot listen on {}:{}: {}", config.host, config.port, error.what());
+    return 2;
+  }
+  if (config.api_keys.empty()) {
+    const bool loopback = config.host == "127.0.0.1" || config.host == "::1" || config.host == "localhost";
+    if (!loopback) spdlog::warn("no API keys configured and listening on {}: anyone who can reach it may use it", config.host);
+  }
+  registry.start_all();
+  spdlog::info("s1serve {} listening on http://{}:{} with {} model(s)", S1SERVE_VERSION, config.host, port,
+               registry.models().size());
+  server.run();
+  registry.stop_all();
+  spdlog::info("stopped");
+  return 0;
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
+  auto flags = std::make_shared<ServeFlags>();
+  CLI::App* command = app.add_subcommand("serve", "Serve decisions over HTTP (the default command)");
+  command->add_option("--model", flags->models,
+                      "Model to serve: a checkpoint directory, a known name, or a test backend mock:NAME "
+                      "(repeatable)");
+  command->add_option("--config", flags->config_file, "JSON configuration file (docs/configuration.md)")
+      ->check(CLI::ExistingFile);
+  command->add_option("--host", flags->host, "Address to bind (default 127.0.0.1)");
+  command->add_option("--port", flags->port, "Port to bind (default 8080; 0 picks a free port)");
+  command->add_option("--api-key-file", flags->api_key_file, "File with one API key per line")->check(CLI::ExistingFile);
+  command->add_option("--max-body", flags->max_body, "Largest request body in bytes (default 4194304)");
+  command->add_option("--queue", flags->queue, "Waiting requests per model before 503 (default 32)");
+  command->add_option("--timeout-ms", flags->timeout_ms, "Deadline per request in ms (default 60000)");
+  command->add_option("--default-model", flags->default_model, "Model used when a request names none");
+  command->add_option("--max-questions", flags->max_questions, "Questions per request (default 64)");
+  command->add_option("--token-budget", flags->token_budget, "Input tokens per request (default 65536)");
+  command->add_option("--drain-ms", flags->drain_ms, "Shutdown drain budget in ms (default 30000)");
+  command->add_option("--http-threads", flags->http_threads, "HTTP I/O threads (default 2)");
+  command->callback([flags] { std::exit(serve(*flags)); });
+}
+
+}  // namespace s1::cli

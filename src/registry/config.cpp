@@ -1,0 +1,147 @@
+#include "registry/config.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace s1::registry {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string describe(const std::filesystem::path& path, const std::string& entry) {
+  return "config " + path.string() + ": " + entry;
+}
+
+template <typename T>
+T read_number(const Json& value, const std::filesystem::path& path, const std::string& entry, T minimum, T maximum) {
+  if (!value.is_number_integer() && !value.is_number_unsigned()) {
+    throw ConfigError(describe(path, entry + " must be an integer"));
+  }
+  const auto number = value.get<int64_t>();
+  if (number < static_cast<int64_t>(minimum) || number > static_cast<int64_t>(maximum)) {
+    throw ConfigError(describe(path, entry + " must be between " + std::to_string(minimum) + " and " +
+                                         std::to_string(maximum)));
+  }
+  return static_cast<T>(number);
+}
+
+std::string read_string(const Json& value, const std::filesystem::path& path, const std::string& entry) {
+  if (!value.is_string() || value.get_ref<const std::string&>().empty()) {
+    throw ConfigError(describe(path, entry + " must be a non-empty string"));
+  }
+  return value.get<std::string>();
+}
+
+ModelConfig read_model(const Json& entry, const std::filesystem::path& path, const std::string& where) {
+  if (!entry.is_object()) throw ConfigError(describe(path, where + " must be an object"));
+  ModelConfig model;
+  bool has_source = false;
+  for (const auto& [key, value] : entry.items()) {
+    const std::string member = where + "." + key;
+    if (key == "source") {
+      model.source = read_string(value, path, member);
+      has_source = true;
+    } else if (key == "name") {
+      model.name = read_string(value, path, member);
+    } else if (key == "aliases") {
+      if (!value.is_array()) throw ConfigError(describe(path, member + " must be an array of strings"));
+      for (const Json& alias : value) model.aliases.push_back(read_string(alias, path, member + "[]"));
+    } else if (key == "queue") {
+      model.queue_capacity = read_number<size_t>(value, path, member, 1, 1'000'000);
+    } else {
+      throw ConfigError(describe(path, "unknown setting " + member));
+    }
+  }
+  if (!has_source) throw ConfigError(describe(path, where + ".source is required"));
+  return model;
+}
+
+}  // namespace
+
+std::vector<std::string> parse_api_key_list(std::string_view value) {
+  std::vector<std::string> keys;
+  std::string current;
+  for (const char c : std::string(value) + ",") {
+    if (c == ',') {
+      if (!current.empty()) keys.push_back(current);
+      current.clear();
+    } else if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+      current += c;
+    }
+  }
+  return keys;
+}
+
+std::vector<std::string> read_api_key_file(const std::filesystem::path& path) {
+  std::ifstream file(path);
+  if (!file) throw ConfigError("cannot read API key file " + path.string());
+  std::vector<std::string> keys;
+  std::string line;
+  while (std::getline(file, line)) {
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
+    const size_t start = line.find_first_not_of(" \t");
+    if (start == std::string::npos || line[start] == '#') continue;
+    keys.push_back(line.substr(start));
+  }
+  if (keys.empty()) throw ConfigError("API key file " + path.string() + " holds no keys");
+  return keys;
+}
+
+ServerConfig read_config_file(const std::filesystem::path& path, ServerConfig config) {
+  std::ifstream file(path);
+  if (!file) throw ConfigError("cannot read config file " + path.string());
+  std::stringstream text;
+  text << file.rdbuf();
+  Json root;
+  try {
+    root = Json::parse(text.str());
+  } catch (const nlohmann::json::exception& error) {
+    throw ConfigError(describe(path, std::string("invalid JSON: ") + error.what()));
+  }
+  if (!root.is_object()) throw ConfigError(describe(path, "the top level must be an object"));
+  for (const auto& [key, value] : root.items()) {
+    if (key == "host") {
+      config.host = read_string(value, path, key);
+    } else if (key == "port") {
+      config.port = read_number<uint16_t>(value, path, key, 0, 65535);
+    } else if (key == "api_keys_file") {
+      config.api_keys = read_api_key_file(read_string(value, path, key));
+    } else if (key == "max_body_bytes") {
+      config.max_body_bytes = read_number<size_t>(value, path, key, 1, size_t{1} << 32);
+    } else if (key == "timeout_ms") {
+      config.timeout = std::chrono::milliseconds(read_number<int64_t>(value, path, key, 1, 86'400'000));
+    } else if (key == "max_questions") {
+      config.max_questions = read_number<size_t>(value, path, key, 1, 100'000);
+    } else if (key == "token_budget") {
+      config.token_budget = read_number<int64_t>(value, path, key, 1, int64_t{1} << 40);
+    } else if (key == "queue") {
+      config.queue_capacity = read_number<size_t>(value, path, key, 1, 1'000'000);
+    } else if (key == "default_model") {
+      if (value.is_null()) {
+        config.default_model.reset();
+      } else {
+        config.default_model = read_string(value, path, key);
+      }
+    } else if (key == "owned_by") {
+      config.owned_by = read_string(value, path, key);
+    } else if (key == "drain_ms") {
+      config.drain_timeout = std::chrono::milliseconds(read_number<int64_t>(value, path, key, 0, 3'600'000));
+    } else if (key == "http_threads") {
+      config.http_threads = read_number<int>(value, path, key, 1, 256);
+    } else if (key == "models") {
+      if (!value.is_array()) throw ConfigError(describe(path, "models must be an array"));
+      size_t index = 0;
+      for (const Json& entry : value) {
+        config.models.push_back(read_model(entry, path, "models[" + std::to_string(index++) + "]"));
+      }
+    } else {
+      throw ConfigError(describe(path, "unknown setting " + key));
+    }
+  }
+  return config;
+}
+
+}  // namespace s1::registry

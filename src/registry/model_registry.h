@@ -1,0 +1,41 @@
+#pragma once
+// Model name or alias → the served model (contract §2.2: exact, case-sensitive), in configuration
+// order for /v1/models and /health.
+
+#include "runtime/model_runner.h"
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace s1::registry {
+
+struct ServedModel {
+  std::string name;
+  std::vector<std::string> aliases;
+  std::unique_ptr<runtime::ModelRunner> runner;
+};
+
+class ModelRegistry {
+ public:
+  // Throws ConfigError when the name or an alias is already taken.
+  void add(ServedModel model);
+  // Throws ConfigError when `name` is not served.
+  void set_default_model(std::optional<std::string> name);
+
+  const ServedModel* resolve(std::string_view name) const;
+  const std::optional<std::string>& default_model() const { return default_model_; }
+  const std::vector<std::unique_ptr<ServedModel>>& models() const { return models_; }
+
+  void start_all();
+  void stop_all();
+
+ private:
+  std::vector<std::unique_ptr<ServedModel>> models_;
+  std::map<std::string, ServedModel*, std::less<>> by_name_;
+  std::optional<std::string> default_model_;
+};
+
+}  // namespace s1::registry

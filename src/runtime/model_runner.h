@@ -1,0 +1,117 @@
+#pragma once
+// One loaded model: a bounded admission queue and one executor thread that owns the engine's state.
+// Work that is abandoned (deadline passed, client gone) before it starts is dropped, never run.
+
+#include "runtime/engine.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace s1::runtime {
+
+using Clock = std::chrono::steady_clock;
+
+enum class ModelState { loading, warming, ready, failed };
+std::string_view model_state_name(ModelState state);
+
+struct JobOutcome {
+  api::Result<std::vector<api::Answer>> answers = api::ApiError{};
+  double queue_seconds = 0.0;
+  double inference_seconds = 0.0;
+};
+
+// Shared by the request that submitted it and the executor; exactly one of them answers the client.
+class Job {
+ public:
+  Job(std::shared_ptr<const api::DecisionRequest> request, std::unique_ptr<Plan> plan, Clock::time_point deadline,
+      std::function<void(JobOutcome)> on_done)
+      : request_(std::move(request)), plan_(std::move(plan)), deadline_(deadline), on_done_(std::move(on_done)) {}
+
+  // True for the first caller only: the executor delivering an outcome, or the request giving up.
+  bool claim() { return !claimed_.exchange(true); }
+  bool claimed() const { return claimed_.load(); }
+
+  const api::DecisionRequest& request() const { return *request_; }
+  Plan& plan() { return *plan_; }
+  Clock::time_point deadline() const { return deadline_; }
+  Clock::time_point enqueued_at() const { return enqueued_at_; }
+  void deliver(JobOutcome outcome) { on_done_(std::move(outcome)); }
+
+ private:
+  // Shared: a request that gave up at its deadline may be gone while its inference still runs.
+  std::shared_ptr<const api::DecisionRequest> request_;
+  std::unique_ptr<Plan> plan_;
+  Clock::time_point deadline_;
+  Clock::time_point enqueued_at_ = Clock::now();
+  std::function<void(JobOutcome)> on_done_;
+  std::atomic<bool> claimed_{false};
+};
+
+struct RunnerOptions {
+  size_t queue_capacity = 32;  // waiting requests, not counting the one running
+};
+
+// Observations the server turns into metrics; the runtime does not know how they are exported.
+struct RunnerObserver {
+  std::function<void(double queue_seconds, double inference_seconds)> on_inference;
+  std::function<void(ModelState)> on_state;
+};
+
+class ModelRunner {
+ public:
+  ModelRunner(std::string name, std::unique_ptr<Engine> engine, RunnerOptions options, RunnerObserver observer = {});
+  ~ModelRunner();
+  ModelRunner(const ModelRunner&) = delete;
+  ModelRunner& operator=(const ModelRunner&) = delete;
+
+  // Starts the executor: warm-up first, then queued work.
+  void start();
+  // Drops queued work (answered 503) and joins the executor after its current job.
+  void stop();
+
+  const std::string& name() const { return name_; }
+  const Engine& engine() const { return *engine_; }
+  const ModelInfo& info() const { return info_; }
+  ModelState state() const { return state_.load(); }
+  std::string failure_reason() const;
+  size_t queue_depth() const;
+  size_t queue_capacity() const { return options_.queue_capacity; }
+
+  // Step 12 of the check order: 503 overloaded when the queue is full, 503 model_unavailable when
+  // the model is not ready.
+  api::Result<std::shared_ptr<Job>> submit(std::shared_ptr<const api::DecisionRequest> request,
+                                           std::unique_ptr<Plan> plan,
+                                           Clock::time_point deadline, std::function<void(JobOutcome)> on_done);
+
+  // The request gave up on `job` (deadline or disconnect) after claiming it: free its queue slot.
+  void withdraw(const std::shared_ptr<Job>& job);
+
+ private:
+  void executor_loop();
+  bool warm_up();
+  void set_state(ModelState state);
+  JobOutcome execute(Job& job);
+
+  std::string name_;
+  std::unique_ptr<Engine> engine_;
+  ModelInfo info_;
+  RunnerOptions options_;
+  RunnerObserver observer_;
+  std::atomic<ModelState> state_{ModelState::loading};
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  std::string failure_reason_;
+  bool stopping_ = false;
+  std::thread executor_;
+};
+
+}  // namespace s1::runtime

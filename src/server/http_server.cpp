@@ -1,0 +1,506 @@
+#include "server/http_server.h"
+
+#include "api/openai_decisions.h"
+#include "api/request.h"
+#include "api/response.h"
+#include "server/http_checks.h"
+#include "server/status_routes.h"
+
+#include <boost/asio.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <cstdio>
+#include <limits>
+#include <list>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+namespace s1::server {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+using error_code = boost::system::error_code;
+
+constexpr auto idle_timeout = std::chrono::seconds(75);
+constexpr auto write_timeout = std::chrono::seconds(30);
+constexpr size_t header_limit = 64 * 1024;
+
+struct Reply {
+  int status = 200;
+  std::vector<api::Header> headers;
+  std::string body;
+  std::string content_type = "application/json";
+  bool close = false;  // the connection cannot be reused (unread body, broken upload)
+  bool send = true;    // false: the client is gone, nothing to write
+  std::string rejected;  // metrics reason, when rejected before inference
+};
+
+Reply error_reply(const api::ApiError& error, Route route) {
+  Reply reply;
+  reply.status = api::http_status(error.code);
+  reply.headers = error.headers;
+  reply.body = route == Route::decisions ? api::openai_error_body(error) : api::system_one_error_body(error);
+  switch (error.code) {
+    case api::ErrorCode::overloaded: reply.rejected = "overloaded"; break;
+    case api::ErrorCode::deadline_exceeded: reply.rejected = "deadline"; break;
+    case api::ErrorCode::payload_too_large: reply.rejected = "too_large"; break;
+    case api::ErrorCode::unauthorized: reply.rejected = "unauthorized"; break;
+    case api::ErrorCode::validation:
+    case api::ErrorCode::unknown_model:
+    case api::ErrorCode::unsupported_media:
+    case api::ErrorCode::unsupported_question_type:
+    case api::ErrorCode::too_many_options:
+    case api::ErrorCode::max_tokens_exceeded:
+    case api::ErrorCode::unsupported_media_type: reply.rejected = "invalid"; break;
+    default: break;
+  }
+  return reply;
+}
+
+std::string format_milliseconds(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f", seconds * 1000.0);
+  return text;
+}
+
+struct Connection {
+  explicit Connection(tcp::socket socket) : stream(std::move(socket)) {}
+  beast::tcp_stream stream;
+  bool idle = true;  // waiting for a request's headers; touched only on the connection's strand
+};
+
+// Where an inference outcome meets the request waiting for it, on the connection's strand.
+struct Waiter {
+  explicit Waiter(asio::any_io_executor executor) : signal(std::move(executor)) {}
+  asio::steady_timer signal;
+  std::optional<runtime::JobOutcome> outcome;
+  bool readable = false;
+};
+
+}  // namespace
+
+struct HttpServer::Impl {
+  Impl(ServerOptions server_options, registry::ModelRegistry& model_registry, Metrics& server_metrics)
+      : options(std::move(server_options)),
+        registry(model_registry),
+        metrics(server_metrics),
+        acceptor(io),
+        signals(io, SIGINT, SIGTERM),
+        started_unix(std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count()) {}
+
+  ServerOptions options;
+  registry::ModelRegistry& registry;
+  Metrics& metrics;
+  asio::io_context io;
+  tcp::acceptor acceptor;
+  asio::signal_set signals;
+  int64_t started_unix;
+  std::atomic<bool> draining{false};
+  std::atomic<int64_t> in_flight{0};
+  std::mutex connections_mutex;
+  std::list<std::weak_ptr<Connection>> connections;
+
+  asio::awaitable<void> accept_loop();
+  asio::awaitable<void> session(std::shared_ptr<Connection> connection);
+  asio::awaitable<Reply> handle(Connection& connection, http::request_parser<http::string_body>& parser,
+                                beast::flat_buffer& buffer, Clock::time_point deadline, Route& route,
+                                bool& head_only);
+  asio::awaitable<bool> read_body(Connection& connection, http::request_parser<http::string_body>& parser,
+                                  beast::flat_buffer& buffer, Clock::time_point deadline, Reply& failure);
+  asio::awaitable<Reply> decide(Connection& connection, Route route, std::string body, Clock::time_point deadline);
+  void begin_drain();
+  asio::awaitable<void> drain_watch();
+  void record(Route route, const Reply& reply, double seconds);
+};
+
+HttpServer::HttpServer(ServerOptions options, registry::ModelRegistry& registry, Metrics& metrics)
+    : impl_(std::make_unique<Impl>(std::move(options), registry, metrics)) {}
+
+HttpServer::~HttpServer() = default;
+
+uint16_t HttpServer::listen() {
+  const tcp::endpoint endpoint(asio::ip::make_address(impl_->options.host), impl_->options.port);
+  impl_->acceptor.open(endpoint.protocol());
+  impl_->acceptor.set_option(asio::socket_base::reuse_address(true));
+  impl_->acceptor.bind(endpoint);
+  impl_->acceptor.listen(asio::socket_base::max_listen_connections);
+  return impl_->acceptor.local_endpoint().port();
+}
+
+void HttpServer::run() {
+  Impl& impl = *impl_;
+  impl.signals.async_wait([&impl](const error_code& error, int signal_number) {
+    if (error) return;
+    spdlog::info("received signal {}, draining", signal_number);
+    impl.begin_drain();
+  });
+  asio::co_spawn(impl.io, impl.accept_loop(), asio::detached);
+  std::vector<std::thread> threads;
+  for (int i = 1; i < impl.options.http_threads; ++i) threads.emplace_back([&impl] { impl.io.run(); });
+  impl.io.run();
+  for (auto& thread : threads) thread.join();
+}
+
+void HttpServer::Impl::begin_drain() {
+  if (draining.exchange(true)) return;
+  error_code ignored;
+  acceptor.close(ignored);
+  std::lock_guard lock(connections_mutex);
+  for (const auto& weak : connections) {
+    if (auto connection = weak.lock()) {
+      asio::post(connection->stream.get_executor(), [connection] {
+        if (connection->idle) connection->stream.socket().close();
+      });
+    }
+  }
+  asio::co_spawn(io, drain_watch(), asio::detached);
+}
+
+asio::awaitable<void> HttpServer::Impl::drain_watch() {
+  const Clock::time_point give_up = Clock::now() + options.drain_timeout;
+  asio::steady_timer timer(io);
+  while (in_flight.load() > 0 && Clock::now() < give_up) {
+    timer.expires_after(std::chrono::milliseconds(20));
+    error_code ignored;
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+  }
+  if (in_flight.load() > 0) spdlog::warn("drain budget spent with {} requests in flight", in_flight.load());
+  io.stop();
+}
+
+asio::awaitable<void> HttpServer::Impl::accept_loop() {
+  while (acceptor.is_open()) {
+    error_code error;
+    tcp::socket socket = co_await acceptor.async_accept(asio::make_strand(io), asio::redirect_error(asio::use_awaitable, error));
+    if (error) continue;
+    socket.set_option(tcp::no_delay(true), error);
+    auto connection = std::make_shared<Connection>(std::move(socket));
+    asio::co_spawn(connection->stream.get_executor(), session(connection), [](std::exception_ptr failure) {
+      if (!failure) return;
+      try {
+        std::rethrow_exception(failure);
+      } catch (const std::exception& unexpected) {
+        spdlog::error("connection aborted by an unexpected error: {}", unexpected.what());
+      }
+    });
+  }
+}
+
+void HttpServer::Impl::record(Route route, const Reply& reply, double seconds) {
+  const std::string label(route_label(route));
+  metrics.add_counter("s1serve_requests_total", {{"route", label}, {"status", std::to_string(reply.status)}});
+  metrics.observe("s1serve_request_duration_seconds", {{"route", label}}, seconds);
+  if (!reply.rejected.empty()) metrics.add_counter("s1serve_rejected_total", {{"reason", reply.rejected}});
+}
+
+asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> connection) {
+  std::list<std::weak_ptr<Connection>>::iterator registration;
+  {
+    std::lock_guard lock(connections_mutex);
+    registration = connections.insert(connections.end(), connection);
+  }
+  beast::flat_buffer buffer;
+  while (!draining.load()) {
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(header_limit);
+    parser.body_limit(std::numeric_limits<std::uint64_t>::max());  // the body limit is applied after the earlier checks (§4.4)
+    connection->idle = true;
+    connection->stream.expires_after(idle_timeout);
+    error_code error;
+    co_await http::async_read_header(connection->stream, buffer, parser, asio::redirect_error(asio::use_awaitable, error));
+    if (error) {
+      spdlog::debug("connection closed while waiting for a request: {}", error.message());
+      break;
+    }
+    connection->idle = false;
+    const Clock::time_point received = Clock::now();
+    const Clock::time_point deadline = received + options.timeout;
+    ++in_flight;
+    metrics.set_gauge("s1serve_in_flight_requests", {}, static_cast<double>(in_flight.load()));
+
+    const auto& request = parser.get();
+    std::string request_id;
+    if (request.count("x-request-id") == 1 && valid_request_id(request["x-request-id"])) {
+      request_id = std::string(request["x-request-id"]);
+    } else {
+      request_id = fresh_request_id();
+    }
+    const unsigned version = request.version();
+    bool keep_alive = request.keep_alive();
+
+    Route route = Route::unknown;
+    bool head_only = false;
+    Reply reply = co_await handle(*connection, parser, buffer, deadline, route, head_only);
+    const double seconds = std::chrono::duration<double>(Clock::now() - received).count();
+    record(route, reply, seconds);
+
+    if (reply.send) {
+      keep_alive = keep_alive && !reply.close && !draining.load();
+      http::response<http::string_body> response{static_cast<http::status>(reply.status), version};
+      response.set(http::field::content_type, reply.content_type);
+      response.set("x-request-id", request_id);
+      for (const auto& [name, value] : reply.headers) response.set(name, value);
+      response.keep_alive(keep_alive);
+      response.body() = std::move(reply.body);
+      response.prepare_payload();
+      connection->stream.expires_after(write_timeout);
+      if (head_only) {
+        http::response<http::empty_body> head{response.base()};
+        co_await http::async_write(connection->stream, head, asio::redirect_error(asio::use_awaitable, error));
+      } else {
+        co_await http::async_write(connection->stream, response, asio::redirect_error(asio::use_awaitable, error));
+      }
+    }
+    --in_flight;
+    metrics.set_gauge("s1serve_in_flight_requests", {}, static_cast<double>(in_flight.load()));
+    if (error) spdlog::debug("response write failed: {}", error.message());
+    if (error || !reply.send || !keep_alive) break;
+  }
+  error_code ignored;
+  connection->stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  connection->stream.close();
+  std::lock_guard lock(connections_mutex);
+  connections.erase(registration);
+}
+
+asio::awaitable<bool> HttpServer::Impl::read_body(Connection& connection,
+                                                  http::request_parser<http::string_body>& parser,
+                                                  beast::flat_buffer& buffer, Clock::time_point deadline,
+                                                  Reply& failure) {
+  if (parser.is_done()) co_return true;
+  parser.body_limit(options.max_body_bytes);
+  connection.stream.expires_at(deadline);
+  error_code error;
+  co_await http::async_read(connection.stream, buffer, parser, asio::redirect_error(asio::use_awaitable, error));
+  if (!error) co_return true;
+  if (error == http::error::body_limit) {
+    failure = error_reply(api::ApiError::make(api::ErrorCode::payload_too_large, "Request body too large"), Route::unknown);
+  } else if (error == beast::error::timeout) {
+    failure = error_reply(api::ApiError::make(api::ErrorCode::deadline_exceeded,
+                                              "The request's deadline passed while its body was uploading"),
+                          Route::unknown);
+  } else {
+    spdlog::debug("body read failed: {}", error.message());
+    failure.send = false;  // the client went away or sent a malformed body; nothing sensible to say
+  }
+  failure.close = true;
+  co_return false;
+}
+
+asio::awaitable<Reply> HttpServer::Impl::handle(Connection& connection, http::request_parser<http::string_body>& parser,
+                                                beast::flat_buffer& buffer, Clock::time_point deadline, Route& route,
+                                                bool& head_only) {
+  const auto& request = parser.get();
+  const std::string_view method = request.method_string();
+  const RouteMatch match = match_route(target_path(request.target()));
+  route = match.route;
+  head_only = method == "HEAD";
+
+  // Early refusals leave the body unread: drain a small one so the connection stays usable.
+  auto refuse = [&](const api::ApiError& error) -> asio::awaitable<Reply> {
+    Reply reply = error_reply(error, route);
+    const bool expects_continue = beast::iequals(request[http::field::expect], "100-continue");
+    const auto length = parser.content_length();
+    if (!parser.is_done()) {
+      if (expects_continue || (length && *length > options.max_body_bytes) || !length) {
+        reply.close = true;
+      } else {
+        Reply failure;
+        if (!co_await read_body(connection, parser, buffer, deadline, failure)) reply.close = true;
+      }
+    }
+    co_return reply;
+  };
+
+  if (route == Route::unknown) co_return co_await refuse(api::ApiError::make(api::ErrorCode::not_found, "Not found"));
+  if (!method_allowed(route, method)) co_return co_await refuse(api::ApiError::method_not_allowed(match.allow));
+  const bool needs_auth = route == Route::systemone || route == Route::decisions || route == Route::models;
+  if (needs_auth && !options.api_keys.empty()) {
+    const bool single_header = request.count(http::field::authorization) == 1;
+    if (!single_header || !authorized(request[http::field::authorization], options.api_keys)) {
+      co_return co_await refuse(api::ApiError::make(api::ErrorCode::unauthorized, "Missing or invalid API key"));
+    }
+  }
+
+  if (route == Route::health || route == Route::models || route == Route::metrics) {
+    Reply reply;
+    if (route == Route::health) {
+      const StatusReply health = health_reply(registry);
+      reply.status = health.status;
+      reply.body = health.body;
+    } else if (route == Route::models) {
+      reply.body = models_body(registry, started_unix, options.owned_by);
+    } else {
+      for (const auto& model : registry.models()) {
+        const runtime::ModelRunner& runner = *model->runner;
+        metrics.set_gauge("s1serve_queue_depth", {{"model", model->name}}, static_cast<double>(runner.queue_depth()));
+        metrics.set_gauge("s1serve_queue_capacity", {{"model", model->name}},
+                          static_cast<double>(runner.queue_capacity()));
+        metrics.set_gauge("s1serve_model_ready", {{"model", model->name}},
+                          runner.state() == runtime::ModelState::ready ? 1.0 : 0.0);
+      }
+      reply.content_type = "text/plain; version=0.0.4; charset=utf-8";
+      reply.body = metrics.render();
+    }
+    if (!parser.is_done()) {
+      Reply failure;
+      if (!co_await read_body(connection, parser, buffer, deadline, failure)) reply.close = true;
+    }
+    co_return reply;
+  }
+
+  if (request.count(http::field::content_type) != 1 || !acceptable_content_type(request[http::field::content_type]) ||
+      !acceptable_content_encoding(request[http::field::content_encoding])) {
+    co_return co_await refuse(api::ApiError::make(api::ErrorCode::unsupported_media_type,
+                                                  "Content-Type must be application/json (charset utf-8) "
+                                                  "without a Content-Encoding"));
+  }
+  if (const auto length = parser.content_length(); length && *length > options.max_body_bytes) {
+    Reply reply = error_reply(api::ApiError::make(api::ErrorCode::payload_too_large, "Request body too large"), route);
+    reply.close = true;
+    co_return reply;
+  }
+  if (beast::iequals(request[http::field::expect], "100-continue")) {
+    http::response<http::empty_body> interim{http::status::continue_, request.version()};
+    connection.stream.expires_at(deadline);
+    error_code error;
+    co_await http::async_write(connection.stream, interim, asio::redirect_error(asio::use_awaitable, error));
+  }
+  Reply failure;
+  if (!co_await read_body(connection, parser, buffer, deadline, failure)) {
+    if (failure.send) {
+      const api::ErrorCode code = failure.status == 413 ? api::ErrorCode::payload_too_large : api::ErrorCode::deadline_exceeded;
+      Reply reply = error_reply(api::ApiError::make(code, code == api::ErrorCode::payload_too_large
+                                                              ? "Request body too large"
+                                                              : "The request's deadline passed while its body was uploading"),
+                                route);
+      reply.close = true;
+      co_return reply;
+    }
+    co_return failure;
+  }
+  co_return co_await decide(connection, route, parser.release().body(), deadline);
+}
+
+asio::awaitable<Reply> HttpServer::Impl::decide(Connection& connection, Route route, std::string body,
+                                                Clock::time_point deadline) {
+  const api::RequestLimits limits{options.max_questions, registry.default_model().has_value()};
+  std::shared_ptr<api::DecisionRequest> request;
+  std::optional<api::DecisionsRequest> decisions;
+  if (route == Route::decisions) {
+    auto parsed = api::parse_decisions_request(body, limits);
+    if (!parsed) co_return error_reply(parsed.error(), route);
+    decisions = std::move(parsed.value());
+    request = std::make_shared<api::DecisionRequest>(decisions->pipeline);
+  } else {
+    auto parsed = api::parse_system_one_request(body, limits);
+    if (!parsed) co_return error_reply(parsed.error(), route);
+    request = std::make_shared<api::DecisionRequest>(std::move(parsed.value()));
+  }
+
+  const std::string name = request->model.value_or(registry.default_model().value_or(""));
+  const registry::ServedModel* served = registry.resolve(name);
+  if (served == nullptr) {
+    api::ApiError error = api::ApiError::make(api::ErrorCode::unknown_model, "Unknown model: " + name);
+    error.openai_param = "model";
+    co_return error_reply(error, route);
+  }
+  runtime::ModelRunner& runner = *served->runner;
+  if (runner.state() != runtime::ModelState::ready) {
+    co_return error_reply(api::ApiError::model_unavailable(served->name, runner.state() == runtime::ModelState::failed),
+                          route);
+  }
+  auto plan = runner.engine().prepare(*request, runtime::PrepareLimits{options.token_budget});
+  if (!plan) co_return error_reply(plan.error(), route);
+  const int64_t input_tokens = (*plan)->input_tokens;
+  const int64_t cached_tokens = (*plan)->cached_tokens;
+
+  const asio::any_io_executor executor = co_await asio::this_coro::executor;
+  auto waiter = std::make_shared<Waiter>(executor);
+  auto job = runner.submit(request, std::move(plan.value()), deadline, [waiter, executor](runtime::JobOutcome outcome) {
+    asio::post(executor, [waiter, outcome = std::move(outcome)]() mutable {
+      waiter->outcome = std::move(outcome);
+      waiter->signal.cancel();
+    });
+  });
+  if (!job) co_return error_reply(job.error(), route);
+  metrics.set_gauge("s1serve_queue_depth", {{"model", served->name}}, static_cast<double>(runner.queue_depth()));
+
+  // A readable socket while we wait means the client closed (or pipelined its next request).
+  connection.stream.socket().async_wait(tcp::socket::wait_read, [waiter](const error_code& error) {
+    if (error) return;
+    waiter->readable = true;
+    waiter->signal.cancel();
+  });
+  bool owner_gave_up = false;
+  while (!waiter->outcome) {
+    waiter->signal.expires_at(owner_gave_up ? Clock::time_point::max() : deadline);
+    error_code ignored;
+    co_await waiter->signal.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    if (waiter->outcome) break;
+    if (waiter->readable) {
+      waiter->readable = false;
+      error_code error;
+      spdlog::debug("readable while waiting: available={}", connection.stream.socket().available(error));
+      if (connection.stream.socket().available(error) == 0 || error) {
+        if (job.value()->claim()) {
+          runner.withdraw(job.value());
+          Reply gone;
+          gone.send = false;
+          gone.status = 499;  // nginx's "client closed request", for metrics only
+          co_return gone;
+        }
+        owner_gave_up = true;  // the executor already claimed it; its outcome is on the way
+      }
+      continue;
+    }
+    if (Clock::now() >= deadline) {
+      if (job.value()->claim()) {
+        runner.withdraw(job.value());
+        error_code ignored_cancel;
+        connection.stream.socket().cancel(ignored_cancel);
+        co_return error_reply(api::ApiError::make(api::ErrorCode::deadline_exceeded, "The request's deadline passed"),
+                              route);
+      }
+      owner_gave_up = true;
+    }
+  }
+  error_code ignored_cancel;
+  connection.stream.socket().cancel(ignored_cancel);
+
+  runtime::JobOutcome& outcome = *waiter->outcome;
+  metrics.observe("s1serve_queue_wait_seconds", {{"model", served->name}}, outcome.queue_seconds);
+  metrics.observe("s1serve_inference_seconds", {{"model", served->name}}, outcome.inference_seconds);
+  if (!outcome.answers) co_return error_reply(outcome.answers.error(), route);
+
+  api::DecisionResult result;
+  result.model = served->name;
+  result.answers = std::move(outcome.answers.value());
+  result.input_tokens = input_tokens;
+  result.cached_tokens = cached_tokens;
+  metrics.add_counter("s1serve_input_tokens_total", {{"model", served->name}}, static_cast<double>(input_tokens));
+  for (const api::Question& question : request->questions) {
+    metrics.add_counter("s1serve_questions_total",
+                        {{"model", served->name}, {"type", std::string(api::question_type_name(question.type))}});
+  }
+
+  Reply reply;
+  reply.body = route == Route::decisions ? api::serialize_decisions_response(*decisions, result)
+                                         : api::serialize_system_one_response(*request, result);
+  reply.headers.emplace_back("Server-Timing", "queue;dur=" + format_milliseconds(outcome.queue_seconds) +
+                                                  ", infer;dur=" + format_milliseconds(outcome.inference_seconds));
+  co_return reply;
+}
+
+}  // namespace s1::server

@@ -1,0 +1,135 @@
+#include "server/metrics.h"
+
+#include <charconv>
+#include <cmath>
+
+namespace s1::server {
+namespace {
+
+// Upper bounds in seconds: from sub-millisecond serving overhead to slow multi-second models.
+constexpr std::array<double, 15> bucket_bounds = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                                  0.25,   0.5,   1.0,    2.5,   5.0,  10.0,  30.0};
+
+struct FamilySpec {
+  const char* name;
+  const char* type;
+  const char* help;
+};
+
+constexpr FamilySpec known_families[] = {
+    {"s1serve_requests_total", "counter", "HTTP requests answered, by route and status"},
+    {"s1serve_rejected_total", "counter", "Requests rejected before inference, by reason"},
+    {"s1serve_input_tokens_total", "counter", "Prompt token positions evaluated, by model"},
+    {"s1serve_questions_total", "counter", "Questions answered, by model and type"},
+    {"s1serve_upstream_requests_total", "counter", "Requests forwarded upstream, by outcome"},
+    {"s1serve_request_duration_seconds", "histogram", "Time from request headers to response, by route"},
+    {"s1serve_queue_wait_seconds", "histogram", "Time a request waited in a model's queue"},
+    {"s1serve_inference_seconds", "histogram", "Time a model spent on one request"},
+    {"s1serve_queue_depth", "gauge", "Requests waiting in a model's queue"},
+    {"s1serve_queue_capacity", "gauge", "Capacity of a model's queue"},
+    {"s1serve_model_ready", "gauge", "1 when the model has warmed up and serves requests"},
+    {"s1serve_in_flight_requests", "gauge", "Requests being handled now"},
+    {"s1serve_upstream_replica_healthy", "gauge", "1 when the upstream replica answered its last health poll"},
+};
+
+std::string escape_label_value(const std::string& value) {
+  std::string out;
+  for (const char c : value) {
+    if (c == '\\' || c == '"') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string render_labels(const Labels& labels) {
+  std::string out;
+  for (const auto& [name, value] : labels) {
+    if (!out.empty()) out += ',';
+    out += name + "=\"" + escape_label_value(value) + '"';
+  }
+  return out;
+}
+
+std::string format_number(double value) {
+  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+  char buffer[64];
+  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return std::string(buffer, result.ptr);
+}
+
+std::string with_labels(const std::string& name, const std::string& labels) {
+  return labels.empty() ? name : name + '{' + labels + '}';
+}
+
+}  // namespace
+
+Metrics::Metrics() {
+  for (const FamilySpec& spec : known_families) {
+    Family& entry = families_[spec.name];
+    entry.type = spec.type;
+    entry.help = spec.help;
+  }
+}
+
+Metrics::Family& Metrics::family(const std::string& name) {
+  Family& entry = families_[name];
+  if (entry.type.empty()) entry.type = "untyped";
+  return entry;
+}
+
+void Metrics::add_counter(const std::string& name, const Labels& labels, double amount) {
+  const std::string key = render_labels(labels);
+  std::lock_guard lock(mutex_);
+  family(name).values[key] += amount;
+}
+
+void Metrics::set_gauge(const std::string& name, const Labels& labels, double value) {
+  const std::string key = render_labels(labels);
+  std::lock_guard lock(mutex_);
+  family(name).values[key] = value;
+}
+
+void Metrics::add_gauge(const std::string& name, const Labels& labels, double amount) {
+  add_counter(name, labels, amount);
+}
+
+void Metrics::observe(const std::string& name, const Labels& labels, double seconds) {
+  const std::string key = render_labels(labels);
+  std::lock_guard lock(mutex_);
+  Histogram& histogram = family(name).histograms[key];
+  size_t bucket = 0;
+  while (bucket < bucket_bounds.size() && seconds > bucket_bounds[bucket]) ++bucket;
+  ++histogram.bucket_counts[bucket];
+  ++histogram.count;
+  histogram.sum += seconds;
+}
+
+std::string Metrics::render() const {
+  std::lock_guard lock(mutex_);
+  std::string out;
+  for (const auto& [name, entry] : families_) {
+    out += "# HELP " + name + ' ' + entry.help + '\n';
+    out += "# TYPE " + name + ' ' + entry.type + '\n';
+    for (const auto& [labels, value] : entry.values) out += with_labels(name, labels) + ' ' + format_number(value) + '\n';
+    for (const auto& [labels, histogram] : entry.histograms) {
+      const std::string prefix = labels.empty() ? "" : labels + ',';
+      uint64_t cumulative = 0;
+      for (size_t i = 0; i <= bucket_bounds.size(); ++i) {
+        cumulative += histogram.bucket_counts[i];
+        const std::string bound = i < bucket_bounds.size() ? format_number(bucket_bounds[i]) : "+Inf";
+        out += name + "_bucket{" + prefix + "le=\"" + bound + "\"} " + std::to_string(cumulative) + '\n';
+      }
+      out += with_labels(name + "_sum", labels) + ' ' + format_number(histogram.sum) + '\n';
+      out += with_labels(name + "_count", labels) + ' ' + std::to_string(histogram.count) + '\n';
+    }
+  }
+  return out;
+}
+
+}  // namespace s1::server
