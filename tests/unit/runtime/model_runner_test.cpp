@@ -1,0 +1,203 @@
+#include "runtime/model_runner.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <stdexcept>
+
+namespace s1::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+
+// An engine whose inference waits until the test releases it, so queue states are exact.
+class GatedEngine : public Engine {
+ public:
+  explicit GatedEngine(bool fail_warm_up = false) : fail_warm_up_(fail_warm_up) {}
+
+  ModelInfo info() const override {
+    ModelInfo model;
+    model.question_types = {api::QuestionType::noul};
+    model.context_tokens = 16;
+    return model;
+  }
+  api::Result<std::unique_ptr<Plan>> prepare(const api::DecisionRequest&, const PrepareLimits&) const override {
+    auto plan = std::make_unique<Plan>();
+    plan->input_tokens = 1;
+    return plan;
+  }
+  api::Result<RawOutputs> run(Plan&) override {
+    if (fail_warm_up_) throw std::runtime_error("broken");
+    std::unique_lock lock(mutex_);
+    ++started_;
+    changed_.notify_all();
+    if (warmed_) changed_.wait(lock, [this] { return released_ > 0; });
+    if (warmed_) --released_;
+    warmed_ = true;
+    RawOutputs outputs;
+    outputs.label_scores = {{0.0, -1.0}};
+    return outputs;
+  }
+  api::Result<std::vector<api::Answer>> finish(const api::DecisionRequest&, const Plan&, RawOutputs) const override {
+    api::Answer answer;
+    answer.probabilities = {0.75, 0.25};
+    return std::vector<api::Answer>{answer};
+  }
+
+  void release_one() {
+    std::lock_guard lock(mutex_);
+    ++released_;
+    changed_.notify_all();
+  }
+  void wait_started(int count) {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return started_ >= count; });
+  }
+
+ private:
+  bool fail_warm_up_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int started_ = 0;  // includes the warm-up
+  int released_ = 0;
+  bool warmed_ = false;
+};
+
+auto sample_request() {
+  auto request = std::make_shared<api::DecisionRequest>();
+  request->state = "s";
+  return request;
+}
+
+void wait_ready(const ModelRunner& runner) {
+  for (int i = 0; i < 500 && runner.state() != ModelState::ready && runner.state() != ModelState::failed; ++i) {
+    std::this_thread::sleep_for(2ms);
+  }
+}
+
+struct Submitted {
+  api::Result<std::shared_ptr<Job>> job;
+  std::future<JobOutcome> outcome;
+};
+
+Submitted submit(ModelRunner& runner, Clock::time_point deadline = Clock::now() + 10s) {
+  auto promise = std::make_shared<std::promise<JobOutcome>>();
+  auto future = promise->get_future();
+  auto job = runner.submit(sample_request(), std::make_unique<Plan>(), deadline,
+                           [promise](JobOutcome outcome) { promise->set_value(std::move(outcome)); });
+  return {std::move(job), std::move(future)};
+}
+
+TEST(ModelRunner, BecomesReadyOnlyAfterWarmUp) {
+  auto engine = std::make_unique<GatedEngine>();
+  ModelRunner runner("m", std::move(engine), RunnerOptions{2});
+  EXPECT_EQ(runner.state(), ModelState::loading);
+  auto refused = runner.submit(sample_request(), std::make_unique<Plan>(), Clock::now() + 1s, [](JobOutcome) {});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, api::ErrorCode::model_unavailable);
+  runner.start();
+  wait_ready(runner);
+  EXPECT_EQ(runner.state(), ModelState::ready);
+}
+
+TEST(ModelRunner, FailedWarmUpMarksTheModelFailed) {
+  ModelRunner runner("m", std::make_unique<GatedEngine>(true), RunnerOptions{2});
+  runner.start();
+  wait_ready(runner);
+  EXPECT_EQ(runner.state(), ModelState::failed);
+  EXPECT_EQ(runner.failure_reason(), "warm-up failed");
+  auto refused = submit(runner);
+  ASSERT_FALSE(refused.job.ok());
+  EXPECT_EQ(refused.job.error().code, api::ErrorCode::model_unavailable);
+}
+
+TEST(ModelRunner, FullQueueRefusesWithOverloadedAndRecovers) {
+  auto owned = std::make_unique<GatedEngine>();
+  GatedEngine& engine = *owned;
+  ModelRunner runner("m", std::move(owned), RunnerOptions{1});
+  runner.start();
+  wait_ready(runner);
+
+  Submitted running = submit(runner);
+  engine.wait_started(2);  // warm-up + this one: the queue is empty again
+  Submitted waiting = submit(runner);
+  ASSERT_TRUE(waiting.job.ok());
+  EXPECT_EQ(runner.queue_depth(), 1U);
+  Submitted refused = submit(runner);
+  ASSERT_FALSE(refused.job.ok());
+  EXPECT_EQ(refused.job.error().code, api::ErrorCode::overloaded);
+  EXPECT_EQ(refused.job.error().headers.front().first, "Retry-After");
+
+  engine.release_one();
+  EXPECT_TRUE(running.outcome.get().answers.ok());
+  engine.release_one();
+  EXPECT_TRUE(waiting.outcome.get().answers.ok());
+  Submitted later = submit(runner);
+  ASSERT_TRUE(later.job.ok());
+  engine.release_one();
+  const JobOutcome outcome = later.outcome.get();
+  EXPECT_TRUE(outcome.answers.ok());
+  EXPECT_GE(outcome.inference_seconds, 0.0);
+}
+
+TEST(ModelRunner, WorkPastItsDeadlineIsAnswered504WithoutRunning) {
+  auto owned = std::make_unique<GatedEngine>();
+  GatedEngine& engine = *owned;
+  ModelRunner runner("m", std::move(owned), RunnerOptions{4});
+  runner.start();
+  wait_ready(runner);
+  Submitted running = submit(runner);
+  engine.wait_started(2);
+  Submitted late = submit(runner, Clock::now() + 20ms);
+  std::this_thread::sleep_for(40ms);
+  engine.release_one();
+  EXPECT_TRUE(running.outcome.get().answers.ok());
+  const JobOutcome outcome = late.outcome.get();
+  ASSERT_FALSE(outcome.answers.ok());
+  EXPECT_EQ(outcome.answers.error().code, api::ErrorCode::deadline_exceeded);
+}
+
+TEST(ModelRunner, WithdrawnWorkFreesItsSlotAndNeverRuns) {
+  auto owned = std::make_unique<GatedEngine>();
+  GatedEngine& engine = *owned;
+  ModelRunner runner("m", std::move(owned), RunnerOptions{1});
+  runner.start();
+  wait_ready(runner);
+  Submitted running = submit(runner);
+  engine.wait_started(2);
+  Submitted abandoned = submit(runner);
+  ASSERT_TRUE(abandoned.job.ok());
+  ASSERT_TRUE(abandoned.job.value()->claim());  // the client went away
+  runner.withdraw(abandoned.job.value());
+  EXPECT_EQ(runner.queue_depth(), 0U);
+  Submitted next = submit(runner);
+  ASSERT_TRUE(next.job.ok());
+  engine.release_one();
+  engine.release_one();
+  EXPECT_TRUE(running.outcome.get().answers.ok());
+  EXPECT_TRUE(next.outcome.get().answers.ok());
+  EXPECT_EQ(abandoned.outcome.wait_for(0ms), std::future_status::timeout);
+}
+
+TEST(ModelRunner, StopAnswersQueuedWork) {
+  auto owned = std::make_unique<GatedEngine>();
+  GatedEngine& engine = *owned;
+  auto runner = std::make_unique<ModelRunner>("m", std::move(owned), RunnerOptions{4});
+  runner->start();
+  wait_ready(*runner);
+  Submitted running = submit(*runner);
+  engine.wait_started(2);
+  Submitted queued = submit(*runner);
+  std::thread stopper([&] { runner->stop(); });
+  const JobOutcome dropped = queued.outcome.get();
+  ASSERT_FALSE(dropped.answers.ok());
+  EXPECT_EQ(dropped.answers.error().code, api::ErrorCode::model_unavailable);
+  engine.release_one();
+  stopper.join();
+  EXPECT_TRUE(running.outcome.get().answers.ok());
+}
+
+}  // namespace
+}  // namespace s1::runtime
