@@ -13,12 +13,15 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <limits>
 #include <list>
 #include <mutex>
 #include <optional>
 #include <thread>
+
+#include <sys/socket.h>
 
 namespace s1::server {
 namespace {
@@ -77,6 +80,16 @@ struct Connection {
   beast::tcp_stream stream;
   bool idle = true;  // waiting for a request's headers; touched only on the connection's strand
 };
+
+enum class ClientState { quiet, sent_more, gone };
+
+ClientState peek_client(tcp::socket& socket) {
+  char byte = 0;
+  const ssize_t received = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (received > 0) return ClientState::sent_more;
+  if (received < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return ClientState::quiet;
+  return ClientState::gone;
+}
 
 // Where an inference outcome meets the request waiting for it, on the connection's strand.
 struct Waiter {
@@ -437,12 +450,16 @@ asio::awaitable<Reply> HttpServer::Impl::decide(Connection& connection, Route ro
   if (!job) co_return error_reply(job.error(), route);
   metrics.set_gauge("s1serve_queue_depth", {{"model", served->name}}, static_cast<double>(runner.queue_depth()));
 
-  // A readable socket while we wait means the client closed (or pipelined its next request).
-  connection.stream.socket().async_wait(tcp::socket::wait_read, [waiter](const error_code& error) {
-    if (error) return;
-    waiter->readable = true;
-    waiter->signal.cancel();
-  });
+  // While the request waits, a readable socket may mean the client closed it; epoll also reports
+  // stale readiness, so the state is confirmed with a non-blocking peek before acting on it.
+  auto watch_client = [&connection, waiter] {
+    connection.stream.socket().async_wait(tcp::socket::wait_read, [waiter](const error_code& error) {
+      if (error) return;
+      waiter->readable = true;
+      waiter->signal.cancel();
+    });
+  };
+  watch_client();
   bool owner_gave_up = false;
   while (!waiter->outcome) {
     waiter->signal.expires_at(owner_gave_up ? Clock::time_point::max() : deadline);
@@ -451,18 +468,19 @@ asio::awaitable<Reply> HttpServer::Impl::decide(Connection& connection, Route ro
     if (waiter->outcome) break;
     if (waiter->readable) {
       waiter->readable = false;
-      error_code error;
-      spdlog::debug("readable while waiting: available={}", connection.stream.socket().available(error));
-      if (connection.stream.socket().available(error) == 0 || error) {
-        if (job.value()->claim()) {
-          runner.withdraw(job.value());
-          Reply gone;
-          gone.send = false;
-          gone.status = 499;  // nginx's "client closed request", for metrics only
-          co_return gone;
-        }
-        owner_gave_up = true;  // the executor already claimed it; its outcome is on the way
+      switch (peek_client(connection.stream.socket())) {
+        case ClientState::quiet: watch_client(); continue;
+        case ClientState::sent_more: continue;  // pipelined: its next request waits in the socket
+        case ClientState::gone: break;
       }
+      if (job.value()->claim()) {
+        runner.withdraw(job.value());
+        Reply gone;
+        gone.send = false;
+        gone.status = 499;  // nginx's "client closed request", for metrics only
+        co_return gone;
+      }
+      owner_gave_up = true;  // the executor already claimed it; its outcome is on the way
       continue;
     }
     if (Clock::now() >= deadline) {
