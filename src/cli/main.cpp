@@ -2,10 +2,13 @@
 
 #include <CLI/CLI.hpp>
 #include <spdlog/cfg/env.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 
 #include <iostream>
 
 int main(int argc, char** argv) {
+  spdlog::set_default_logger(spdlog::stderr_color_mt("s1serve"));  // stdout stays for command output
   spdlog::cfg::load_env_levels();  // SPDLOG_LEVEL=debug, for example
   CLI::App app{"s1serve: a serving engine for decision models (System One API)"};
   app.set_version_flag("--version", std::string("s1serve ") + S1SERVE_VERSION);
