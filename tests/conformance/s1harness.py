@@ -144,7 +144,7 @@ class Server:
             pass
 
     def __enter__(self):
-        return self.start()
+        return self if self.proc is not None else self.start()
 
     def __exit__(self, *exc):
         self.stop()
