@@ -1,5 +1,7 @@
 // Kernel micro-benchmarks at all-MiniLM-L6-v2 shapes (hidden 384, 12 heads × 32, FFN 1536).
 // Run: s1_kernels_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+// Times and FLOP/s are wall-clock (UseRealTime): OpenMP work on other threads does not show in the
+// calling thread's CPU time.
 // Results and commands: docs/benchmarks/kernels.md.
 
 #include <benchmark/benchmark.h>
@@ -66,7 +68,7 @@ void linear_arguments(benchmark::internal::Benchmark* benchmark) {
     for (const int rows : {8, 32, 512}) benchmark->Args({precision, rows, 384, 1152, 2, 0});
   }
 }
-BENCHMARK(linear_forward)->Apply(linear_arguments)->Unit(benchmark::kMicrosecond);
+BENCHMARK(linear_forward)->Apply(linear_arguments)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 // Args: bf16, batch, seq, threads.
 void attention_minilm(benchmark::State& state) {
@@ -96,7 +98,7 @@ void attention_arguments(benchmark::internal::Benchmark* benchmark) {
     benchmark->Args({precision, 1, 256, 2});
   }
 }
-BENCHMARK(attention_minilm)->Apply(attention_arguments)->Unit(benchmark::kMicrosecond);
+BENCHMARK(attention_minilm)->Apply(attention_arguments)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 // Args: rows, threads.
 void add_layer_norm_minilm(benchmark::State& state) {
@@ -113,7 +115,7 @@ void add_layer_norm_minilm(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(rows * 384));
 }
-BENCHMARK(add_layer_norm_minilm)->ArgNames({"rows", "threads"})->Args({128, 1})->Args({128, 2})->Unit(benchmark::kMicrosecond);
+BENCHMARK(add_layer_norm_minilm)->ArgNames({"rows", "threads"})->Args({128, 1})->Args({128, 2})->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 void gelu_minilm(benchmark::State& state) {
   const auto rows = static_cast<std::size_t>(state.range(0));
@@ -126,7 +128,7 @@ void gelu_minilm(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(x.size()));
 }
-BENCHMARK(gelu_minilm)->ArgNames({"rows", "threads"})->Args({128, 1})->Args({128, 2})->Unit(benchmark::kMicrosecond);
+BENCHMARK(gelu_minilm)->ArgNames({"rows", "threads"})->Args({128, 1})->Args({128, 2})->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 void softmax_rows(benchmark::State& state) {
   const auto rows = static_cast<std::size_t>(state.range(0));
@@ -140,7 +142,7 @@ void softmax_rows(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(x.size()));
 }
-BENCHMARK(softmax_rows)->ArgNames({"rows", "columns"})->Args({12 * 128, 128})->Unit(benchmark::kMicrosecond);
+BENCHMARK(softmax_rows)->ArgNames({"rows", "columns"})->Args({12 * 128, 128})->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 // The kernel sequence of the six MiniLM encoder layers (no embeddings, no pooling): what the
 // kernels alone cost a 128-token forward pass. Args: precision, tokens, threads.
@@ -192,7 +194,7 @@ BENCHMARK(minilm_encoder_kernels)
     ->Args({0, 128, 2})
     ->Args({1, 128, 1})
     ->Args({1, 128, 2})
-    ->Unit(benchmark::kMillisecond);
+    ->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace s1::kernels

@@ -52,8 +52,9 @@ dnnl::matmul::primitive_desc describe(dnnl::memory::dim rows, dnnl::memory::dim 
 }
 
 // Primitives for one (M, K, N, precision, bias) are shared by every layer of that shape: a 6-layer
-// encoder needs 4 primitives per M, not 24.
-using PrimitiveKey = std::tuple<dnnl::memory::dim, dnnl::memory::dim, dnnl::memory::dim, Precision, bool>;
+// encoder needs 4 primitives per M, not 24. The thread count is part of the key because brgemm
+// fixes its work split when the primitive is created: one built for 1 thread stays on 1 thread.
+using PrimitiveKey = std::tuple<dnnl::memory::dim, dnnl::memory::dim, dnnl::memory::dim, Precision, bool, int>;
 
 dnnl::matmul shared_primitive(const PrimitiveKey& key, const dnnl::memory::desc& weights) {
   static std::mutex mutex;
@@ -61,7 +62,7 @@ dnnl::matmul shared_primitive(const PrimitiveKey& key, const dnnl::memory::desc&
   const std::lock_guard lock(mutex);
   const auto found = primitives.find(key);
   if (found != primitives.end()) return found->second;
-  const auto [rows, in, out, precision, has_bias] = key;
+  const auto [rows, in, out, precision, has_bias, threads] = key;
   try {
     dnnl::matmul primitive(describe(rows, in, out, precision, has_bias, weights));
     primitives.emplace(key, primitive);
@@ -145,7 +146,7 @@ void PackedLinear::forward(std::span<const float> x, std::span<float> y) const {
   apply_thread_count();
   try {
     const dnnl::matmul primitive =
-        shared_primitive({m, in, out, impl.precision, has_bias}, impl.weights.get_desc());
+        shared_primitive({m, in, out, impl.precision, has_bias, thread_count()}, impl.weights.get_desc());
     // oneDNN 2.6 has no f32-activation × bf16-weight matmul, so activations are rounded to bf16 first
     // (vcvtne2ps2bf16: ~1 µs per 128×384 rows, far below the matmul).
     void* source_data = const_cast<float*>(x.data());
