@@ -65,7 +65,8 @@ void linear_arguments(benchmark::internal::Benchmark* benchmark) {
       benchmark->Args({precision, 128, 384, 1536, threads, 1});
     }
     // Per-call latency at small and large row counts.
-    for (const int rows : {8, 32, 512}) benchmark->Args({precision, rows, 384, 1152, 2, 0});
+    for (const int threads : {1, 2})
+      for (const int rows : {8, 32, 512}) benchmark->Args({precision, rows, 384, 1152, threads, 0});
   }
 }
 BENCHMARK(linear_forward)->Apply(linear_arguments)->UseRealTime()->Unit(benchmark::kMicrosecond);
