@@ -44,7 +44,8 @@ void linear_forward(benchmark::State& state) {
     state.SkipWithError("precision not supported on this CPU");
     return;
   }
-  const PackedLinear layer(random_values(in * out, 0.05F), random_values(out, 0.1F), in, out, precision, activation);
+  const PackedLinear layer(random_values(in * out, 0.05F), random_values(out, 0.1F), in, out, precision,
+                           activation);
   const auto x = random_values(rows * in, 1.0F);
   std::vector<float> y(rows * out);
   layer.forward(x, y);  // builds the primitive for this M outside the timed loop
@@ -88,7 +89,8 @@ void attention_minilm(benchmark::State& state) {
     benchmark::DoNotOptimize(out.data());
   }
   // Q·Kᵀ and P·V, two multiply-adds per (query, key, channel).
-  set_rate(state, 4.0 * static_cast<double>(shape.batch * shape.heads * shape.seq * shape.seq * shape.head_dim));
+  set_rate(state,
+           4.0 * static_cast<double>(shape.batch * shape.heads * shape.seq * shape.seq * shape.head_dim));
 }
 void attention_arguments(benchmark::internal::Benchmark* benchmark) {
   benchmark->ArgNames({"bf16", "batch", "seq", "threads"});
@@ -116,7 +118,12 @@ void add_layer_norm_minilm(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(rows * 384));
 }
-BENCHMARK(add_layer_norm_minilm)->ArgNames({"rows", "threads"})->Args({128, 1})->Args({128, 2})->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(add_layer_norm_minilm)
+    ->ArgNames({"rows", "threads"})
+    ->Args({128, 1})
+    ->Args({128, 2})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 void gelu_minilm(benchmark::State& state) {
   const auto rows = static_cast<std::size_t>(state.range(0));
@@ -129,7 +136,12 @@ void gelu_minilm(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(x.size()));
 }
-BENCHMARK(gelu_minilm)->ArgNames({"rows", "threads"})->Args({128, 1})->Args({128, 2})->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(gelu_minilm)
+    ->ArgNames({"rows", "threads"})
+    ->Args({128, 1})
+    ->Args({128, 2})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 void softmax_rows(benchmark::State& state) {
   const auto rows = static_cast<std::size_t>(state.range(0));
@@ -143,7 +155,11 @@ void softmax_rows(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(x.size()));
 }
-BENCHMARK(softmax_rows)->ArgNames({"rows", "columns"})->Args({12 * 128, 128})->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(softmax_rows)
+    ->ArgNames({"rows", "columns"})
+    ->Args({12 * 128, 128})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 // The kernel sequence of the six MiniLM encoder layers (no embeddings, no pooling): what the
 // kernels alone cost a 128-token forward pass. Args: precision, tokens, threads.
@@ -159,11 +175,15 @@ void minilm_encoder_kernels(benchmark::State& state) {
   std::vector<Layer> model;
   for (std::size_t l = 0; l < layers; ++l) {
     model.push_back(Layer{
-        PackedLinear(random_values(3 * hidden * hidden, 0.05F), random_values(3 * hidden, 0.1F), hidden, 3 * hidden, precision),
-        PackedLinear(random_values(hidden * hidden, 0.05F), random_values(hidden, 0.1F), hidden, hidden, precision),
-        PackedLinear(random_values(ffn * hidden, 0.05F), random_values(ffn, 0.1F), hidden, ffn, precision, Activation::gelu),
+        PackedLinear(random_values(3 * hidden * hidden, 0.05F), random_values(3 * hidden, 0.1F), hidden,
+                     3 * hidden, precision),
+        PackedLinear(random_values(hidden * hidden, 0.05F), random_values(hidden, 0.1F), hidden, hidden,
+                     precision),
+        PackedLinear(random_values(ffn * hidden, 0.05F), random_values(ffn, 0.1F), hidden, ffn, precision,
+                     Activation::gelu),
         PackedLinear(random_values(hidden * ffn, 0.05F), random_values(hidden, 0.1F), ffn, hidden, precision),
-        random_values(hidden, 1.0F), random_values(hidden, 1.0F), random_values(hidden, 1.0F), random_values(hidden, 1.0F)});
+        random_values(hidden, 1.0F), random_values(hidden, 1.0F), random_values(hidden, 1.0F),
+        random_values(hidden, 1.0F)});
   }
   const AttentionShape shape{.batch = 1, .seq = tokens, .heads = 12, .kv_heads = 12, .head_dim = 32};
   const std::vector<std::size_t> lengths{tokens};
@@ -186,7 +206,8 @@ void minilm_encoder_kernels(benchmark::State& state) {
     run();
     benchmark::DoNotOptimize(h.data());
   }
-  const double linear_flops = 2.0 * tokens * layers * (hidden * 3 * hidden + hidden * hidden + 2 * hidden * ffn);
+  const double linear_flops =
+      2.0 * tokens * layers * (hidden * 3 * hidden + hidden * hidden + 2 * hidden * ffn);
   const double attention_flops = 4.0 * layers * 12 * tokens * tokens * 32;
   set_rate(state, linear_flops + attention_flops);
 }
@@ -195,7 +216,8 @@ BENCHMARK(minilm_encoder_kernels)
     ->Args({0, 128, 2})
     ->Args({1, 128, 1})
     ->Args({1, 128, 2})
-    ->UseRealTime()->Unit(benchmark::kMillisecond);
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace s1::kernels

@@ -43,9 +43,11 @@ constexpr std::array<Variant<AttentionHeadFn>, 3> attention_head_variants{{
 }};
 
 template <class Fn, std::size_t count>
-Variant<Fn> first_supported(const std::array<Variant<Fn>, count>& variants, Precision precision = Precision::fp32) {
+Variant<Fn> first_supported(const std::array<Variant<Fn>, count>& variants,
+                            Precision precision = Precision::fp32) {
   for (const Variant<Fn>& variant : variants)
-    if (isa_supported(variant.isa) && (precision == Precision::bf16 || !variant.bf16_arithmetic)) return variant;
+    if (isa_supported(variant.isa) && (precision == Precision::bf16 || !variant.bf16_arithmetic))
+      return variant;
   return variants.back();
 }
 
@@ -58,20 +60,28 @@ constexpr std::size_t min_heads_per_thread = 1;
 bool isa_supported(Isa isa) {
   const CpuFeatures& cpu = cpu_features();
   switch (isa) {
-    case Isa::portable: return true;
-    case Isa::avx512: return cpu.avx512();
-    case Isa::avx512_bf16: return cpu.avx512_with_bf16();
-    case Isa::amx_bf16: return cpu.amx_with_bf16();
+    case Isa::portable:
+      return true;
+    case Isa::avx512:
+      return cpu.avx512();
+    case Isa::avx512_bf16:
+      return cpu.avx512_with_bf16();
+    case Isa::amx_bf16:
+      return cpu.amx_with_bf16();
   }
   return false;
 }
 
 std::string_view isa_name(Isa isa) {
   switch (isa) {
-    case Isa::portable: return "portable";
-    case Isa::avx512: return "avx512";
-    case Isa::avx512_bf16: return "avx512_bf16";
-    case Isa::amx_bf16: return "amx_bf16";
+    case Isa::portable:
+      return "portable";
+    case Isa::avx512:
+      return "avx512";
+    case Isa::avx512_bf16:
+      return "avx512_bf16";
+    case Isa::amx_bf16:
+      return "amx_bf16";
   }
   return "unknown";
 }
@@ -84,9 +94,9 @@ const OpVariants& op_variants() {
 
 const SelectedVariants& selected_variants() {
   static const SelectedVariants selected{
-      first_supported(layer_norm_variants), first_supported(gelu_variants), first_supported(softmax_variants),
-      first_supported(convert_variants), first_supported(attention_head_variants),
-      first_supported(attention_head_variants, Precision::bf16)};
+      first_supported(layer_norm_variants),     first_supported(gelu_variants),
+      first_supported(softmax_variants),        first_supported(convert_variants),
+      first_supported(attention_head_variants), first_supported(attention_head_variants, Precision::bf16)};
   return selected;
 }
 
@@ -98,18 +108,19 @@ void run_layer_norm(std::span<const float> x, std::span<const float> residual, s
   assert(width > 0 && x.size() % width == 0 && y.size() == x.size());
   assert(residual.empty() || residual.size() == x.size());
   LayerNormFn* run = selected_variants().layer_norm.run;
-  parallel_for(x.size() / width, (min_elements_per_thread + width - 1) / width, [&](std::size_t begin, std::size_t end) {
-    const std::size_t offset = begin * width;
-    const std::size_t size = (end - begin) * width;
-    run(x.subspan(offset, size), residual.empty() ? residual : residual.subspan(offset, size), gamma, beta, eps,
-        y.subspan(offset, size));
-  });
+  parallel_for(x.size() / width, (min_elements_per_thread + width - 1) / width,
+               [&](std::size_t begin, std::size_t end) {
+                 const std::size_t offset = begin * width;
+                 const std::size_t size = (end - begin) * width;
+                 run(x.subspan(offset, size), residual.empty() ? residual : residual.subspan(offset, size),
+                     gamma, beta, eps, y.subspan(offset, size));
+               });
 }
 
 }  // namespace
 
-void layer_norm(std::span<const float> x, std::span<const float> gamma, std::span<const float> beta, float eps,
-                std::span<float> y) {
+void layer_norm(std::span<const float> x, std::span<const float> gamma, std::span<const float> beta,
+                float eps, std::span<float> y) {
   run_layer_norm(x, {}, gamma, beta, eps, y);
 }
 
@@ -129,9 +140,11 @@ void gelu(std::span<const float> x, std::span<float> y) {
 void softmax(std::span<const float> x, std::size_t columns, std::span<float> y) {
   assert(columns > 0 && x.size() % columns == 0 && y.size() == x.size());
   SoftmaxFn* run = selected_variants().softmax.run;
-  parallel_for(x.size() / columns, (min_elements_per_thread + columns - 1) / columns, [&](std::size_t begin, std::size_t end) {
-    run(x.subspan(begin * columns, (end - begin) * columns), columns, y.subspan(begin * columns, (end - begin) * columns));
-  });
+  parallel_for(x.size() / columns, (min_elements_per_thread + columns - 1) / columns,
+               [&](std::size_t begin, std::size_t end) {
+                 run(x.subspan(begin * columns, (end - begin) * columns), columns,
+                     y.subspan(begin * columns, (end - begin) * columns));
+               });
 }
 
 void convert_fp32_to_bf16(std::span<const float> x, std::span<Bf16Bits> y) {
@@ -142,14 +155,14 @@ void convert_fp32_to_bf16(std::span<const float> x, std::span<Bf16Bits> y) {
   });
 }
 
-void attention(std::span<const float> qkv, std::span<const std::size_t> lengths, AttentionShape shape, bool causal,
-               std::span<float> out, Precision precision) {
+void attention(std::span<const float> qkv, std::span<const std::size_t> lengths, AttentionShape shape,
+               bool causal, std::span<float> out, Precision precision) {
   assert(shape.heads > 0 && shape.kv_heads > 0 && shape.heads % shape.kv_heads == 0 && shape.head_dim > 0);
   assert(lengths.size() == shape.batch);
   assert(qkv.size() == shape.batch * shape.seq * shape.qkv_width());
   assert(out.size() == shape.batch * shape.seq * shape.out_width());
   AttentionHeadFn* run = precision == Precision::bf16 ? selected_variants().attention_head_bf16.run
-                                                     : selected_variants().attention_head.run;
+                                                      : selected_variants().attention_head.run;
   const std::size_t group = shape.heads / shape.kv_heads;
   const float scale = 1.0F / std::sqrt(static_cast<float>(shape.head_dim));
   parallel_for(shape.batch * shape.heads, min_heads_per_thread, [&](std::size_t begin, std::size_t end) {

@@ -11,8 +11,7 @@ void layer_norm(std::span<const float> x, std::span<const float> gamma, std::spa
 
 // The same over x + residual (a transformer's post-attention/post-FFN "Add & Norm" in one pass).
 // y may be x or residual.
-void add_layer_norm(std::span<const float> x, std::span<const float> residual,
-                    std::span<const float> gamma, std::span<const float> beta, float eps,
-                    std::span<float> y);
+void add_layer_norm(std::span<const float> x, std::span<const float> residual, std::span<const float> gamma,
+                    std::span<const float> beta, float eps, std::span<float> y);
 
 }  // namespace s1::kernels

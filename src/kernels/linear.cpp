@@ -1,13 +1,12 @@
 #include "kernels/linear.h"
 
-#include <oneapi/dnnl/dnnl.hpp>
-
 #include <algorithm>
 #include <cassert>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -40,21 +39,24 @@ const dnnl::engine& cpu_engine() {
   std::abort();
 }
 
-DataType data_type(Precision precision) { return precision == Precision::bf16 ? DataType::bf16 : DataType::f32; }
+DataType data_type(Precision precision) {
+  return precision == Precision::bf16 ? DataType::bf16 : DataType::f32;
+}
 
 dnnl::matmul::primitive_desc describe(dnnl::memory::dim rows, dnnl::memory::dim in, dnnl::memory::dim out,
                                       Precision precision, bool has_bias, const dnnl::memory::desc& weights) {
   const dnnl::memory::desc src({rows, in}, data_type(precision), FormatTag::ab);
   const dnnl::memory::desc dst({rows, out}, DataType::f32, FormatTag::ab);
-  const dnnl::memory::desc bias = has_bias ? dnnl::memory::desc({1, out}, DataType::f32, FormatTag::ab)
-                                           : dnnl::memory::desc();
+  const dnnl::memory::desc bias =
+      has_bias ? dnnl::memory::desc({1, out}, DataType::f32, FormatTag::ab) : dnnl::memory::desc();
   return {dnnl::matmul::desc(src, weights, bias, dst), cpu_engine()};
 }
 
 // Primitives for one (M, K, N, precision, bias) are shared by every layer of that shape: a 6-layer
 // encoder needs 4 primitives per M, not 24. The thread count is part of the key because brgemm
 // fixes its work split when the primitive is created: one built for 1 thread stays on 1 thread.
-using PrimitiveKey = std::tuple<dnnl::memory::dim, dnnl::memory::dim, dnnl::memory::dim, Precision, bool, int>;
+using PrimitiveKey =
+    std::tuple<dnnl::memory::dim, dnnl::memory::dim, dnnl::memory::dim, Precision, bool, int>;
 
 dnnl::matmul shared_primitive(const PrimitiveKey& key, const dnnl::memory::desc& weights) {
   static std::mutex mutex;
@@ -94,8 +96,9 @@ struct PackedLinear::Impl {
   dnnl::memory bias;     // empty handle when there is no bias
 };
 
-PackedLinear::PackedLinear(std::span<const float> weight, std::span<const float> bias, std::size_t in_features,
-                           std::size_t out_features, Precision precision, Activation activation)
+PackedLinear::PackedLinear(std::span<const float> weight, std::span<const float> bias,
+                           std::size_t in_features, std::size_t out_features, Precision precision,
+                           Activation activation)
     : impl_(std::make_unique<Impl>()) {
   assert(in_features > 0 && out_features > 0 && weight.size() == in_features * out_features);
   assert(bias.empty() || bias.size() == out_features);

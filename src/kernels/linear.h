@@ -8,7 +8,6 @@
 
 namespace s1::kernels {
 
-
 enum class Activation { none, gelu };
 
 // Whether PackedLinear can run at this precision on this CPU.

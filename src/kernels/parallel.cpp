@@ -33,8 +33,10 @@ void parallel_for(std::size_t count, std::size_t min_chunk,
                   FunctionRef<void(std::size_t begin, std::size_t end)> body) {
   if (count == 0) return;
   apply_thread_count();
-  const std::size_t by_size = (count + std::max<std::size_t>(min_chunk, 1) - 1) / std::max<std::size_t>(min_chunk, 1);
-  const auto chunks = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(thread_count()), by_size));
+  const std::size_t by_size =
+      (count + std::max<std::size_t>(min_chunk, 1) - 1) / std::max<std::size_t>(min_chunk, 1);
+  const auto chunks =
+      static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(thread_count()), by_size));
   if (chunks <= 1 || omp_in_parallel()) {
     body(0, count);
     return;

@@ -6,8 +6,7 @@
 namespace s1::kernels::reference {
 
 void linear(std::span<const float> x, std::span<const float> weight, std::span<const float> bias,
-            std::size_t in_features, std::size_t out_features, Activation activation,
-            std::span<float> y) {
+            std::size_t in_features, std::size_t out_features, Activation activation, std::span<float> y) {
   assert(in_features > 0 && out_features > 0 && x.size() % in_features == 0);
   assert(weight.size() == in_features * out_features);
   assert(bias.empty() || bias.size() == out_features);

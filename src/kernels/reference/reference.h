@@ -25,7 +25,6 @@ void l2_normalize(std::span<const float> x, std::size_t columns, std::span<float
 // y[M,N] = activation(x[M,K] · weightᵀ + bias), weight [N,K] row-major (nn.Linear), bias [N] or
 // empty, accumulated in double so it can judge both fp32 and bf16 results.
 void linear(std::span<const float> x, std::span<const float> weight, std::span<const float> bias,
-            std::size_t in_features, std::size_t out_features, Activation activation,
-            std::span<float> y);
+            std::size_t in_features, std::size_t out_features, Activation activation, std::span<float> y);
 
 }  // namespace s1::kernels::reference

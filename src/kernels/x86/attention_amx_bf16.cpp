@@ -45,13 +45,13 @@ class TileScope {
 };
 
 struct Scratch {
-  std::vector<std::uint16_t> queries;           // [16][d] bf16, pre-scaled
-  std::vector<std::uint32_t> keys_pairs;        // [d/2][padded] pairs (k[j][2p], k[j][2p+1])
-  std::vector<std::uint32_t> values_pairs;      // [padded/2][d] pairs (v[2q][c], v[2q+1][c])
-  std::vector<float> scores;                    // [16][padded]
-  std::vector<std::uint16_t> weights;           // [16][padded] bf16 softmax numerators
-  std::vector<float> block_out;                 // [16][d]
-  std::vector<std::uint16_t> key_row;           // [d] one key in bf16
+  std::vector<std::uint16_t> queries;       // [16][d] bf16, pre-scaled
+  std::vector<std::uint32_t> keys_pairs;    // [d/2][padded] pairs (k[j][2p], k[j][2p+1])
+  std::vector<std::uint32_t> values_pairs;  // [padded/2][d] pairs (v[2q][c], v[2q+1][c])
+  std::vector<float> scores;                // [16][padded]
+  std::vector<std::uint16_t> weights;       // [16][padded] bf16 softmax numerators
+  std::vector<float> block_out;             // [16][d]
+  std::vector<std::uint16_t> key_row;       // [d] one key in bf16
 };
 
 Scratch& thread_scratch() {
@@ -76,7 +76,8 @@ inline void store_bf16_32(std::uint16_t* destination, __m512 low, __m512 high) {
 
 // C[4 + n] += A · B_n for n < count (2 or 4), where A is in tile 0 and B_n is 16×32 bytes at
 // b + n·b_step (bytes), rows b_stride bytes apart.
-inline void multiply_accumulate(const std::uint8_t* b, std::size_t b_step, std::size_t b_stride, std::size_t count) {
+inline void multiply_accumulate(const std::uint8_t* b, std::size_t b_step, std::size_t b_stride,
+                                std::size_t count) {
   const auto stride = static_cast<long>(b_stride);
   _tile_loadd(1, b, stride);
   _tile_dpbf16ps(4, 0, 1);
@@ -149,7 +150,8 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
       const __m512 first = _mm512_loadu_ps(v0 + c);
       const __m512 second = j + 1 < length ? _mm512_loadu_ps(v1 + c) : _mm512_setzero_ps();
       const __m512i both = std::bit_cast<__m512i>(_mm512_cvtne2ps_pbh(second, first));
-      _mm512_storeu_si512(scratch.values_pairs.data() + (j / 2) * d + c, _mm512_permutexvar_epi16(interleave, both));
+      _mm512_storeu_si512(scratch.values_pairs.data() + (j / 2) * d + c,
+                          _mm512_permutexvar_epi16(interleave, both));
     }
   }
 
@@ -165,7 +167,8 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
           continue;
         }
         const float* q = task.q + (i0 + r) * task.qkv_stride + c;
-        store_bf16_32(q_out + c, _mm512_mul_ps(_mm512_loadu_ps(q), scale), _mm512_mul_ps(_mm512_loadu_ps(q + 16), scale));
+        store_bf16_32(q_out + c, _mm512_mul_ps(_mm512_loadu_ps(q), scale),
+                      _mm512_mul_ps(_mm512_loadu_ps(q + 16), scale));
       }
     }
     const std::size_t end = task.causal ? std::min(length, i0 + rows) : length;
@@ -177,8 +180,9 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
       zero_accumulators();
       for (std::size_t c = 0; c < d; c += tile_depth) {
         _tile_loadd(0, scratch.queries.data() + c, static_cast<long>(d * sizeof(std::uint16_t)));
-        multiply_accumulate(reinterpret_cast<const std::uint8_t*>(scratch.keys_pairs.data() + (c / 2) * padded + j0),
-                            16 * sizeof(std::uint32_t), padded * sizeof(std::uint32_t), count);
+        multiply_accumulate(
+            reinterpret_cast<const std::uint8_t*>(scratch.keys_pairs.data() + (c / 2) * padded + j0),
+            16 * sizeof(std::uint32_t), padded * sizeof(std::uint32_t), count);
       }
       store_accumulators(scratch.scores.data() + j0, padded * sizeof(float), count);
     }
@@ -203,8 +207,9 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
       zero_accumulators();
       for (std::size_t j = 0; j < end_padded; j += tile_depth) {
         _tile_loadd(0, scratch.weights.data() + j, static_cast<long>(padded * sizeof(std::uint16_t)));
-        multiply_accumulate(reinterpret_cast<const std::uint8_t*>(scratch.values_pairs.data() + (j / 2) * d + c0),
-                            16 * sizeof(std::uint32_t), d * sizeof(std::uint32_t), count);
+        multiply_accumulate(
+            reinterpret_cast<const std::uint8_t*>(scratch.values_pairs.data() + (j / 2) * d + c0),
+            16 * sizeof(std::uint32_t), d * sizeof(std::uint32_t), count);
       }
       store_accumulators(scratch.block_out.data() + c0, d * sizeof(float), count);
     }
@@ -212,7 +217,8 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
       float* out = task.out + (i0 + r) * task.out_stride;
       const __m512 normaliser = _mm512_set1_ps(inverse_sum[r]);
       for (std::size_t c = 0; c < d; c += 16)
-        _mm512_storeu_ps(out + c, _mm512_mul_ps(_mm512_loadu_ps(scratch.block_out.data() + r * d + c), normaliser));
+        _mm512_storeu_ps(out + c,
+                         _mm512_mul_ps(_mm512_loadu_ps(scratch.block_out.data() + r * d + c), normaliser));
     }
   }
   for (std::size_t i = length; i < task.seq; ++i) std::fill_n(task.out + i * task.out_stride, d, 0.0F);

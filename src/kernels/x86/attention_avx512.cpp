@@ -37,7 +37,8 @@ void score_block(const float* queries, const float* keys_transposed, std::size_t
   for (std::size_t c = 0; c < d; ++c) {
     __m512 k[vectors];
 #pragma GCC unroll 2
-    for (std::size_t v = 0; v < vectors; ++v) k[v] = _mm512_loadu_ps(keys_transposed + c * padded + j0 + 16 * v);
+    for (std::size_t v = 0; v < vectors; ++v)
+      k[v] = _mm512_loadu_ps(keys_transposed + c * padded + j0 + 16 * v);
 #pragma GCC unroll 8
     for (std::size_t r = 0; r < block_rows; ++r) {
       const __m512 q = _mm512_set1_ps(queries[r * d + c]);
@@ -106,7 +107,8 @@ void attention_head_avx512(const AttentionHeadTask& task) {
     const std::size_t end = task.causal ? std::min(length, i0 + rows) : length;
     const std::size_t end_padded = (end + 15) / 16 * 16;
     std::size_t j0 = 0;
-    for (; j0 + 32 <= end_padded; j0 += 32) score_block<2>(scratch.queries.data(), keys_transposed, padded, d, j0, scores);
+    for (; j0 + 32 <= end_padded; j0 += 32)
+      score_block<2>(scratch.queries.data(), keys_transposed, padded, d, j0, scores);
     if (j0 < end_padded) score_block<1>(scratch.queries.data(), keys_transposed, padded, d, j0, scores);
 
     float inverse_sum[block_rows] = {};

@@ -40,13 +40,13 @@ inline __m512 gelu_vector(__m512 x) {
   p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741F));
   p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.284496736F));
   p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.254829592F));
-  const __m512 complement = _mm512_mul_ps(_mm512_mul_ps(p, t), exp_vector(_mm512_mul_ps(z, _mm512_sub_ps(_mm512_setzero_ps(), z))));
+  const __m512 complement =
+      _mm512_mul_ps(_mm512_mul_ps(p, t), exp_vector(_mm512_mul_ps(z, _mm512_sub_ps(_mm512_setzero_ps(), z))));
   const __mmask16 negative = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
   const __m512 one_plus_erf =
       _mm512_mask_blend_ps(negative, _mm512_sub_ps(_mm512_set1_ps(2.0F), complement), complement);
   return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5F), x), one_plus_erf);
 }
-
 
 inline float sum_vector(__m512 v) { return _mm512_reduce_add_ps(v); }
 
@@ -65,7 +65,8 @@ inline float softmax_numerators(float* scores, std::size_t visible, std::size_t 
   __m512 sum = _mm512_setzero_ps();
   for (std::size_t j = 0; j < end; j += 16) {
     const __mmask16 valid = j < visible ? first_lanes(visible - j) : static_cast<__mmask16>(0);
-    const __m512 e = _mm512_maskz_mov_ps(valid, exp_vector(_mm512_sub_ps(_mm512_loadu_ps(scores + j), row_max)));
+    const __m512 e =
+        _mm512_maskz_mov_ps(valid, exp_vector(_mm512_sub_ps(_mm512_loadu_ps(scores + j), row_max)));
     _mm512_storeu_ps(scores + j, e);
     sum = _mm512_add_ps(sum, e);
   }

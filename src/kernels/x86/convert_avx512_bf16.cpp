@@ -12,7 +12,8 @@ void convert_fp32_to_bf16_avx512_bf16(std::span<const float> x, std::span<Bf16Bi
   assert(y.size() == x.size());
   std::size_t i = 0;
   for (; i + 32 <= x.size(); i += 32) {
-    const __m512bh pair = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(x.data() + i + 16), _mm512_loadu_ps(x.data() + i));
+    const __m512bh pair =
+        _mm512_cvtne2ps_pbh(_mm512_loadu_ps(x.data() + i + 16), _mm512_loadu_ps(x.data() + i));
     _mm512_storeu_si512(y.data() + i, std::bit_cast<__m512i>(pair));
   }
   for (; i < x.size(); i += 16) {

@@ -9,7 +9,8 @@ namespace s1::kernels::x86 {
 void gelu_avx512(std::span<const float> x, std::span<float> y) {
   assert(y.size() == x.size());
   std::size_t i = 0;
-  for (; i + 16 <= x.size(); i += 16) _mm512_storeu_ps(y.data() + i, gelu_vector(_mm512_loadu_ps(x.data() + i)));
+  for (; i + 16 <= x.size(); i += 16)
+    _mm512_storeu_ps(y.data() + i, gelu_vector(_mm512_loadu_ps(x.data() + i)));
   if (i < x.size()) {
     const __mmask16 m = first_lanes(x.size() - i);
     _mm512_mask_storeu_ps(y.data() + i, m, gelu_vector(_mm512_maskz_loadu_ps(m, x.data() + i)));
@@ -31,7 +32,8 @@ void softmax_avx512(std::span<const float> x, std::size_t columns, std::span<flo
     __m512 sum = _mm512_setzero_ps();
     for (std::size_t i = 0; i < columns; i += 16) {
       const __mmask16 m = first_lanes(columns - i);
-      const __m512 e = _mm512_maskz_mov_ps(m, exp_vector(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, in + i), row_max)));
+      const __m512 e =
+          _mm512_maskz_mov_ps(m, exp_vector(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, in + i), row_max)));
       _mm512_mask_storeu_ps(out + i, m, e);
       sum = _mm512_add_ps(sum, e);
     }

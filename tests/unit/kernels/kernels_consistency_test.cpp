@@ -96,14 +96,16 @@ TEST(KernelsConsistency, LayerNormVariants) {
           // An offset mean checks the two-pass variance.
           auto shifted = x;
           for (float& value : shifted) value += 20.0F;
-          const auto residual = with_residual ? random_values(rows * width, 1.0F, ++seed) : std::vector<float>{};
+          const auto residual =
+              with_residual ? random_values(rows * width, 1.0F, ++seed) : std::vector<float>{};
           const auto gamma = random_values(width, 1.0F, ++seed);
           const auto beta = random_values(width, 1.0F, ++seed);
           std::vector<float> expected(x.size()), got(x.size());
           reference::layer_norm(shifted, residual, gamma, beta, 1e-12F, expected);
           variant.run(shifted, residual, gamma, beta, 1e-12F, got);
           expect_close(got, expected, fp32_tolerance,
-                       std::string(variant.name) + " width " + std::to_string(width) + " rows " + std::to_string(rows));
+                       std::string(variant.name) + " width " + std::to_string(width) + " rows " +
+                           std::to_string(rows));
           // In place (y aliases x), as the encoder runs it.
           variant.run(shifted, residual, gamma, beta, 1e-12F, shifted);
           expect_close(shifted, expected, fp32_tolerance, std::string(variant.name) + " in place");
@@ -128,7 +130,8 @@ TEST(KernelsConsistency, GeluVariants) {
       std::vector<float> expected(size), got(size);
       reference::gelu(x, expected);
       variant.run(x, got);
-      expect_close(got, expected, fp32_tolerance, std::string(variant.name) + " size " + std::to_string(size));
+      expect_close(got, expected, fp32_tolerance,
+                   std::string(variant.name) + " size " + std::to_string(size));
     }
   }
 }
@@ -196,8 +199,8 @@ std::vector<float> naive_attention(std::span<const float> qkv, std::span<const s
         for (std::size_t c = 0; c < d; ++c) {
           double value = 0.0;
           for (std::size_t j = 0; j < visible; ++j)
-            value += weights[j] *
-                     qkv[(b * shape.seq + j) * shape.qkv_width() + (shape.heads + shape.kv_heads + h / group) * d + c];
+            value += weights[j] * qkv[(b * shape.seq + j) * shape.qkv_width() +
+                                      (shape.heads + shape.kv_heads + h / group) * d + c];
           out[(b * shape.seq + i) * shape.out_width() + h * d + c] = static_cast<float>(value / sum);
         }
       }
@@ -209,9 +212,9 @@ TEST(KernelsConsistency, AttentionHeadVariants) {
   struct Case {
     std::size_t seq, length, head_dim;
   };
-  const Case cases[] = {{1, 1, 32},    {5, 5, 32},    {16, 16, 32},   {17, 11, 32}, {128, 128, 32},
-                        {200, 137, 32}, {33, 33, 8},  {40, 29, 40},   {64, 64, 64}, {100, 97, 128},
-                        {9, 0, 32},     {256, 256, 32}};
+  const Case cases[] = {{1, 1, 32},     {5, 5, 32},     {16, 16, 32}, {17, 11, 32},
+                        {128, 128, 32}, {200, 137, 32}, {33, 33, 8},  {40, 29, 40},
+                        {64, 64, 64},   {100, 97, 128}, {9, 0, 32},   {256, 256, 32}};
   for (const auto& variant : op_variants().attention_head) {
     if (!runnable(variant)) continue;
     for (const Case& c : cases) {
@@ -221,9 +224,16 @@ TEST(KernelsConsistency, AttentionHeadVariants) {
         const auto qkv = random_values(c.seq * stride, 1.5F, ++seed);
         const std::size_t out_stride = c.head_dim + 3;
         std::vector<float> expected(c.seq * out_stride, 7.0F), got(c.seq * out_stride, 7.0F);
-        AttentionHeadTask task{.q = qkv.data(), .k = qkv.data() + c.head_dim, .v = qkv.data() + 2 * c.head_dim,
-                               .qkv_stride = stride, .out = nullptr, .out_stride = out_stride, .seq = c.seq,
-                               .length = c.length, .head_dim = c.head_dim, .causal = causal,
+        AttentionHeadTask task{.q = qkv.data(),
+                               .k = qkv.data() + c.head_dim,
+                               .v = qkv.data() + 2 * c.head_dim,
+                               .qkv_stride = stride,
+                               .out = nullptr,
+                               .out_stride = out_stride,
+                               .seq = c.seq,
+                               .length = c.length,
+                               .head_dim = c.head_dim,
+                               .causal = causal,
                                .scale = 1.0F / std::sqrt(static_cast<float>(c.head_dim))};
         task.out = expected.data();
         reference::attention_head(task);
@@ -268,8 +278,8 @@ TEST_F(ThreadCounts, PublicOpsMatchReference) {
       const AttentionShape shapes[] = {{.batch = 3, .seq = 45, .heads = 12, .kv_heads = 12, .head_dim = 32},
                                        {.batch = 2, .seq = 37, .heads = 4, .kv_heads = 2, .head_dim = 64}};
       for (const AttentionShape& shape : shapes) {
-        const std::vector<std::size_t> lengths = shape.batch == 3 ? std::vector<std::size_t>{45, 1, 30}
-                                                                  : std::vector<std::size_t>{37, 20};
+        const std::vector<std::size_t> lengths =
+            shape.batch == 3 ? std::vector<std::size_t>{45, 1, 30} : std::vector<std::size_t>{37, 20};
         const auto qkv = random_values(shape.batch * shape.seq * shape.qkv_width(), 1.0F, 505);
         for (const bool causal : {false, true}) {
           for (const Precision precision : {Precision::fp32, Precision::bf16}) {
@@ -306,9 +316,9 @@ TEST_F(ThreadCounts, LinearMatchesReference) {
     bool bias;
     Activation activation;
   };
-  const Case cases[] = {{1, 7, 5, true, Activation::none},          {3, 384, 1152, true, Activation::none},
-                        {17, 33, 65, true, Activation::gelu},       {128, 384, 1536, true, Activation::gelu},
-                        {8, 1536, 384, false, Activation::none},    {1, 384, 384, true, Activation::none},
+  const Case cases[] = {{1, 7, 5, true, Activation::none},       {3, 384, 1152, true, Activation::none},
+                        {17, 33, 65, true, Activation::gelu},    {128, 384, 1536, true, Activation::gelu},
+                        {8, 1536, 384, false, Activation::none}, {1, 384, 384, true, Activation::none},
                         {130, 384, 384, true, Activation::none}};
   unsigned seed = 600;
   for (const int threads : {1, 2}) {
@@ -331,8 +341,9 @@ TEST_F(ThreadCounts, LinearMatchesReference) {
           reference::linear(x, weight, bias, c.in, c.out, c.activation, expected);
           layer.forward(x, got);
           expect_close(got, expected, tolerance,
-                       std::string("linear ") + name + " M " + std::to_string(rows) + " K " + std::to_string(c.in) +
-                           " N " + std::to_string(c.out) + " threads " + std::to_string(threads));
+                       std::string("linear ") + name + " M " + std::to_string(rows) + " K " +
+                           std::to_string(c.in) + " N " + std::to_string(c.out) + " threads " +
+                           std::to_string(threads));
         }
       }
     }
