@@ -1,3 +1,5 @@
+#include "cli/bench.h"
+#include "cli/compare.h"
 #include "cli/serve.h"
 
 #include <CLI/CLI.hpp>
@@ -14,6 +16,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("s1serve ") + S1SERVE_VERSION);
   app.require_subcommand(0, 1);
   s1::cli::add_serve_command(app);
+  s1::cli::add_compare_command(app);
+  s1::cli::add_bench_command(app);
   CLI11_PARSE(app, argc, argv);
   if (app.get_subcommands().empty()) {
     std::cout << app.help() << std::endl;
