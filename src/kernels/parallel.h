@@ -26,9 +26,9 @@ template <class Result, class... Args>
 class FunctionRef<Result(Args...)> {
  public:
   template <class Callable>
-  requires(!std::is_same_v<std::remove_cvref_t<Callable>, FunctionRef> &&
-           std::is_invocable_r_v<Result, Callable&, Args...>)
-      FunctionRef(Callable&& callable)  // NOLINT(google-explicit-constructor): used like a lambda
+    requires(!std::is_same_v<std::remove_cvref_t<Callable>, FunctionRef> &&
+             std::is_invocable_r_v<Result, Callable&, Args...>)
+  FunctionRef(Callable&& callable)  // NOLINT(google-explicit-constructor): used like a lambda
       : object_(const_cast<void*>(static_cast<const void*>(std::addressof(callable)))),
         call_([](void* object, Args... args) -> Result {
           return (*static_cast<std::remove_reference_t<Callable>*>(object))(std::forward<Args>(args)...);
