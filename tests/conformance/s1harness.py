@@ -557,7 +557,7 @@ def check_answer(key, question, answer, problems):
             problems.append(f"{where}.legend keys are not 0..{n - 1}")
         else:
             for i, level in enumerate(levels):
-                difference = compare_exact(level, legend[str(i)], f"{where}.legend[{i}]", tolerance=0.0)
+                difference = compare_exact(legend_form(level), legend[str(i)], f"{where}.legend[{i}]", tolerance=0.0)
                 if difference:
                     problems.append(f"legend does not echo the level: {difference}")
         if not all(_check_prob(p, f"{where}.probabilities[{i}]", problems) for i, p in probs.items()):
@@ -577,6 +577,18 @@ def check_answer(key, question, answer, problems):
         _check_prob(answer["confidence"], f"{where}.confidence", problems)
     else:
         problems.append(f"{where}: unexpected question type {qtype!r}")
+
+
+def legend_form(value):
+    """A level as the legend echoes it (§3.1): integers that fit 64 bits stay integers, others become
+    floats."""
+    if isinstance(value, bool) or value is None or isinstance(value, (str, float)):
+        return value
+    if isinstance(value, int):
+        return value if -(2 ** 63) <= value < 2 ** 64 else float(value)
+    if isinstance(value, dict):
+        return OrderedDict((k, legend_form(v)) for k, v in value.items())
+    return [legend_form(v) for v in value]
 
 
 def check_decisions_200(request_json, response, problems):

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""End to end: the real s1serve binary serves all-MiniLM-L6-v2 decisions over HTTP.
+
+1. `s1serve serve --model minilm --port 0`: every request of tests/parity/minilm/decisions.jsonl is
+   sent to POST /v1/systemone; each response must pass the §8.4 shape checks, carry the reference's
+   input_tokens exactly and its answers within 1e-4 (plus the wire's 4-decimal rounding).
+2. `s1serve serve --port 0` with no model at all serves the same model as the default: a request
+   without "model" is answered by "minilm".
+
+Needs the model installed (scripts/fetch-default-model); without it this test FAILS, because CI
+installs it first. Standard library only; shares tests/conformance/s1harness.py.
+
+    python3 tests/e2e/minilm_e2e.py --binary build/s1serve
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
+
+import s1harness  # noqa: E402
+
+TOLERANCE = 1e-4 + 0.5e-4  # fp32 gate + round(x, 4) on the wire
+
+
+def model_dir() -> str:
+    root = os.environ.get("S1SERVE_MODELS") or os.path.join(os.path.expanduser("~"), ".local", "share", "s1serve", "models")
+    return os.path.join(root, "all-minilm-l6-v2")
+
+
+def close(a, b) -> bool:
+    return abs(float(a) - float(b)) <= TOLERANCE
+
+
+def compare_answer(where, expected, got, problems):
+    if expected["type"] != got.get("type"):
+        problems.append(f"{where}: type {got.get('type')!r}, expected {expected['type']!r}")
+        return
+    if expected["type"] == "noul":
+        if not close(expected["noul"], got["noul"]):
+            problems.append(f"{where}: noul {got['noul']} vs reference {expected['noul']}")
+        return
+    for label, p in expected["probabilities"].items():
+        if label not in got["probabilities"] or not close(p, got["probabilities"][label]):
+            problems.append(f"{where}: p[{label}] {got['probabilities'].get(label)} vs reference {p}")
+    if not close(expected["confidence"], got["confidence"]):
+        problems.append(f"{where}: confidence {got['confidence']} vs reference {expected['confidence']}")
+    if expected["type"] == "score" and not close(expected["score"], got["score"]):
+        problems.append(f"{where}: score {got['score']} vs reference {expected['score']}")
+    if expected["type"] == "choice":
+        top = sorted(expected["probabilities"].values(), reverse=True)
+        margin = top[0] - top[1] if len(top) > 1 else 1.0
+        if (margin == 0.0 or margin >= 1e-3) and got["choice"] != expected["choice"]:
+            problems.append(f"{where}: choice {got['choice']!r} vs reference {expected['choice']!r}")
+
+
+def run(binary: str) -> int:
+    if not os.path.exists(os.path.join(model_dir(), "model.safetensors")):
+        print(f"FAIL: all-MiniLM-L6-v2 is not installed in {model_dir()}: run scripts/fetch-default-model", file=sys.stderr)
+        return 1
+    with open(os.path.join(ROOT, "tests", "parity", "minilm", "decisions.jsonl"), encoding="utf-8") as f:
+        lines = [json.loads(line) for line in f if line.strip()]
+    problems: list[str] = []
+
+    with s1harness.Server(binary, ["--model", "minilm", "--port", "0"], name="minilm") as server:
+        for line in lines:
+            body = dict(line["request"])
+            body["model"] = "minilm"
+            response = s1harness.request(server, "POST", "/v1/systemone", json_body=body, timeout=60.0)
+            where = line["id"]
+            if response.status != 200:
+                problems.append(f"{where}: status {response.status}: {response.body[:300]!r}")
+                continue
+            shape: list[str] = []
+            s1harness.check_systemone_200(body, response, shape)
+            problems += [f"{where}: {p}" for p in shape]
+            got = response.json()
+            if got.get("model") != "minilm":
+                problems.append(f"{where}: model {got.get('model')!r}")
+            if got.get("usage", {}).get("input_tokens") != line["input_tokens"]:
+                problems.append(f"{where}: input_tokens {got.get('usage')} vs reference {line['input_tokens']}")
+            for key, expected in line["answers"].items():
+                if key in got.get("answers", {}):
+                    compare_answer(f"{where}/{key}", expected, got["answers"][key], problems)
+        # The alias resolves to the same model.
+        body = dict(lines[0]["request"], model="all-minilm-l6-v2")
+        response = s1harness.request(server, "POST", "/v1/systemone", json_body=body, timeout=60.0)
+        if response.status != 200 or response.json().get("model") != "minilm":
+            problems.append(f"alias all-minilm-l6-v2: {response.status} {response.body[:200]!r}")
+
+    with s1harness.Server(binary, ["--port", "0"], name="minilm-default") as server:
+        body = dict(lines[0]["request"])  # no "model": the default model answers
+        response = s1harness.request(server, "POST", "/v1/systemone", json_body=body, timeout=60.0)
+        if response.status != 200:
+            problems.append(f"default model: status {response.status}: {response.body[:300]!r}")
+        else:
+            got = response.json()
+            if got.get("model") != "minilm":
+                problems.append(f"default model: answered by {got.get('model')!r}, expected 'minilm'")
+            for key, expected in lines[0]["answers"].items():
+                compare_answer(f"default/{key}", expected, got["answers"][key], problems)
+
+    for problem in problems:
+        print("FAIL:", problem, file=sys.stderr)
+    print(f"minilm e2e: {len(lines)} reference requests, {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--binary", required=True)
+    args = parser.parse_args()
+    s1harness.install_signal_handlers()
+    try:
+        return run(os.path.abspath(args.binary))
+    finally:
+        s1harness.Server.stop_all()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,265 @@
+#!/usr/bin/env python3
+"""Router e2e tests (contract §7, corpus config R): a real s1serve in front of a programmable stub
+worker on loopback. Standard library only.
+
+    python3 tests/e2e/router_e2e.py --binary build/release/s1serve
+"""
+import argparse
+import http.client
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class Stub:
+    """A /v1/systemone worker whose next replies the test programs; it records every POST."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.requests = []
+        self.behaviour = {"status": 200, "content_type": "application/json", "body": b"{}"}
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                body = b'{"status":"ok"}'
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length", "0"))
+                body = self.rfile.read(length)
+                with stub.lock:
+                    stub.requests.append({"path": self.path, "headers": dict(self.headers.items()), "body": body})
+                    behaviour = dict(stub.behaviour)
+                if behaviour.get("sleep"):
+                    time.sleep(behaviour["sleep"])
+                if behaviour.get("close"):
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                payload = behaviour["body"]
+                try:
+                    self.send_response(behaviour["status"])
+                    self.send_header("Content-Type", behaviour["content_type"])
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the router gave up on an oversize or late reply, as it should
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def program(self, **behaviour):
+        with self.lock:
+            self.behaviour = {"status": 200, "content_type": "application/json", "body": b"{}", **behaviour}
+            self.requests = []
+
+    def posts(self):
+        with self.lock:
+            return list(self.requests)
+
+
+def start_router(binary, stub_port, workdir):
+    keys = os.path.join(workdir, "keys.txt")
+    with open(keys, "w") as f:
+        f.write("k-test\n")
+    stub = f"http://127.0.0.1:{stub_port}"
+    config = {
+        "port": 0, "api_keys_file": keys, "timeout_ms": 5000, "default_model": "mock-ramp",
+        "models": [
+            {"source": "mock:ramp"},
+            {"name": "remote", "upstream": {"urls": [stub], "model": "stub-1", "credential_env": "ROUTER_E2E_UP_KEY"}},
+            {"name": "remote-dead", "upstream": {"urls": ["http://127.0.0.1:1"]}},
+            {"name": "remote-fo", "upstream": {"urls": ["http://127.0.0.1:1", stub], "model": "stub-1"}},
+            {"name": "remote-pair", "upstream": {"urls": [stub, stub], "model": "stub-1"}},
+            {"name": "remote-narrow", "upstream": {"urls": [stub], "model": "stub-1", "max_in_flight": 2}},
+        ],
+    }
+    path = os.path.join(workdir, "router.json")
+    with open(path, "w") as f:
+        json.dump(config, f)
+    env = dict(os.environ, ROUTER_E2E_UP_KEY="up-key")
+    process = subprocess.Popen([binary, "serve", "--config", path], stderr=subprocess.PIPE, env=env, text=True)
+    deadline = time.time() + 20
+    port = None
+    while time.time() < deadline and port is None:
+        line = process.stderr.readline()
+        match = re.search(r"listening on http://[^:]+:(\d+)", line)
+        if match:
+            port = int(match.group(1))
+    if port is None:
+        process.kill()
+        raise RuntimeError("router did not start")
+    threading.Thread(target=lambda: [None for _ in process.stderr], daemon=True).start()
+    return process, port
+
+
+def post(port, body, model=None, key="k-test", path="/v1/systemone", timeout=30, raw=None):
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    payload = raw if raw is not None else json.dumps(body if model is None else {**body, "model": model}).encode()
+    headers = {"Content-Type": "application/json"}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    started = time.time()
+    connection.request("POST", path, payload, headers)
+    response = connection.getresponse()
+    data = response.read()
+    elapsed = time.time() - started
+    connection.close()
+    return response.status, response.getheader("Content-Type"), data, dict(response.getheaders()), elapsed
+
+
+SAMPLE = {"state": "Ticket: I was charged twice.", "questions": {"q": {"type": "noul", "instructions": "Refund?"}}}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    args = parser.parse_args()
+    stub = Stub()
+    results = []
+
+    def check(name, condition, detail=""):
+        results.append(condition)
+        print(("PASS " if condition else "FAIL ") + name + ("" if condition else f": {detail}"), flush=True)
+
+    with tempfile.TemporaryDirectory() as workdir:
+        process, port = start_router(args.binary, stub.port, workdir)
+        try:
+            time.sleep(0.5)  # the first health poll marks 127.0.0.1:1 unhealthy
+
+            stub.program(content_type="application/json; charset=utf-8", body=b'{"model":"stub-1" , "answers":{}}')
+            status, content_type, data, headers, _ = post(port, SAMPLE, "remote", path="/v1/systemone?trace=1")
+            seen = stub.posts()
+            check("V32 relays status, content type and bytes",
+                  (status, content_type, data) == (200, "application/json; charset=utf-8", b'{"model":"stub-1" , "answers":{}}'),
+                  (status, content_type, data))
+            check("V32 worker saw the pool credential, query, request id and its model name",
+                  len(seen) == 1 and seen[0]["headers"].get("Authorization") == "Bearer up-key"
+                  and seen[0]["path"] == "/v1/systemone?trace=1" and "x-request-id" in {k.lower() for k in seen[0]["headers"]}
+                  and json.loads(seen[0]["body"])["model"] == "stub-1", seen)
+            check("client key never reaches the worker", all("k-test" not in json.dumps(r["headers"]) for r in seen), seen)
+            check("only the model value changed",
+                  seen and seen[0]["body"] == json.dumps({**SAMPLE, "model": "remote"}).encode().replace(b'"remote"', b'"stub-1"'),
+                  seen and seen[0]["body"])
+
+            stub.program(body=b'{"ok":1}')
+            status, _, data, _, _ = post(port, SAMPLE, "remote-fo")
+            check("V33 fails over from a dead replica", status == 200 and data == b'{"ok":1}' and len(stub.posts()) == 1,
+                  (status, data, len(stub.posts())))
+            outcomes = [post(port, SAMPLE, "remote-fo")[0] for _ in range(5)]
+            check("one replica down: every request still succeeds", outcomes == [200] * 5, outcomes)
+
+            stub.program(status=422, body=b'{"detail":[{"type":"missing","loc":["body","x"],"msg":"Field required"}]}')
+            status, _, data, _, _ = post(port, SAMPLE, "remote")
+            check("V34 worker errors are relayed byte for byte",
+                  status == 422 and data == b'{"detail":[{"type":"missing","loc":["body","x"],"msg":"Field required"}]}',
+                  (status, data))
+
+            status, _, data, _, _ = post(port, SAMPLE, "remote-dead")
+            check("I68 unreachable pool is 502 upstream_unavailable",
+                  status == 502 and json.loads(data)["detail"]["error_type"] == "upstream_unavailable", (status, data))
+
+            stub.program(sleep=10, body=b"{}")
+            status, _, data, _, elapsed = post(port, SAMPLE, "remote")
+            check("I69 slow worker is 504 at the deadline",
+                  status == 504 and json.loads(data)["detail"]["error_type"] == "deadline_exceeded" and 4 <= elapsed < 7,
+                  (status, data, elapsed))
+
+            stub.program(body=b"x" * (17 * 1024 * 1024))
+            status, _, data, _, _ = post(port, SAMPLE, "remote")
+            check("I70 oversize worker reply is 502 upstream_bad_response",
+                  status == 502 and json.loads(data)["detail"]["error_type"] == "upstream_bad_response", (status, data[:200]))
+
+            stub.program(close=True)
+            status, _, data, _, _ = post(port, SAMPLE, "remote-pair")
+            check("I71 reply cut off after the request is 502 and never retried",
+                  status == 502 and json.loads(data)["detail"]["error_type"] == "upstream_bad_response"
+                  and len(stub.posts()) == 1, (status, data, len(stub.posts())))
+
+            stub.program(body=b"{}")
+            status, _, data, headers, _ = post(port, SAMPLE, "remote", key="wrong")
+            check("I72 wrong client key is 401 and the worker sees nothing",
+                  status == 401 and headers.get("WWW-Authenticate") == "Bearer" and not stub.posts(), (status, data))
+            status, _, data, _, _ = post(port, None, raw=b'{"model":"remote","state":')
+            check("I73 cut-off JSON is refused by the router",
+                  status == 422 and json.loads(data)["detail"][0]["type"] == "json_invalid" and not stub.posts(), (status, data))
+
+            worker_answer = {"model": "stub-1", "answers": {
+                "0": {"type": "choice", "choice": "b", "confidence": 0.5, "probabilities": {"a": 0.25, "b": 0.75}},
+                "1": {"type": "noul", "noul": 0.9}}, "usage": {"input_tokens": 12, "output_tokens": 0}}
+            stub.program(body=json.dumps(worker_answer).encode())
+            decisions = {"model": "remote", "input": "x", "questions": [
+                {"type": "choice", "name": "c", "instructions": "", "choices": [{"value": "a"}, {"value": "b"}]},
+                {"type": "predicate", "instructions": "p"}]}
+            status, _, data, _, _ = post(port, decisions, path="/v1/decisions")
+            body = json.loads(data) if status == 200 else {}
+            check("decisions through a pool are mapped back",
+                  status == 200 and body["answers"][0]["choice"] == "b" and body["answers"][1]["probability"] == 0.9
+                  and body["usage"]["input_tokens"] == 12 and json.loads(stub.posts()[0]["body"])["model"] == "stub-1",
+                  (status, data))
+
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            connection.request("GET", "/health")
+            health = json.loads(connection.getresponse().read())
+            check("health lists upstream pools",
+                  health["models"]["remote"]["backend"] == "upstream" and health["models"]["remote-dead"]["state"] == "unavailable"
+                  and health["models"]["remote-fo"]["replicas_total"] == 2, health)
+            connection.request("GET", "/v1/models", headers={"Authorization": "Bearer k-test"})
+            models = json.loads(connection.getresponse().read())
+            check("models lists upstream pools", [m["backend"] for m in models["models"]] == ["local"] + ["upstream"] * 5, models)
+            connection.request("GET", "/metrics")
+            metrics = connection.getresponse().read().decode()
+            check("metrics count upstream outcomes", 's1serve_upstream_requests_total{model="remote"' in metrics
+                  and "s1serve_upstream_replica_healthy" in metrics, metrics[-500:])
+
+            stub.program(sleep=1, body=b'{"ok":1}')
+            burst = []
+            threads = [threading.Thread(target=lambda: burst.append(post(port, SAMPLE, "remote-narrow"))) for _ in range(8)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            statuses = sorted(result[0] for result in burst)
+            overloaded = [result for result in burst if result[0] == 503]
+            check("a burst beyond the pool's limit degrades with 503 overloaded",
+                  statuses.count(200) == 2 and len(overloaded) == 6
+                  and all(r[3].get("Retry-After") == "1" and json.loads(r[2])["detail"]["error_type"] == "overloaded"
+                          for r in overloaded), statuses)
+            stub.program(body=b'{"ok":1}')
+            check("and recovers", post(port, SAMPLE, "remote-narrow")[0] == 200)
+
+            status, _, data, _, _ = post(port, SAMPLE, "mock-ramp")
+            check("local models are served beside pools", status == 200 and json.loads(data)["model"] == "mock-ramp", data)
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+    passed = sum(results)
+    print(f"{passed} passed, {len(results) - passed} failed")
+    return 0 if passed == len(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
