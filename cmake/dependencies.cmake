@@ -18,3 +18,7 @@ endif()
 add_library(s1_boost INTERFACE)
 target_link_libraries(s1_boost INTERFACE Boost::headers Threads::Threads)
 target_compile_definitions(s1_boost INTERFACE BOOST_ASIO_NO_DEPRECATED BOOST_BEAST_USE_STD_STRING_VIEW)
+# GCC 12 misreports Asio's awaitable frame allocator as mismatched new/delete (GCC bug 109224).
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  target_compile_options(s1_boost INTERFACE -Wno-mismatched-new-delete)
+endif()

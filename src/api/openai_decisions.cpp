@@ -310,7 +310,11 @@ Result<DecisionsRequest> parse_decisions_request(std::string_view body, const Re
   if (const auto* error = std::get_if<JsonSyntaxError>(&parsed)) {
     return ApiError::validation({validation::json_invalid(error->message)});
   }
-  return DecisionsValidator(limits).run(std::get<Json>(parsed));
+  return validate_decisions_request(std::get<Json>(parsed), limits);
+}
+
+Result<DecisionsRequest> validate_decisions_request(const Json& body, const RequestLimits& limits) {
+  return DecisionsValidator(limits).run(body);
 }
 
 Json decisions_to_system_one_body(const DecisionsRequest& request) {

@@ -26,6 +26,7 @@ struct DecisionsRequest {
 };
 
 Result<DecisionsRequest> parse_decisions_request(std::string_view body, const RequestLimits& limits);
+Result<DecisionsRequest> validate_decisions_request(const Json& body, const RequestLimits& limits);
 
 // The System One body a worker understands (router §7.3): state, questions keyed "0", "1", …
 Json decisions_to_system_one_body(const DecisionsRequest& request);

@@ -283,7 +283,11 @@ Result<DecisionRequest> parse_system_one_request(std::string_view body, const Re
   if (const auto* error = std::get_if<JsonSyntaxError>(&parsed)) {
     return ApiError::validation({validation::json_invalid(error->message)});
   }
-  return SystemOneValidator(limits).run(std::get<Json>(parsed));
+  return validate_system_one_request(std::get<Json>(parsed), limits);
+}
+
+Result<DecisionRequest> validate_system_one_request(const Json& body, const RequestLimits& limits) {
+  return SystemOneValidator(limits).run(body);
 }
 
 }  // namespace s1::api

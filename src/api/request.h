@@ -52,6 +52,8 @@ inline constexpr size_t max_score_levels = 10;
 // Steps 5–7 of the check order: strict JSON (422), schema with every problem listed (422), then
 // media (400).
 Result<DecisionRequest> parse_system_one_request(std::string_view body, const RequestLimits& limits);
+// Steps 6–7 on an already strictly parsed body.
+Result<DecisionRequest> validate_system_one_request(const Json& body, const RequestLimits& limits);
 
 // Shared by both routes' validators.
 namespace validation {

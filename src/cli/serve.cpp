@@ -3,6 +3,7 @@
 #include "decide/contract_table.h"
 #include "registry/config.h"
 #include "registry/model_registry.h"
+#include "router/upstream_pool.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
 
@@ -16,6 +17,7 @@ namespace {
 
 struct ServeFlags {
   std::vector<std::string> models;
+  std::vector<std::string> upstreams;
   std::string config_file;
   std::optional<std::string> host;
   std::optional<uint16_t> port;
@@ -46,9 +48,48 @@ registry::ServerConfig build_config(const ServeFlags& flags) {
   if (flags.token_budget) config.token_budget = *flags.token_budget;
   if (flags.drain_ms) config.drain_timeout = std::chrono::milliseconds(*flags.drain_ms);
   if (flags.http_threads) config.http_threads = *flags.http_threads;
-  for (const std::string& source : flags.models) config.models.push_back(registry::ModelConfig{source, {}, {}, {}});
+  for (const std::string& source : flags.models) config.models.push_back(registry::ModelConfig{source, {}, {}, {}, {}});
+  for (const std::string& upstream : flags.upstreams) config.models.push_back(registry::parse_upstream_flag(upstream));
   if (flags.default_model) config.default_model = *flags.default_model;
+  // No model named anywhere: serve the default model, all-MiniLM-L6-v2 (docs/models.md). When it
+  // is not installed, load_model's error tells the user to run scripts/fetch-default-model.
+  if (config.models.empty()) {
+    registry::ModelConfig default_model;
+    default_model.source = "minilm";
+    config.models.push_back(std::move(default_model));
+    if (!config.default_model) config.default_model = "minilm";
+  }
   return config;
+}
+
+registry::ServedModel make_upstream_model(const registry::ModelConfig& model, server::Metrics& metrics) {
+  const registry::UpstreamConfig& upstream = *model.upstream;
+  const std::string name = *model.name;
+  router::UpstreamSettings settings;
+  settings.urls = upstream.urls;
+  settings.upstream_model = upstream.model;
+  settings.credential = registry::read_upstream_credential(upstream, name);
+  settings.connect_timeout = upstream.connect_timeout;
+  settings.health_interval = upstream.health_interval;
+  settings.health_timeout = upstream.health_timeout;
+  settings.response_cap = upstream.response_cap;
+  settings.max_in_flight = upstream.max_in_flight;
+  router::PoolObserver observer;
+  observer.on_request = [&metrics, name](const std::string& replica, const std::string& outcome) {
+    metrics.add_counter("s1serve_upstream_requests_total", {{"model", name}, {"replica", replica}, {"outcome", outcome}});
+  };
+  observer.on_health = [&metrics, name](const std::string& replica, bool healthy) {
+    metrics.set_gauge("s1serve_upstream_replica_healthy", {{"model", name}, {"replica", replica}}, healthy ? 1.0 : 0.0);
+  };
+  try {
+    auto pool = std::make_unique<router::UpstreamPool>(name, std::move(settings), std::move(observer));
+    for (const std::string& url : pool->replica_urls()) {
+      metrics.set_gauge("s1serve_upstream_replica_healthy", {{"model", name}, {"replica", url}}, 1.0);
+    }
+    return registry::ServedModel{name, model.aliases, nullptr, std::move(pool)};
+  } catch (const std::invalid_argument& error) {
+    throw registry::ConfigError("upstream model '" + name + "': " + error.what());
+  }
 }
 
 int serve(const ServeFlags& flags) {
@@ -58,6 +99,10 @@ int serve(const ServeFlags& flags) {
   try {
     config = build_config(flags);
     for (const registry::ModelConfig& model : config.models) {
+      if (model.upstream) {
+        registry.add(make_upstream_model(model, *metrics));
+        continue;
+      }
       decide::LoadedModel loaded = decide::load_model(model.source);
       const std::string name = model.name.value_or(loaded.name);
       std::vector<std::string> aliases = model.aliases.empty() ? loaded.aliases : model.aliases;
@@ -70,7 +115,8 @@ int serve(const ServeFlags& flags) {
       };
       registry.add(registry::ServedModel{
           name, std::move(aliases),
-          std::make_unique<runtime::ModelRunner>(name, std::move(loaded.engine), runner_options, std::move(observer))});
+          std::make_unique<runtime::ModelRunner>(name, std::move(loaded.engine), runner_options, std::move(observer)),
+          nullptr});
     }
     registry.set_default_model(config.default_model);
   } catch (const std::exception& error) {
@@ -119,6 +165,8 @@ void add_serve_command(CLI::App& app) {
   command->add_option("--model", flags->models,
                       "Model to serve: a checkpoint directory, a known name, or a test backend mock:NAME "
                       "(repeatable)");
+  command->add_option("--upstream", flags->upstreams,
+                      "Upstream pool NAME=URL[,URL...] of /v1/systemone workers served under NAME (repeatable)");
   command->add_option("--config", flags->config_file, "JSON configuration file (docs/configuration.md)")
       ->check(CLI::ExistingFile);
   command->add_option("--host", flags->host, "Address to bind (default 127.0.0.1)");

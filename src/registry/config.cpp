@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -35,6 +36,41 @@ std::string read_string(const Json& value, const std::filesystem::path& path, co
   return value.get<std::string>();
 }
 
+UpstreamConfig read_upstream(const Json& entry, const std::filesystem::path& path, const std::string& where) {
+  if (!entry.is_object()) throw ConfigError(describe(path, where + " must be an object"));
+  UpstreamConfig upstream;
+  for (const auto& [key, value] : entry.items()) {
+    const std::string member = where + "." + key;
+    if (key == "urls") {
+      if (!value.is_array() || value.empty()) throw ConfigError(describe(path, member + " must be a non-empty array"));
+      for (const Json& url : value) upstream.urls.push_back(read_string(url, path, member + "[]"));
+    } else if (key == "model") {
+      upstream.model = read_string(value, path, member);
+    } else if (key == "credential_env") {
+      upstream.credential_env = read_string(value, path, member);
+    } else if (key == "credential_file") {
+      upstream.credential_file = read_string(value, path, member);
+    } else if (key == "connect_timeout_ms") {
+      upstream.connect_timeout = std::chrono::milliseconds(read_number<int64_t>(value, path, member, 1, 600'000));
+    } else if (key == "health_interval_ms") {
+      upstream.health_interval = std::chrono::milliseconds(read_number<int64_t>(value, path, member, 10, 3'600'000));
+    } else if (key == "health_timeout_ms") {
+      upstream.health_timeout = std::chrono::milliseconds(read_number<int64_t>(value, path, member, 1, 600'000));
+    } else if (key == "max_in_flight") {
+      upstream.max_in_flight = read_number<size_t>(value, path, member, 1, 1'000'000);
+    } else if (key == "response_cap_bytes") {
+      upstream.response_cap = read_number<size_t>(value, path, member, 1, size_t{1} << 32);
+    } else {
+      throw ConfigError(describe(path, "unknown setting " + member));
+    }
+  }
+  if (upstream.urls.empty()) throw ConfigError(describe(path, where + ".urls is required"));
+  if (upstream.credential_env && upstream.credential_file) {
+    throw ConfigError(describe(path, where + " sets both credential_env and credential_file"));
+  }
+  return upstream;
+}
+
 ModelConfig read_model(const Json& entry, const std::filesystem::path& path, const std::string& where) {
   if (!entry.is_object()) throw ConfigError(describe(path, where + " must be an object"));
   ModelConfig model;
@@ -51,15 +87,57 @@ ModelConfig read_model(const Json& entry, const std::filesystem::path& path, con
       for (const Json& alias : value) model.aliases.push_back(read_string(alias, path, member + "[]"));
     } else if (key == "queue") {
       model.queue_capacity = read_number<size_t>(value, path, member, 1, 1'000'000);
+    } else if (key == "upstream") {
+      model.upstream = read_upstream(value, path, member);
     } else {
       throw ConfigError(describe(path, "unknown setting " + member));
     }
   }
-  if (!has_source) throw ConfigError(describe(path, where + ".source is required"));
+  if (model.upstream) {
+    if (has_source) throw ConfigError(describe(path, where + " has both a source and an upstream"));
+    if (!model.name) throw ConfigError(describe(path, where + ".name is required for an upstream model"));
+  } else if (!has_source) {
+    throw ConfigError(describe(path, where + ".source (or .upstream) is required"));
+  }
   return model;
 }
 
 }  // namespace
+
+ModelConfig parse_upstream_flag(const std::string& flag) {
+  const size_t equals = flag.find('=');
+  if (equals == std::string::npos || equals == 0 || equals + 1 == flag.size()) {
+    throw ConfigError("--upstream '" + flag + "' must be NAME=URL[,URL...]");
+  }
+  ModelConfig model;
+  model.name = flag.substr(0, equals);
+  UpstreamConfig upstream;
+  std::string rest = flag.substr(equals + 1) + ",";
+  size_t start = 0;
+  for (size_t comma = rest.find(','); comma != std::string::npos; comma = rest.find(',', start)) {
+    if (comma > start) upstream.urls.push_back(rest.substr(start, comma - start));
+    start = comma + 1;
+  }
+  if (upstream.urls.empty()) throw ConfigError("--upstream '" + flag + "' names no URL");
+  model.upstream = std::move(upstream);
+  return model;
+}
+
+std::string read_upstream_credential(const UpstreamConfig& upstream, const std::string& model) {
+  if (upstream.credential_env) {
+    const char* value = std::getenv(upstream.credential_env->c_str());
+    if (value == nullptr || *value == '\0') {
+      throw ConfigError("upstream model '" + model + "': environment variable " + *upstream.credential_env +
+                        " is not set");
+    }
+    return value;
+  }
+  if (upstream.credential_file) {
+    const std::vector<std::string> keys = read_api_key_file(*upstream.credential_file);
+    return keys.front();
+  }
+  return "";
+}
 
 std::vector<std::string> parse_api_key_list(std::string_view value) {
   std::vector<std::string> keys;

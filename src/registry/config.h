@@ -17,12 +17,30 @@ class ConfigError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+struct UpstreamConfig {
+  std::vector<std::string> urls;
+  std::optional<std::string> model;  // the workers' name for it; the canonical id when absent
+  std::optional<std::string> credential_env;   // environment variable holding the pool's key
+  std::optional<std::string> credential_file;  // or a file holding it
+  std::chrono::milliseconds connect_timeout{2'000};
+  std::chrono::milliseconds health_interval{5'000};
+  std::chrono::milliseconds health_timeout{2'000};
+  size_t response_cap = 16 * 1024 * 1024;
+  size_t max_in_flight = 256;
+};
+
 struct ModelConfig {
-  std::string source;  // "mock:ramp", a checkpoint directory, or a known model name
+  std::string source;  // "mock:ramp", a checkpoint directory, or a known model name; empty for upstream
   std::optional<std::string> name;  // canonical id; derived from the source when absent
   std::vector<std::string> aliases;
   std::optional<size_t> queue_capacity;  // the server-wide default when absent
+  std::optional<UpstreamConfig> upstream;  // set: served by a pool of upstream workers
 };
+
+// "NAME=URL[,URL...]" from --upstream.
+ModelConfig parse_upstream_flag(const std::string& flag);
+// The pool credential named by the config (environment variable or file), or "" when none.
+std::string read_upstream_credential(const UpstreamConfig& upstream, const std::string& model);
 
 struct ServerConfig {
   std::string host = "127.0.0.1";

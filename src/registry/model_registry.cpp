@@ -29,11 +29,15 @@ const ServedModel* ModelRegistry::resolve(std::string_view name) const {
 }
 
 void ModelRegistry::start_all() {
-  for (const auto& model : models_) model->runner->start();
+  for (const auto& model : models_) {
+    if (model->runner) model->runner->start();
+  }
 }
 
 void ModelRegistry::stop_all() {
-  for (const auto& model : models_) model->runner->stop();
+  for (const auto& model : models_) {
+    if (model->runner) model->runner->stop();
+  }
 }
 
 }  // namespace s1::registry

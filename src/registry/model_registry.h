@@ -2,6 +2,7 @@
 // Model name or alias → the served model (contract §2.2: exact, case-sensitive), in configuration
 // order for /v1/models and /health.
 
+#include "router/upstream_pool.h"
 #include "runtime/model_runner.h"
 
 #include <map>
@@ -12,10 +13,12 @@
 
 namespace s1::registry {
 
+// Exactly one of runner (a local engine) and pool (upstream workers) is set.
 struct ServedModel {
   std::string name;
   std::vector<std::string> aliases;
   std::unique_ptr<runtime::ModelRunner> runner;
+  std::unique_ptr<router::UpstreamPool> pool;
 };
 
 class ModelRegistry {

@@ -3,6 +3,8 @@
 #include "api/openai_decisions.h"
 #include "api/request.h"
 #include "api/response.h"
+#include "router/body_rewrite.h"
+#include "router/decisions_relay.h"
 #include "server/http_checks.h"
 #include "server/status_routes.h"
 
@@ -12,6 +14,7 @@
 #include <boost/beast/http.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -127,11 +130,21 @@ struct HttpServer::Impl {
   asio::awaitable<void> accept_loop();
   asio::awaitable<void> session(std::shared_ptr<Connection> connection);
   asio::awaitable<Reply> handle(Connection& connection, http::request_parser<http::string_body>& parser,
-                                beast::flat_buffer& buffer, Clock::time_point deadline, Route& route,
-                                bool& head_only);
+                                beast::flat_buffer& buffer, Clock::time_point deadline, const std::string& request_id,
+                                Route& route, bool& head_only);
   asio::awaitable<bool> read_body(Connection& connection, http::request_parser<http::string_body>& parser,
                                   beast::flat_buffer& buffer, Clock::time_point deadline, Reply& failure);
-  asio::awaitable<Reply> decide(Connection& connection, Route route, std::string body, Clock::time_point deadline);
+  asio::awaitable<Reply> decide(Connection& connection, Route route, http::request<http::string_body> request,
+                                Clock::time_point deadline, const std::string& request_id);
+  asio::awaitable<Reply> run_locally(Connection& connection, Route route, std::shared_ptr<api::DecisionRequest> request,
+                                     std::optional<api::DecisionsRequest> decisions,
+                                     const registry::ServedModel& served, Clock::time_point deadline);
+  asio::awaitable<Reply> forward_systemone(const http::request<http::string_body>& request, const std::string& name_used,
+                                           router::UpstreamPool& pool, Clock::time_point deadline,
+                                           const std::string& request_id);
+  asio::awaitable<Reply> forward_decisions(const http::request<http::string_body>& request,
+                                           const api::DecisionsRequest& decisions, const registry::ServedModel& served,
+                                           Clock::time_point deadline, const std::string& request_id);
   void begin_drain();
   asio::awaitable<void> drain_watch();
   void record(Route route, const Reply& reply, double seconds);
@@ -159,6 +172,9 @@ void HttpServer::run() {
     impl.begin_drain();
   });
   asio::co_spawn(impl.io, impl.accept_loop(), asio::detached);
+  for (const auto& model : impl.registry.models()) {
+    if (model->pool) asio::co_spawn(impl.io, model->pool->poll_health(), asio::detached);
+  }
   std::vector<std::thread> threads;
   for (int i = 1; i < impl.options.http_threads; ++i) threads.emplace_back([&impl] { impl.io.run(); });
   impl.io.run();
@@ -254,14 +270,14 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn
 
     Route route = Route::unknown;
     bool head_only = false;
-    Reply reply = co_await handle(*connection, parser, buffer, deadline, route, head_only);
+    Reply reply = co_await handle(*connection, parser, buffer, deadline, request_id, route, head_only);
     const double seconds = std::chrono::duration<double>(Clock::now() - received).count();
     record(route, reply, seconds);
 
     if (reply.send) {
       keep_alive = keep_alive && !reply.close && !draining.load();
       http::response<http::string_body> response{static_cast<http::status>(reply.status), version};
-      response.set(http::field::content_type, reply.content_type);
+      if (!reply.content_type.empty()) response.set(http::field::content_type, reply.content_type);
       response.set("x-request-id", request_id);
       for (const auto& [name, value] : reply.headers) response.set(name, value);
       response.keep_alive(keep_alive);
@@ -312,8 +328,8 @@ asio::awaitable<bool> HttpServer::Impl::read_body(Connection& connection,
 }
 
 asio::awaitable<Reply> HttpServer::Impl::handle(Connection& connection, http::request_parser<http::string_body>& parser,
-                                                beast::flat_buffer& buffer, Clock::time_point deadline, Route& route,
-                                                bool& head_only) {
+                                                beast::flat_buffer& buffer, Clock::time_point deadline,
+                                                const std::string& request_id, Route& route, bool& head_only) {
   const auto& request = parser.get();
   const std::string_view method = request.method_string();
   const RouteMatch match = match_route(target_path(request.target()));
@@ -356,6 +372,7 @@ asio::awaitable<Reply> HttpServer::Impl::handle(Connection& connection, http::re
       reply.body = models_body(registry, started_unix, options.owned_by);
     } else {
       for (const auto& model : registry.models()) {
+        if (!model->runner) continue;  // upstream pools report through their observers
         const runtime::ModelRunner& runner = *model->runner;
         metrics.set_gauge("s1serve_queue_depth", {{"model", model->name}}, static_cast<double>(runner.queue_depth()));
         metrics.set_gauge("s1serve_queue_capacity", {{"model", model->name}},
@@ -403,23 +420,47 @@ asio::awaitable<Reply> HttpServer::Impl::handle(Connection& connection, http::re
     }
     co_return failure;
   }
-  co_return co_await decide(connection, route, parser.release().body(), deadline);
+  co_return co_await decide(connection, route, parser.release(), deadline, request_id);
 }
 
-asio::awaitable<Reply> HttpServer::Impl::decide(Connection& connection, Route route, std::string body,
-                                                Clock::time_point deadline) {
+asio::awaitable<Reply> HttpServer::Impl::decide(Connection& connection, Route route,
+                                                http::request<http::string_body> http_request,
+                                                Clock::time_point deadline, const std::string& request_id) {
   const api::RequestLimits limits{options.max_questions, registry.default_model().has_value()};
+  auto parsed = api::parse_strict_json(http_request.body());
+  if (const auto* error = std::get_if<api::JsonSyntaxError>(&parsed)) {
+    co_return error_reply(api::ApiError::validation({api::validation::json_invalid(error->message)}), route);
+  }
+  const api::Json& body = std::get<api::Json>(parsed);
+
+  // The router checks only `model` before forwarding (§7.1); the worker validates the rest.
+  if (route == Route::systemone && body.is_object()) {
+    const auto model = body.find("model");
+    std::optional<std::string> name_used;
+    if (model == body.end() || model->is_null()) {
+      name_used = registry.default_model();
+    } else if (model->is_string() && !model->get_ref<const std::string&>().empty() &&
+               api::count_code_points(model->get_ref<const std::string&>()) <= api::max_name_characters &&
+               !api::has_control_character(model->get_ref<const std::string&>())) {
+      name_used = model->get<std::string>();
+    }
+    const registry::ServedModel* served = name_used ? registry.resolve(*name_used) : nullptr;
+    if (served != nullptr && served->pool) {
+      co_return co_await forward_systemone(http_request, *name_used, *served->pool, deadline, request_id);
+    }
+  }
+
   std::shared_ptr<api::DecisionRequest> request;
   std::optional<api::DecisionsRequest> decisions;
   if (route == Route::decisions) {
-    auto parsed = api::parse_decisions_request(body, limits);
-    if (!parsed) co_return error_reply(parsed.error(), route);
-    decisions = std::move(parsed.value());
+    auto validated = api::validate_decisions_request(body, limits);
+    if (!validated) co_return error_reply(validated.error(), route);
+    decisions = std::move(validated.value());
     request = std::make_shared<api::DecisionRequest>(decisions->pipeline);
   } else {
-    auto parsed = api::parse_system_one_request(body, limits);
-    if (!parsed) co_return error_reply(parsed.error(), route);
-    request = std::make_shared<api::DecisionRequest>(std::move(parsed.value()));
+    auto validated = api::validate_system_one_request(body, limits);
+    if (!validated) co_return error_reply(validated.error(), route);
+    request = std::make_shared<api::DecisionRequest>(std::move(validated.value()));
   }
 
   const std::string name = request->model.value_or(registry.default_model().value_or(""));
@@ -429,6 +470,103 @@ asio::awaitable<Reply> HttpServer::Impl::decide(Connection& connection, Route ro
     error.openai_param = "model";
     co_return error_reply(error, route);
   }
+  if (served->pool && decisions) {
+    co_return co_await forward_decisions(http_request, *decisions, *served, deadline, request_id);
+  }
+  if (served->pool) co_return co_await forward_systemone(http_request, served->name, *served->pool, deadline, request_id);
+  co_return co_await run_locally(connection, route, std::move(request), std::move(decisions), *served, deadline);
+}
+
+namespace {
+
+// End-to-end request headers a worker may see: no hop-by-hop, Host, Cookie, client credentials,
+// or framing the router recomputes.
+std::vector<api::Header> forwardable_headers(const http::request<http::string_body>& request) {
+  std::vector<std::string> named_by_connection;
+  for (const auto& token : http::token_list(request[http::field::connection])) {
+    named_by_connection.emplace_back(token);
+  }
+  std::vector<api::Header> headers;
+  for (const auto& field : request) {
+    const std::string_view name = field.name_string();
+    if (router::UpstreamPool::is_hop_by_hop(name) || beast::iequals(name, "host") || beast::iequals(name, "cookie") ||
+        beast::iequals(name, "authorization") || beast::iequals(name, "content-length") ||
+        beast::iequals(name, "expect") || beast::iequals(name, "x-request-id")) {
+      continue;
+    }
+    const bool listed = std::any_of(named_by_connection.begin(), named_by_connection.end(),
+                                    [&](const std::string& token) { return beast::iequals(token, name); });
+    if (!listed) headers.emplace_back(std::string(name), std::string(field.value()));
+  }
+  return headers;
+}
+
+std::string query_of(std::string_view target) {
+  const size_t question = target.find('?');
+  return question == std::string_view::npos ? "" : std::string(target.substr(question));
+}
+
+}  // namespace
+
+asio::awaitable<Reply> HttpServer::Impl::forward_systemone(const http::request<http::string_body>& request,
+                                                           const std::string& name_used, router::UpstreamPool& pool,
+                                                           Clock::time_point deadline, const std::string& request_id) {
+  router::UpstreamRequest upstream;
+  upstream.target = "/v1/systemone" + query_of(request.target());
+  upstream.body = name_used == pool.upstream_model() ? request.body() : router::with_model(request.body(), pool.upstream_model());
+  upstream.headers = forwardable_headers(request);
+  upstream.request_id = request_id;
+  upstream.deadline = deadline;
+  auto outcome = co_await pool.forward(std::move(upstream));
+  if (!outcome) co_return error_reply(outcome.error(), Route::systemone);
+  Reply reply;
+  reply.status = outcome->status;
+  reply.content_type.clear();
+  for (auto& [name, value] : outcome->headers) {
+    if (beast::iequals(name, "content-type")) {
+      reply.content_type = value;
+    } else {
+      reply.headers.emplace_back(std::move(name), std::move(value));
+    }
+  }
+  reply.headers.emplace_back("Server-Timing", "upstream;dur=" + format_milliseconds(outcome->seconds));
+  reply.body = std::move(outcome->body);
+  co_return reply;
+}
+
+asio::awaitable<Reply> HttpServer::Impl::forward_decisions(const http::request<http::string_body>& request,
+                                                           const api::DecisionsRequest& decisions,
+                                                           const registry::ServedModel& served,
+                                                           Clock::time_point deadline, const std::string& request_id) {
+  router::UpstreamPool& pool = *served.pool;
+  api::Json body = api::decisions_to_system_one_body(decisions);
+  body["model"] = pool.upstream_model();
+  router::UpstreamRequest upstream;
+  upstream.target = "/v1/systemone" + query_of(request.target());
+  api::append_json(upstream.body, body);
+  upstream.headers = forwardable_headers(request);
+  upstream.request_id = request_id;
+  upstream.deadline = deadline;
+  auto outcome = co_await pool.forward(std::move(upstream));
+  if (!outcome) co_return error_reply(outcome.error(), Route::decisions);
+  Reply reply;
+  reply.status = outcome->status;
+  if (outcome->status != 200) {
+    reply.body = router::openai_error_from_worker(outcome->status, outcome->body);
+    co_return reply;
+  }
+  auto result = router::decisions_result_from_worker(decisions, outcome->body, served.name);
+  if (!result) co_return error_reply(result.error(), Route::decisions);
+  reply.body = api::serialize_decisions_response(decisions, result.value());
+  reply.headers.emplace_back("Server-Timing", "upstream;dur=" + format_milliseconds(outcome->seconds));
+  co_return reply;
+}
+
+asio::awaitable<Reply> HttpServer::Impl::run_locally(Connection& connection, Route route,
+                                                     std::shared_ptr<api::DecisionRequest> request,
+                                                     std::optional<api::DecisionsRequest> decisions,
+                                                     const registry::ServedModel& model, Clock::time_point deadline) {
+  const registry::ServedModel* served = &model;
   runtime::ModelRunner& runner = *served->runner;
   if (runner.state() != runtime::ModelState::ready) {
     co_return error_reply(api::ApiError::model_unavailable(served->name, runner.state() == runtime::ModelState::failed),

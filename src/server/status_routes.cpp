@@ -3,6 +3,18 @@
 #include "api/json.h"
 
 namespace s1::server {
+namespace {
+
+void append_string_array(std::string& out, const std::vector<std::string>& values) {
+  out += '[';
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out += ',';
+    api::append_json_string(out, values[i]);
+  }
+  out += ']';
+}
+
+}  // namespace
 
 StatusReply health_reply(const registry::ModelRegistry& registry) {
   bool any_failed = false;
@@ -11,8 +23,16 @@ StatusReply health_reply(const registry::ModelRegistry& registry) {
   std::string first_not_ready;
   std::string models;
   for (const auto& model : registry.models()) {
-    const runtime::ModelState state = model->runner->state();
     if (!models.empty()) models += ',';
+    if (model->pool) {
+      const size_t healthy = model->pool->healthy_count();
+      api::append_json_string(models, model->name);
+      models += healthy > 0 ? ":{\"state\":\"ready\"" : ":{\"state\":\"unavailable\"";
+      models += ",\"backend\":\"upstream\",\"replicas_healthy\":" + std::to_string(healthy) +
+                ",\"replicas_total\":" + std::to_string(model->pool->replica_count()) + "}";
+      continue;
+    }
+    const runtime::ModelState state = model->runner->state();
     api::append_json_string(models, model->name);
     models += ":{\"state\":\"";
     models += runtime::model_state_name(state);
@@ -51,7 +71,6 @@ std::string models_body(const registry::ModelRegistry& registry, int64_t created
   std::string data;
   std::string models;
   for (const auto& model : registry.models()) {
-    const runtime::ModelInfo& info = model->runner->info();
     if (!data.empty()) data += ',';
     data += "{\"id\":";
     api::append_json_string(data, model->name);
@@ -62,6 +81,15 @@ std::string models_body(const registry::ModelRegistry& registry, int64_t created
     if (!models.empty()) models += ',';
     models += "{\"name\":";
     api::append_json_string(models, model->name);
+    if (model->pool) {
+      models += ",\"description\":";
+      api::append_json_string(models, "Served by " + std::to_string(model->pool->replica_count()) + " upstream worker(s)");
+      models += ",\"release_date\":null,\"aliases\":";
+      append_string_array(models, model->aliases);
+      models += ",\"backend\":\"upstream\"}";
+      continue;
+    }
+    const runtime::ModelInfo& info = model->runner->info();
     models += ",\"description\":";
     api::append_json_string(models, info.description);
     models += ",\"release_date\":";
@@ -70,12 +98,9 @@ std::string models_body(const registry::ModelRegistry& registry, int64_t created
     } else {
       models += "null";
     }
-    models += ",\"aliases\":[";
-    for (size_t i = 0; i < model->aliases.size(); ++i) {
-      if (i > 0) models += ',';
-      api::append_json_string(models, model->aliases[i]);
-    }
-    models += "],\"backend\":\"local\",\"question_types\":[";
+    models += ",\"aliases\":";
+    append_string_array(models, model->aliases);
+    models += ",\"backend\":\"local\",\"question_types\":[";
     for (size_t i = 0; i < info.question_types.size(); ++i) {
       if (i > 0) models += ',';
       models += '"';

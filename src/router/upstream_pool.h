@@ -1,0 +1,99 @@
+#pragma once
+// A pool of upstream /v1/systemone workers (contract §7): least-outstanding choice among healthy
+// replicas, pooled keep-alive connections, one retry only for a failed connect, health polling.
+
+#include "api/errors.h"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace s1::router {
+
+using Clock = std::chrono::steady_clock;
+
+struct UpstreamSettings {
+  std::vector<std::string> urls;  // http://host:port[/base]
+  std::optional<std::string> upstream_model;  // the name the workers know; the canonical id when absent
+  std::string credential;  // sent as Bearer; never the client's key
+  std::chrono::milliseconds connect_timeout{2'000};
+  std::chrono::milliseconds health_interval{5'000};
+  std::chrono::milliseconds health_timeout{2'000};
+  size_t response_cap = 16 * 1024 * 1024;
+  size_t max_in_flight = 256;  // forwarded requests at once; beyond it 503 overloaded
+};
+
+struct ParsedUrl {
+  std::string host;
+  std::string port;
+  std::string base_path;  // without a trailing slash
+};
+
+// Throws std::invalid_argument naming the URL when it is not http://host[:port][/path].
+ParsedUrl parse_upstream_url(const std::string& url);
+
+struct UpstreamReply {
+  int status = 0;
+  std::vector<api::Header> headers;  // end-to-end headers only
+  std::string body;
+  double seconds = 0.0;
+};
+
+struct UpstreamRequest {
+  std::string target;  // path and query, e.g. /v1/systemone?trace=1
+  std::string body;
+  std::vector<api::Header> headers;  // already stripped of hop-by-hop, Host, Cookie, Authorization
+  std::string request_id;
+  Clock::time_point deadline;
+};
+
+// Observations for metrics: outcome is ok, connect_error, timeout, bad_response or retried.
+struct PoolObserver {
+  std::function<void(const std::string& replica, const std::string& outcome)> on_request;
+  std::function<void(const std::string& replica, bool healthy)> on_health;
+};
+
+class UpstreamPool {
+ public:
+  UpstreamPool(std::string name, UpstreamSettings settings, PoolObserver observer = {});
+  ~UpstreamPool();
+  UpstreamPool(const UpstreamPool&) = delete;
+  UpstreamPool& operator=(const UpstreamPool&) = delete;
+
+  const std::string& name() const { return name_; }
+  const std::string& upstream_model() const { return upstream_model_; }
+  size_t replica_count() const;
+  size_t healthy_count() const;
+  const std::vector<std::string>& replica_urls() const { return settings_.urls; }
+
+  // Polls every replica's /health until the context stops.
+  boost::asio::awaitable<void> poll_health();
+
+  // One exchange with a worker: 502 upstream_unavailable, 502 upstream_bad_response or
+  // 504 deadline_exceeded as §7.2 says, else the worker's reply whatever its status.
+  boost::asio::awaitable<api::Result<UpstreamReply>> forward(UpstreamRequest request);
+
+  static bool is_hop_by_hop(std::string_view header_name);
+
+ private:
+  struct Replica;
+  Replica* choose(const Replica* excluded);
+
+  std::string name_;
+  UpstreamSettings settings_;
+  std::string upstream_model_;
+  PoolObserver observer_;
+  std::vector<std::unique_ptr<Replica>> replicas_;
+  std::atomic<uint64_t> round_robin_{0};
+  std::atomic<size_t> in_flight_{0};
+};
+
+}  // namespace s1::router
