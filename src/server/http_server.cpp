@@ -78,7 +78,7 @@ std::string format_milliseconds(double seconds) {
   return text;
 }
 
-struct Connection {
+struct Connection : std::enable_shared_from_this<Connection> {
   explicit Connection(tcp::socket socket) : stream(std::move(socket)) {}
   beast::tcp_stream stream;
   bool idle = true;  // waiting for a request's headers; touched only on the connection's strand
@@ -133,7 +133,7 @@ struct HttpServer::Impl {
                                 beast::flat_buffer& buffer, Clock::time_point deadline, const std::string& request_id,
                                 Route& route, bool& head_only);
   asio::awaitable<bool> read_body(Connection& connection, http::request_parser<http::string_body>& parser,
-                                  beast::flat_buffer& buffer, Clock::time_point deadline, Reply& failure);
+                                  beast::flat_buffer& buffer, Clock::time_point deadline, Route route, Reply& failure);
   asio::awaitable<Reply> decide(Connection& connection, Route route, http::request<http::string_body> request,
                                 Clock::time_point deadline, const std::string& request_id);
   asio::awaitable<Reply> run_locally(Connection& connection, Route route, std::shared_ptr<api::DecisionRequest> request,
@@ -306,19 +306,30 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn
 asio::awaitable<bool> HttpServer::Impl::read_body(Connection& connection,
                                                   http::request_parser<http::string_body>& parser,
                                                   beast::flat_buffer& buffer, Clock::time_point deadline,
-                                                  Reply& failure) {
+                                                  Route route, Reply& failure) {
   if (parser.is_done()) co_return true;
   parser.body_limit(options.max_body_bytes);
-  connection.stream.expires_at(deadline);
+  // A separate timer rather than the stream's expiry, which would close the socket before the 504.
+  connection.stream.expires_never();
+  auto timed_out = std::make_shared<bool>(false);
+  asio::steady_timer timer(co_await asio::this_coro::executor, deadline);
+  timer.async_wait([timed_out, owner = connection.shared_from_this()](const error_code& wait_error) {
+    if (wait_error) return;
+    *timed_out = true;
+    error_code ignored;
+    owner->stream.socket().cancel(ignored);
+  });
   error_code error;
   co_await http::async_read(connection.stream, buffer, parser, asio::redirect_error(asio::use_awaitable, error));
+  timer.cancel();
+  if (*timed_out && error) error = beast::error::timeout;
   if (!error) co_return true;
   if (error == http::error::body_limit) {
-    failure = error_reply(api::ApiError::make(api::ErrorCode::payload_too_large, "Request body too large"), Route::unknown);
+    failure = error_reply(api::ApiError::make(api::ErrorCode::payload_too_large, "Request body too large"), route);
   } else if (error == beast::error::timeout) {
     failure = error_reply(api::ApiError::make(api::ErrorCode::deadline_exceeded,
                                               "The request's deadline passed while its body was uploading"),
-                          Route::unknown);
+                          route);
   } else {
     spdlog::debug("body read failed: {}", error.message());
     failure.send = false;  // the client went away or sent a malformed body; nothing sensible to say
@@ -346,7 +357,7 @@ asio::awaitable<Reply> HttpServer::Impl::handle(Connection& connection, http::re
         reply.close = true;
       } else {
         Reply failure;
-        if (!co_await read_body(connection, parser, buffer, deadline, failure)) reply.close = true;
+        if (!co_await read_body(connection, parser, buffer, deadline, route, failure)) reply.close = true;
       }
     }
     co_return reply;
@@ -385,7 +396,7 @@ asio::awaitable<Reply> HttpServer::Impl::handle(Connection& connection, http::re
     }
     if (!parser.is_done()) {
       Reply failure;
-      if (!co_await read_body(connection, parser, buffer, deadline, failure)) reply.close = true;
+      if (!co_await read_body(connection, parser, buffer, deadline, route, failure)) reply.close = true;
     }
     co_return reply;
   }
@@ -408,18 +419,7 @@ asio::awaitable<Reply> HttpServer::Impl::handle(Connection& connection, http::re
     co_await http::async_write(connection.stream, interim, asio::redirect_error(asio::use_awaitable, error));
   }
   Reply failure;
-  if (!co_await read_body(connection, parser, buffer, deadline, failure)) {
-    if (failure.send) {
-      const api::ErrorCode code = failure.status == 413 ? api::ErrorCode::payload_too_large : api::ErrorCode::deadline_exceeded;
-      Reply reply = error_reply(api::ApiError::make(code, code == api::ErrorCode::payload_too_large
-                                                              ? "Request body too large"
-                                                              : "The request's deadline passed while its body was uploading"),
-                                route);
-      reply.close = true;
-      co_return reply;
-    }
-    co_return failure;
-  }
+  if (!co_await read_body(connection, parser, buffer, deadline, route, failure)) co_return failure;
   co_return co_await decide(connection, route, parser.release(), deadline, request_id);
 }
 

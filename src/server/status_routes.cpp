@@ -110,7 +110,6 @@ std::string models_body(const registry::ModelRegistry& registry, int64_t created
     models += "],\"max_choice_options\":" + std::to_string(info.max_choice_options) +
               ",\"context_tokens\":" + std::to_string(info.context_tokens) + ",\"confidence_method\":";
     api::append_json_string(models, info.confidence_method);
-    if (info.test_backend) models += ",\"test_backend\":true";
     models += '}';
   }
   std::string body = "{\"object\":\"list\",\"default_model\":";
