@@ -1,5 +1,6 @@
 #include "cli/bench.h"
 #include "cli/compare.h"
+#include "cli/embed.h"
 #include "cli/serve.h"
 
 #include <CLI/CLI.hpp>
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("s1serve ") + S1SERVE_VERSION);
   app.require_subcommand(0, 1);
   s1::cli::add_serve_command(app);
+  s1::cli::add_embed_command(app);
   s1::cli::add_compare_command(app);
   s1::cli::add_bench_command(app);
   CLI11_PARSE(app, argc, argv);

@@ -1,8 +1,42 @@
 #include "decide/contract_table.h"
 
+#include "decide/contracts/embedding_similarity.h"
 #include "decide/contracts/mock.h"
+#include "model/checkpoint/config_reader.h"
+#include "model/checkpoint/load_error.h"
+#include "text/tokenizer.h"
+
+#include <filesystem>
 
 namespace s1::decide {
+namespace {
+
+constexpr std::string_view decision_file_name = "s1serve.json";
+
+// A model directory: a Hugging Face checkpoint plus s1serve.json, whose "contract" picks the row.
+LoadedModel load_directory(const std::filesystem::path& dir, const std::string& source) {
+  const std::filesystem::path decision_file = dir / decision_file_name;
+  if (!std::filesystem::exists(decision_file)) {
+    throw ModelLoadError("cannot load model '" + source + "': " + decision_file.string() +
+                         " is missing (a model directory needs an s1serve decision file naming its contract; "
+                         "see docs/models.md)");
+  }
+  try {
+    checkpoint::ConfigReader reader = checkpoint::ConfigReader::from_file(decision_file);
+    const std::string contract = reader.required<std::string>("contract");
+    if (contract == embedding_similarity_contract) {
+      const EmbeddingSimilaritySettings settings = read_embedding_similarity_settings(reader);
+      return LoadedModel{settings.name, settings.aliases, make_embedding_similarity_engine(dir, settings)};
+    }
+    reader.reject("contract", "'" + contract + "' is not a known contract (known: embedding-similarity)");
+  } catch (const checkpoint::LoadError& error) {
+    throw ModelLoadError("cannot load model '" + source + "': " + error.what());
+  } catch (const text::TokenizerLoadError& error) {
+    throw ModelLoadError("cannot load model '" + source + "': " + error.what());
+  }
+}
+
+}  // namespace
 
 LoadedModel load_model(const std::string& source) {
   constexpr std::string_view mock_prefix = "mock:";
@@ -15,7 +49,24 @@ LoadedModel load_model(const std::string& source) {
     }
     return LoadedModel{"mock-" + variant, {}, std::move(engine)};
   }
-  throw ModelLoadError("cannot load model '" + source + "': native checkpoints are not available in this build yet");
+  std::error_code error;
+  if (std::filesystem::is_directory(source, error)) return load_directory(source, source);
+  if (is_default_model_name(source)) {
+    const std::filesystem::path dir = default_model_directory();
+    if (!std::filesystem::exists(dir / decision_file_name, error)) {
+      throw ModelLoadError("model '" + source + "' (all-MiniLM-L6-v2) is not installed in " + dir.string() +
+                           ": run scripts/fetch-default-model (or scripts/setup), or set S1SERVE_MODELS to the "
+                           "directory that holds it");
+    }
+    return load_directory(dir, source);
+  }
+  if (std::filesystem::exists(source, error)) {
+    throw ModelLoadError("cannot load model '" + source + "': not a directory (a model is a checkpoint directory "
+                         "with an s1serve.json decision file)");
+  }
+  throw ModelLoadError("cannot load model '" + source +
+                       "': no such directory and not a known model name (known: minilm, all-minilm-l6-v2, "
+                       "mock:NAME)");
 }
 
 }  // namespace s1::decide

@@ -1,0 +1,97 @@
+#pragma once
+// The embedding-similarity contract (docs/models.md; normative Python reference:
+// tools/reference/embedding_contract.py). A sentence-embedding model decides zero-shot:
+//
+//   text(x)      a string as-is, an object or array as Python-compatible compact JSON;
+//   candidates   choice: name, or name + ": " + text(description); score: text(level);
+//                noul: [yes, no] with yes = text(true) | text(instructions) | "yes",
+//                no = text(false) | "not " + yes;
+//   sᵢ           cos(embed(text(state)), embed(candidateᵢ)), the dot product of the unit vectors
+//                accumulated in float64;
+//   pᵢ           softmax(similarity_scale · sᵢ) per question (T = 1/similarity_scale, default 20);
+//   answers      the default confidence formulas (linear), first option wins ties;
+//   input_tokens state tokens + every candidate's tokens ([CLS]/[SEP] included, after truncation
+//                to the model's max_seq_length; a repeated candidate counts each time).
+//
+// The state is embedded once per request. Candidate embeddings are cached across requests in a
+// bounded LRU keyed by the exact text; a request's uncached candidates are embedded in one batch
+// together with its state.
+
+#include "api/request.h"
+#include "kernels/precision.h"
+#include "model/checkpoint/config_reader.h"
+#include "runtime/engine.h"
+
+#include <cstddef>
+#include <filesystem>
+#include <list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace s1::decide {
+
+inline constexpr std::string_view embedding_similarity_contract = "embedding-similarity";
+
+// A least-recently-used map from exact text to embedding with a fixed number of entries.
+// Capacity 0 caches nothing. Not thread-safe: the engine's executor thread owns it.
+class EmbeddingCache {
+ public:
+  explicit EmbeddingCache(size_t capacity) : capacity_(capacity) {}
+  EmbeddingCache(const EmbeddingCache&) = delete;
+  EmbeddingCache& operator=(const EmbeddingCache&) = delete;
+
+  // The cached embedding, now the most recently used; nullptr when absent. Valid until the next
+  // insert.
+  const std::vector<float>* find(std::string_view text);
+  // Adds or replaces `text`, then evicts the least recently used entries beyond capacity.
+  void insert(std::string text, std::vector<float> embedding);
+
+  size_t size() const { return entries_.size(); }
+  size_t capacity() const { return capacity_; }
+
+ private:
+  using Entry = std::pair<std::string, std::vector<float>>;
+  size_t capacity_;
+  std::list<Entry> entries_;  // most recently used first; nodes never move, so keys stay valid
+  std::unordered_map<std::string_view, std::list<Entry>::iterator> index_;
+};
+
+// The decision file's settings for this contract (s1serve.json beside the checkpoint).
+struct EmbeddingSimilaritySettings {
+  std::string name;
+  std::vector<std::string> aliases;
+  std::string description;
+  double similarity_scale = 20.0;
+  // fp32 unless the decision file or the caller says otherwise (docs/models.md: bf16 moves
+  // probabilities visibly at scale 20).
+  kernels::Precision precision = kernels::Precision::fp32;
+  size_t candidate_cache_entries = 4096;
+};
+
+// Reads this contract's members of an s1serve.json whose "contract" member was already read;
+// unknown members are load errors (checkpoint::LoadError naming the file and key).
+EmbeddingSimilaritySettings read_embedding_similarity_settings(checkpoint::ConfigReader& decision_file);
+
+// "fp32" or "bf16"; nullopt for anything else.
+std::optional<kernels::Precision> parse_precision(std::string_view name);
+
+// The candidate texts of one question, in label order (noul: [yes, no]).
+std::vector<std::string> candidate_texts(const api::Question& question);
+
+// Loads the sentence-transformers directory and returns the engine. Throws checkpoint::LoadError or
+// text::TokenizerLoadError.
+std::unique_ptr<runtime::Engine> make_embedding_similarity_engine(const std::filesystem::path& model_dir,
+                                                                   const EmbeddingSimilaritySettings& settings);
+
+// The models directory: $S1SERVE_MODELS, else ~/.local/share/s1serve/models.
+std::filesystem::path models_directory();
+// Where scripts/fetch-default-model installs the default model (all-MiniLM-L6-v2).
+std::filesystem::path default_model_directory();
+// "minilm" and "all-minilm-l6-v2" name the default model.
+bool is_default_model_name(std::string_view name);
+
+}  // namespace s1::decide

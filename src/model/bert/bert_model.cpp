@@ -1,0 +1,177 @@
+#include "model/bert/bert_model.h"
+
+#include "kernels/attention.h"
+#include "kernels/layer_norm.h"
+#include "model/checkpoint/load_error.h"
+
+#include <algorithm>
+#include <bit>
+#include <stdexcept>
+#include <string>
+
+namespace s1::bert {
+namespace {
+
+using checkpoint::Checkpoint;
+using checkpoint::LoadError;
+
+// Resolves checkpoint names: BertModel saves "embeddings.…", task models (BertForMaskedLM, …) nest
+// the same weights under "bert.".
+class WeightNames {
+ public:
+  explicit WeightNames(const Checkpoint& weights) : weights_(weights) {
+    if (weights.find("embeddings.word_embeddings.weight") == nullptr &&
+        weights.find("bert.embeddings.word_embeddings.weight") != nullptr) {
+      prefix_ = "bert.";
+    }
+  }
+
+  std::vector<float> get(const std::string& name, std::initializer_list<int64_t> shape) const {
+    return checkpoint::to_float(weights_.get(prefix_ + name, shape));
+  }
+
+ private:
+  const Checkpoint& weights_;
+  std::string prefix_;
+};
+
+// Row counts handed to oneDNN: at most 8 sizes per octave (multiples of 16 up to 128), so a server
+// sees a bounded set of matmul primitives whatever the request mix.
+size_t rounded_rows(size_t rows) {
+  const size_t granularity = std::max<size_t>(16, std::bit_ceil(rows) / 8);
+  return (rows + granularity - 1) / granularity * granularity;
+}
+
+}  // namespace
+
+BertEncoder::BertEncoder(const BertConfig& config, const Checkpoint& weights, kernels::Precision precision)
+    : config_(config), precision_(precision) {
+  if (!kernels::linear_supported(precision)) {
+    throw LoadError(weights.source().string() + ": bf16 needs a CPU with AVX-512 (AMX preferred); use fp32");
+  }
+  const WeightNames names(weights);
+  const int64_t hidden = config.hidden_size;
+  const int64_t inner = config.intermediate_size;
+  word_embeddings_ = names.get("embeddings.word_embeddings.weight", {config.vocab_size, hidden});
+  position_embeddings_ = names.get("embeddings.position_embeddings.weight", {config.max_position_embeddings, hidden});
+  token_type_embedding_ = names.get("embeddings.token_type_embeddings.weight", {config.type_vocab_size, hidden});
+  token_type_embedding_.resize(static_cast<size_t>(hidden));  // single sentences: token type 0 only
+  embedding_norm_weight_ = names.get("embeddings.LayerNorm.weight", {hidden});
+  embedding_norm_bias_ = names.get("embeddings.LayerNorm.bias", {hidden});
+
+  const auto h = static_cast<size_t>(hidden);
+  const auto i = static_cast<size_t>(inner);
+  for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
+    const std::string layer = "encoder.layer." + std::to_string(l) + ".";
+    // Q, K and V stacked along the output dimension: one GEMM whose rows are exactly the
+    // [q heads | k heads | v heads] layout kernels::attention reads.
+    std::vector<float> qkv_weight, qkv_bias;
+    for (const char* part : {"query", "key", "value"}) {
+      const auto w = names.get(layer + "attention.self." + part + ".weight", {hidden, hidden});
+      const auto b = names.get(layer + "attention.self." + part + ".bias", {hidden});
+      qkv_weight.insert(qkv_weight.end(), w.begin(), w.end());
+      qkv_bias.insert(qkv_bias.end(), b.begin(), b.end());
+    }
+    const auto out_w = names.get(layer + "attention.output.dense.weight", {hidden, hidden});
+    const auto out_b = names.get(layer + "attention.output.dense.bias", {hidden});
+    const auto up_w = names.get(layer + "intermediate.dense.weight", {inner, hidden});
+    const auto up_b = names.get(layer + "intermediate.dense.bias", {inner});
+    const auto down_w = names.get(layer + "output.dense.weight", {hidden, inner});
+    const auto down_b = names.get(layer + "output.dense.bias", {hidden});
+    layers_.push_back(Layer{
+        kernels::PackedLinear(qkv_weight, qkv_bias, h, 3 * h, precision),
+        kernels::PackedLinear(out_w, out_b, h, h, precision),
+        kernels::PackedLinear(up_w, up_b, h, i, precision, kernels::Activation::gelu),
+        kernels::PackedLinear(down_w, down_b, i, h, precision),
+        names.get(layer + "attention.output.LayerNorm.weight", {hidden}),
+        names.get(layer + "attention.output.LayerNorm.bias", {hidden}),
+        names.get(layer + "output.LayerNorm.weight", {hidden}),
+        names.get(layer + "output.LayerNorm.bias", {hidden}),
+    });
+  }
+}
+
+BertEncoder::~BertEncoder() = default;
+BertEncoder::BertEncoder(BertEncoder&&) noexcept = default;
+BertEncoder& BertEncoder::operator=(BertEncoder&&) noexcept = default;
+
+void BertEncoder::embed(std::span<const std::span<const int32_t>> sequences, size_t rows) {
+  const auto width = static_cast<size_t>(config_.hidden_size);
+  hidden_.assign(rows * width, 0.0F);
+  for (const PackedSequence& sequence : layout_) {
+    const std::span<const int32_t> ids = sequences[static_cast<size_t>(&sequence - layout_.data())];
+    for (size_t t = 0; t < sequence.length; ++t) {
+      float* row = hidden_.data() + (sequence.offset + t) * width;
+      const float* word = word_embeddings_.data() + static_cast<size_t>(ids[t]) * width;
+      const float* position = position_embeddings_.data() + t * width;
+      // torch adds (word + token type) first, then position: same order, same rounding.
+      for (size_t c = 0; c < width; ++c) row[c] = (word[c] + token_type_embedding_[c]) + position[c];
+    }
+  }
+  const size_t used = layout_.empty() ? 0 : (layout_.back().offset + layout_.back().length) * width;
+  const std::span<float> rows_in_use(hidden_.data(), used);
+  kernels::layer_norm(rows_in_use, embedding_norm_weight_, embedding_norm_bias_,
+                      static_cast<float>(config_.layer_norm_eps), rows_in_use);
+}
+
+void BertEncoder::attention() {
+  const auto heads = static_cast<size_t>(config_.num_attention_heads);
+  const auto head_dim = static_cast<size_t>(config_.head_dim());
+  const size_t width = heads * head_dim;
+  // Sequences of equal length next to each other form an unpadded batch of their own.
+  for (size_t first = 0; first < layout_.size();) {
+    size_t last = first + 1;
+    while (last < layout_.size() && layout_[last].length == layout_[first].length) ++last;
+    const size_t batch = last - first;
+    const size_t seq = layout_[first].length;
+    const size_t offset = layout_[first].offset;
+    const std::vector<size_t> lengths(batch, seq);
+    const kernels::AttentionShape shape{.batch = batch, .seq = seq, .heads = heads, .kv_heads = heads,
+                                        .head_dim = head_dim};
+    kernels::attention(std::span<const float>(qkv_).subspan(offset * 3 * width, batch * seq * 3 * width), lengths,
+                       shape, /*causal=*/false, std::span<float>(context_).subspan(offset * width, batch * seq * width),
+                       precision_);
+    first = last;
+  }
+}
+
+std::span<const float> BertEncoder::forward(std::span<const std::span<const int32_t>> sequences) {
+  const auto width = static_cast<size_t>(config_.hidden_size);
+  const auto inner = static_cast<size_t>(config_.intermediate_size);
+  layout_.clear();
+  size_t used = 0;
+  for (const std::span<const int32_t> ids : sequences) {
+    if (ids.empty()) throw std::invalid_argument("BertEncoder::forward: empty sequence");
+    if (ids.size() > static_cast<size_t>(config_.max_position_embeddings)) {
+      throw std::invalid_argument("BertEncoder::forward: sequence of " + std::to_string(ids.size()) +
+                                  " tokens exceeds max_position_embeddings");
+    }
+    for (const int32_t id : ids) {
+      if (id < 0 || id >= config_.vocab_size) {
+        throw std::invalid_argument("BertEncoder::forward: token id " + std::to_string(id) + " out of range");
+      }
+    }
+    layout_.push_back(PackedSequence{used, ids.size()});
+    used += ids.size();
+  }
+  if (used == 0) return {};
+  const size_t rows = rounded_rows(used);
+  embed(sequences, rows);
+  qkv_.resize(rows * 3 * width);
+  context_.assign(rows * width, 0.0F);  // rows no sequence owns stay zero
+  projected_.resize(rows * width);
+  intermediate_.resize(rows * inner);
+  const auto eps = static_cast<float>(config_.layer_norm_eps);
+  for (const Layer& layer : layers_) {
+    layer.qkv.forward(hidden_, qkv_);
+    attention();
+    layer.attention_output.forward(context_, projected_);
+    kernels::add_layer_norm(projected_, hidden_, layer.attention_norm_weight, layer.attention_norm_bias, eps, hidden_);
+    layer.intermediate.forward(hidden_, intermediate_);
+    layer.output.forward(intermediate_, projected_);
+    kernels::add_layer_norm(projected_, hidden_, layer.output_norm_weight, layer.output_norm_bias, eps, hidden_);
+  }
+  return std::span<const float>(hidden_).first(used * width);
+}
+
+}  // namespace s1::bert

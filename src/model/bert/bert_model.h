@@ -1,0 +1,73 @@
+#pragma once
+// The BERT encoder: embeddings (word + absolute position + token type 0, LayerNorm) and post-norm
+// transformer layers, with Q/K/V fused into one PackedLinear per layer.
+//
+// Batches are packed rather than padded: the rows of every sequence lie back to back, so a short
+// candidate next to a long state costs only its own tokens. The linear layers and LayerNorms run
+// over all rows at once; attention runs per sequence (per run of equal-length sequences), which is
+// the padding mask in its exact form — no token ever attends to another sequence's rows. The row
+// count is rounded up to a few sizes per octave so that oneDNN builds few matmul primitives; the
+// extra rows are zeros that no sequence reads.
+
+#include "kernels/linear.h"
+#include "kernels/precision.h"
+#include "model/bert/config.h"
+#include "model/checkpoint/checkpoint.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace s1::bert {
+
+// One sequence's slice of a packed batch: rows [offset, offset + length).
+struct PackedSequence {
+  size_t offset = 0;
+  size_t length = 0;
+};
+
+class BertEncoder {
+ public:
+  // Maps and checks every tensor (names with or without a "bert." prefix; shapes against the
+  // config), then packs the linear layers for `precision`. Throws checkpoint::LoadError.
+  BertEncoder(const BertConfig& config, const checkpoint::Checkpoint& weights, kernels::Precision precision);
+  ~BertEncoder();
+  BertEncoder(BertEncoder&&) noexcept;
+  BertEncoder& operator=(BertEncoder&&) noexcept;
+
+  const BertConfig& config() const { return config_; }
+  kernels::Precision precision() const { return precision_; }
+
+  // The last hidden states of every sequence, packed: [rows, hidden_size] where the rows of
+  // sequences[i] are layout()[i]. Every id must be < vocab_size and every sequence non-empty and at
+  // most max_position_embeddings long (std::invalid_argument otherwise). The returned view lives
+  // until the next call. Not thread-safe: the encoder's scratch buffers are reused across calls.
+  std::span<const float> forward(std::span<const std::span<const int32_t>> sequences);
+  std::span<const PackedSequence> layout() const { return layout_; }
+
+ private:
+  struct Layer {
+    kernels::PackedLinear qkv;
+    kernels::PackedLinear attention_output;
+    kernels::PackedLinear intermediate;  // GELU fused
+    kernels::PackedLinear output;
+    std::vector<float> attention_norm_weight, attention_norm_bias;
+    std::vector<float> output_norm_weight, output_norm_bias;
+  };
+
+  void embed(std::span<const std::span<const int32_t>> sequences, size_t rows);
+  void attention();
+
+  BertConfig config_;
+  kernels::Precision precision_;
+  std::vector<float> word_embeddings_, position_embeddings_, token_type_embedding_;
+  std::vector<float> embedding_norm_weight_, embedding_norm_bias_;
+  std::vector<Layer> layers_;
+
+  // Scratch, reused across calls.
+  std::vector<PackedSequence> layout_;
+  std::vector<float> hidden_, qkv_, context_, projected_, intermediate_;
+};
+
+}  // namespace s1::bert
