@@ -145,6 +145,14 @@ def test_compare_token(ctx):
     expect(unset.returncode == 2, "an unset --token-env variable is a usage error", unset)
 
 
+def test_compare_through_router(ctx):
+    # A real s1serve router in front of worker A: answers must be byte-identical.
+    router = start("router", "--upstream", "remote=" + ctx["a"].url, "--default-model", "remote")
+    result = tool("compare", "--direct", ctx["a"].url, "--via", router.url)
+    expect(result.returncode == 0, "compare through the s1serve router must exit 0", result)
+    expect("DIFFERENT" not in result.stdout, "no request may differ through the router", result)
+
+
 def test_compare_unreachable(ctx):
     result = tool("compare", "--direct", ctx["a"].url, "--via", "http://127.0.0.1:9")
     expect(result.returncode == 1, "an unreachable side must fail", result)
@@ -229,7 +237,8 @@ def main() -> int:
     BINARY = os.path.abspath(args.binary)
     SOURCE_DIR = os.path.abspath(args.source_dir)
 
-    tests = [test_compare_identical, test_compare_detects_difference, test_compare_token, test_compare_unreachable,
+    tests = [test_compare_identical, test_compare_detects_difference, test_compare_token, test_compare_through_router,
+             test_compare_unreachable,
              test_bench_duration, test_bench_requests_multi, test_bench_counts_failures]
     passed = failed = 0
     config_dir = tempfile.TemporaryDirectory()
