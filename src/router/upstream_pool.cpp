@@ -82,7 +82,9 @@ struct UpstreamPool::Replica {
   std::atomic<bool> healthy{true};  // not yet polled counts as healthy
   std::atomic<int> outstanding{0};
   std::mutex idle_mutex;
-  std::vector<tcp::socket> idle;
+  // Pooled connections with the I/O context (thread) that owns them: a request reuses only its own
+  // thread's connections, so no completion hops threads.
+  std::vector<std::pair<asio::execution_context*, tcp::socket>> idle;
 };
 
 UpstreamPool::UpstreamPool(std::string name, UpstreamSettings settings, PoolObserver observer)
@@ -132,6 +134,7 @@ UpstreamPool::Replica* UpstreamPool::choose(const Replica* excluded) {
 
 asio::awaitable<api::Result<UpstreamReply>> UpstreamPool::forward(UpstreamRequest request) {
   const auto executor = co_await asio::this_coro::executor;
+  asio::execution_context& context = asio::query(executor, asio::execution::context);
   const Clock::time_point started = Clock::now();
   if (in_flight_.fetch_add(1) >= settings_.max_in_flight) {
     --in_flight_;
@@ -150,9 +153,10 @@ asio::awaitable<api::Result<UpstreamReply>> UpstreamPool::forward(UpstreamReques
     std::optional<tcp::socket> pooled;
     {
       std::lock_guard lock(replica->idle_mutex);
-      while (!replica->idle.empty() && !pooled) {
-        tcp::socket candidate = std::move(replica->idle.back());
-        replica->idle.pop_back();
+      for (size_t i = replica->idle.size(); i-- > 0 && !pooled;) {
+        if (replica->idle[i].first != &context) continue;
+        tcp::socket candidate = std::move(replica->idle[i].second);
+        replica->idle.erase(replica->idle.begin() + static_cast<std::ptrdiff_t>(i));
         if (still_open(candidate)) pooled.emplace(std::move(candidate));
       }
     }
@@ -203,7 +207,14 @@ asio::awaitable<api::Result<UpstreamReply>> UpstreamPool::forward(UpstreamReques
       http::response_parser<http::string_body> parser;
       parser.body_limit(settings_.response_cap);
       parser.header_limit(64 * 1024);
-      co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, error));
+      // Beast 1.74 can miss a Content-Length over the body limit when header and body arrive
+      // together, so the header is read and checked on its own, and the size checked again after.
+      co_await http::async_read_header(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, error));
+      if (!error && parser.content_length() && *parser.content_length() > settings_.response_cap) {
+        error = http::error::body_limit;
+      }
+      if (!error) co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, error));
+      if (!error && parser.get().body().size() > settings_.response_cap) error = http::error::body_limit;
       if (!error) {
         auto response = parser.release();
         UpstreamReply reply;
@@ -217,7 +228,7 @@ asio::awaitable<api::Result<UpstreamReply>> UpstreamPool::forward(UpstreamReques
         reply.seconds = std::chrono::duration<double>(Clock::now() - started).count();
         if (response.keep_alive() && buffer.size() == 0) {
           std::lock_guard lock(replica->idle_mutex);
-          replica->idle.push_back(std::move(stream.socket()));
+          replica->idle.emplace_back(&context, std::move(stream.socket()));
         }
         if (observer_.on_request) observer_.on_request(replica->url, "ok");
         co_return reply;
