@@ -235,7 +235,11 @@ ResponseComparison compare_responses(const ObservedResponse& direct, const Obser
   }
   if (!result.content_type_equal) {
     const auto show = [](const std::string& value) {
-      return value.empty() ? std::string("(none)") : "'" + escape_for_display(value) + "'";
+      if (value.empty()) return std::string("(none)");
+      std::string quoted = "'";  // built in place: GCC 12 -O3 misreports "'" + std::string&& (-Wrestrict)
+      quoted += escape_for_display(value);
+      quoted += '\'';
+      return quoted;
     };
     result.differences.push_back("content-type: direct " + show(direct.content_type) + ", via " + show(via.content_type));
   }
