@@ -3,7 +3,7 @@
 // fp32 and bf16, median (p10, p90) of --reps runs after --warmup runs. Also one embedding-similarity
 // decision (state ≈ 100 tokens, 3 questions, 8 candidates, warm candidate cache).
 //
-//   s1_minilm_bench [--model-dir DIR] [--reps 20] [--warmup 3] [--threads 2]
+//   s1_minilm_bench [--model-dir DIR] [--reps 20] [--warmup 3] [--threads 2] [--precision fp32|bf16] [--b1-only 1]
 // Prints one JSON object (docs/benchmarks/minilm.md).
 
 #include "api/request.h"
@@ -80,12 +80,16 @@ s1::api::DecisionRequest decision_request() {
 int main(int argc, char** argv) {
   std::string model_dir = s1::decide::default_model_directory().string();
   int reps = 20, warmup = 3, threads = 2;
+  std::string only;  // --precision fp32|bf16: run one precision only (profiling)
+  bool b1_only = false;  // --b1-only 1: only the batch-1 latency (profiling)
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--model-dir") model_dir = argv[i + 1];
     else if (flag == "--reps") reps = std::atoi(argv[i + 1]);
     else if (flag == "--warmup") warmup = std::atoi(argv[i + 1]);
     else if (flag == "--threads") threads = std::atoi(argv[i + 1]);
+    else if (flag == "--precision") only = argv[i + 1];
+    else if (flag == "--b1-only") b1_only = std::atoi(argv[i + 1]) != 0;
     else {
       std::fprintf(stderr, "unknown flag %s\n", argv[i]);
       return 2;
@@ -97,10 +101,16 @@ int main(int argc, char** argv) {
   for (const Precision precision : {Precision::fp32, Precision::bf16}) {
     if (!s1::kernels::linear_supported(precision)) continue;
     const char* name = precision == Precision::fp32 ? "fp32" : "bf16";
+    if (!only.empty() && only != name) continue;
     auto encoder = s1::bert::SentenceEncoder::open(model_dir, precision);
     const auto one = sequences(encoder, 1, 128);
     const auto batch = sequences(encoder, 32, 128);
     const Summary b1 = timed(warmup, reps, [&] { (void)encoder.embed(one); });
+    if (b1_only) {
+      std::printf("%s\"%s\": {\"latency_b1_ms\": %s}", first ? "" : ", ", name, json(b1).c_str());
+      first = false;
+      continue;
+    }
     const Summary b32 = timed(warmup, reps, [&] { (void)encoder.embed(batch); });
 
     s1::decide::EmbeddingSimilaritySettings settings;
