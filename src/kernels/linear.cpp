@@ -1,8 +1,11 @@
 #include "kernels/linear.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cassert>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -73,6 +76,15 @@ dnnl::matmul shared_primitive(const PrimitiveKey& key, const dnnl::memory::desc&
     fail("creating a matmul primitive", error);
   }
 }
+
+// Below these multiply-accumulate counts a matmul runs on the calling thread alone (its primitive
+// built for 1 thread, so oneDNN opens no parallel region): about 50 µs of work, which a second
+// thread cannot save once waking it is paid for (a futex wake-up of tens of µs with
+// OMP_WAIT_POLICY=passive, s1serve's default; a stall when the other core is busy). At one
+// 128-token sequence this keeps the bf16 384→384 attention output projection (19 M MACs) on one
+// thread; every fp32 MiniLM GEMM at that size is above its limit.
+constexpr std::int64_t max_serial_macs_bf16 = 24'000'000;
+constexpr std::int64_t max_serial_macs_fp32 = 5'000'000;
 
 // The bf16 copy of the activations lives per calling thread, reused across calls.
 std::vector<Bf16Bits>& activation_buffer() {
@@ -146,10 +158,11 @@ void PackedLinear::forward(std::span<const float> x, std::span<float> y) const {
   const auto in = static_cast<dnnl::memory::dim>(impl.in_features);
   const auto out = static_cast<dnnl::memory::dim>(impl.out_features);
   const bool has_bias = static_cast<bool>(impl.bias);
-  apply_thread_count();
+  const std::int64_t macs = m * in * out;
+  const bool serial =
+      macs <= (impl.precision == Precision::bf16 ? max_serial_macs_bf16 : max_serial_macs_fp32);
+  const int threads = serial ? 1 : thread_count();
   try {
-    const dnnl::matmul primitive =
-        shared_primitive({m, in, out, impl.precision, has_bias, thread_count()}, impl.weights.get_desc());
     // oneDNN 2.6 has no f32-activation × bf16-weight matmul, so activations are rounded to bf16 first
     // (vcvtne2ps2bf16: ~1 µs per 128×384 rows, far below the matmul).
     void* source_data = const_cast<float*>(x.data());
@@ -159,6 +172,14 @@ void PackedLinear::forward(std::span<const float> x, std::span<float> y) const {
       convert_fp32_to_bf16(x, buffer);
       source_data = buffer.data();
     }
+    // The primitive is created (brgemm fixes its work split then) and run with `threads` threads.
+    if (serial) {
+      omp_set_num_threads(1);
+    } else {
+      apply_thread_count();
+    }
+    const dnnl::matmul primitive =
+        shared_primitive({m, in, out, impl.precision, has_bias, threads}, impl.weights.get_desc());
     const dnnl::memory source({{m, in}, data_type(impl.precision), FormatTag::ab}, cpu_engine(), source_data);
     const dnnl::memory destination({{m, out}, DataType::f32, FormatTag::ab}, cpu_engine(), y.data());
     thread_local dnnl::stream stream(cpu_engine());
@@ -170,6 +191,7 @@ void PackedLinear::forward(std::span<const float> x, std::span<float> y) const {
   } catch (const dnnl::error& error) {
     fail("running a matmul", error);
   }
+  if (serial) apply_thread_count();
   // oneDNN 2.6's gelu_erf post-op measured 3–7× slower than the matmul itself on AMX (M=128,
   // 384→1536: 588 µs with it, 84 µs without), so GELU runs as our own pass over the output.
   if (impl.activation == Activation::gelu) gelu(y, y);
