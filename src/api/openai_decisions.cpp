@@ -38,6 +38,22 @@ class DecisionsValidator {
     issues_.push_back({std::move(type), std::move(location), std::move(message)});
   }
 
+  // A required array of min..max entries; false when its entries cannot be checked.
+  bool check_list(const Json* list, const Location& location, size_t minimum, size_t maximum) {
+    if (list == nullptr) {
+      issue("missing", location, "Field required");
+    } else if (!list->is_array()) {
+      issue("list_type", location, "Input should be a valid list");
+    } else if (list->size() < minimum) {
+      issue("too_short", location, "List should have at least " + std::to_string(minimum) + " items after validation");
+    } else if (list->size() > maximum) {
+      issue("too_long", location, "List should have at most " + std::to_string(maximum) + " items");
+    } else {
+      return true;
+    }
+    return false;
+  }
+
   void forbid_extra_members(const Json& object, const Location& location,
                             std::initializer_list<std::string_view> allowed) {
     for (const auto& [name, unused] : object.items()) {
@@ -221,10 +237,7 @@ class DecisionsValidator {
 
   void check_choices(const Json* choices, const Location& location, DecisionsQuestion& question,
                      Question& pipeline_question) {
-    if (choices == nullptr) return issue("missing", location, "Field required");
-    if (!choices->is_array()) return issue("list_type", location, "Input should be a valid list");
-    if (choices->size() < 2) return issue("too_short", location, "List should have at least 2 items after validation");
-    if (choices->size() > max_choice_options) return issue("too_long", location, "List should have at most 255 items");
+    if (!check_list(choices, location, 2, max_choice_options)) return;
     std::set<std::string> seen;
     int64_t index = 0;
     for (const Json& choice : *choices) {
@@ -258,10 +271,7 @@ class DecisionsValidator {
 
   void check_levels(const Json* levels, const Location& location, DecisionsQuestion& question,
                     Question& pipeline_question) {
-    if (levels == nullptr) return issue("missing", location, "Field required");
-    if (!levels->is_array()) return issue("list_type", location, "Input should be a valid list");
-    if (levels->size() < min_score_levels) return issue("too_short", location, "List should have at least 2 items after validation");
-    if (levels->size() > max_score_levels) return issue("too_long", location, "List should have at most 10 items");
+    if (!check_list(levels, location, min_score_levels, max_score_levels)) return;
     int64_t index = 0;
     for (const Json& level : *levels) {
       const Location level_location = append(location, index++);
