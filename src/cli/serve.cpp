@@ -124,19 +124,8 @@ int serve(const ServeFlags& flags) {
     return 2;
   }
 
-  server::ServerOptions options;
-  options.host = config.host;
-  options.port = config.port;
-  options.api_keys = config.api_keys;
-  options.max_body_bytes = config.max_body_bytes;
-  options.timeout = config.timeout;
-  options.max_questions = config.max_questions;
-  options.token_budget = config.token_budget;
-  options.drain_timeout = config.drain_timeout;
-  options.http_threads = config.http_threads;
-  options.owned_by = config.owned_by;
 
-  server::HttpServer server(options, registry, *metrics);
+  server::HttpServer server(config, registry, *metrics);
   uint16_t port = 0;
   try {
     port = server.listen();

@@ -111,7 +111,7 @@ std::vector<std::unique_ptr<asio::io_context>> make_contexts(int threads) {
 }
 
 struct HttpServer::Impl {
-  Impl(ServerOptions server_options, registry::ModelRegistry& model_registry, Metrics& server_metrics)
+  Impl(registry::ServerConfig server_options, registry::ModelRegistry& model_registry, Metrics& server_metrics)
       : options(std::move(server_options)),
         registry(model_registry),
         metrics(server_metrics),
@@ -123,7 +123,7 @@ struct HttpServer::Impl {
                          std::chrono::system_clock::now().time_since_epoch())
                          .count()) {}
 
-  ServerOptions options;
+  registry::ServerConfig options;
   registry::ModelRegistry& registry;
   Metrics& metrics;
   // One single-threaded context per I/O thread: a connection lives on one thread, so its handlers
@@ -162,7 +162,7 @@ struct HttpServer::Impl {
   void record(Route route, const Reply& reply, double seconds);
 };
 
-HttpServer::HttpServer(ServerOptions options, registry::ModelRegistry& registry, Metrics& metrics)
+HttpServer::HttpServer(registry::ServerConfig options, registry::ModelRegistry& registry, Metrics& metrics)
     : impl_(std::make_unique<Impl>(std::move(options), registry, metrics)) {}
 
 HttpServer::~HttpServer() = default;
