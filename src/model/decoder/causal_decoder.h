@@ -1,0 +1,82 @@
+#pragma once
+// What every causal decoder family (qwen3, qwen3_5, later lfm2) offers the decision contracts: run
+// token sequences, keep the per-sequence state, and branch many continuations from one shared
+// prefix as a single batch. Contracts and readouts only ever see final-norm hidden rows and the
+// output matrix, never a family's layers.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernels/precision.h"
+#include "model/decoder/output_matrix.h"
+
+namespace s1::decoder {
+
+// A family's per-sequence cache after some tokens (attention K/V; recurrent state and conv tail for
+// linear-attention layers). Opaque to callers; only the family that made it can extend it.
+class SequenceState {
+ public:
+  virtual ~SequenceState() = default;
+  // Tokens consumed so far (the absolute position of the next token).
+  [[nodiscard]] virtual std::size_t length() const = 0;
+  [[nodiscard]] virtual std::unique_ptr<SequenceState> clone() const = 0;
+};
+
+// One continuation to run after a prefix: its tokens, and which of them (indices into `tokens`,
+// strictly increasing) must return their final-norm hidden row.
+struct Branch {
+  std::span<const int32_t> tokens;
+  std::span<const std::size_t> output_positions;
+};
+
+struct BranchOutput {
+  // [output_positions.size(), hidden_size] row-major, final-norm hidden states.
+  std::vector<float> hidden;
+  // The state after the branch's last token; only when forward() was asked to keep states.
+  std::unique_ptr<SequenceState> state;
+};
+
+struct DecoderInfo {
+  std::string family;  // "qwen3", "qwen3_5"
+  std::size_t hidden_size = 0;
+  std::size_t vocab_size = 0;
+  std::size_t max_positions = 0;
+  // A prefix whose length is a multiple of this reproduces the unshared forward most closely (the
+  // chunk grid of chunked linear-attention prefill); 1 for plain attention.
+  std::size_t prefix_granularity = 1;
+  kernels::Precision precision = kernels::Precision::fp32;
+};
+
+class CausalDecoder {
+ public:
+  virtual ~CausalDecoder() = default;
+
+  [[nodiscard]] virtual const DecoderInfo& info() const = 0;
+
+  // Runs every branch after `prefix` (nullptr: from the empty sequence), all branches as one batch:
+  // row-wise work (projections, MLP) over all rows at once, sequence-mixing work per branch against
+  // the prefix's cache plus the branch's own tokens. `prefix` is never modified, so any number of
+  // branches (and later calls) can share it. Branch outputs are exactly those of running
+  // prefix tokens + branch tokens alone, up to floating-point reduction order.
+  // Throws std::invalid_argument for a token id ≥ vocab_size, an empty branch, bad output positions
+  // or a total length over max_positions. Not thread-safe (scratch buffers are reused).
+  virtual std::vector<BranchOutput> forward(const SequenceState* prefix, std::span<const Branch> branches,
+                                            bool keep_states) = 0;
+
+  // The LM head rows [vocab_size, hidden_size] (the tied embedding table where the checkpoint ties
+  // them), for label-row gathers and full-vocabulary logits.
+  [[nodiscard]] virtual const OutputMatrix& lm_head() const = 0;
+
+  // Convenience: the state after `tokens` from the empty sequence.
+  std::unique_ptr<SequenceState> run_prefix(std::span<const int32_t> tokens) {
+    const Branch branch{tokens, {}};
+    auto outputs = forward(nullptr, std::span<const Branch>(&branch, 1), true);
+    return std::move(outputs.front().state);
+  }
+};
+
+}  // namespace s1::decoder

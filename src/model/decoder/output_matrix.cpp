@@ -1,0 +1,65 @@
+#include "model/decoder/output_matrix.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "model/checkpoint/load_error.h"
+
+namespace s1::decoder {
+
+OutputMatrix::OutputMatrix(const checkpoint::TensorView& tensor, std::size_t hidden, kernels::Precision precision)
+    : hidden_(hidden), precision_(precision) {
+  if (tensor.shape.size() != 2 || tensor.shape[1] != static_cast<int64_t>(hidden) || tensor.shape[0] <= 0) {
+    throw checkpoint::LoadError("tensor '" + tensor.name + "' has shape " + checkpoint::shape_to_string(tensor.shape) +
+                                ", expected [rows, " + std::to_string(hidden) + "]");
+  }
+  rows_ = static_cast<std::size_t>(tensor.shape[0]);
+  values_ = checkpoint::to_float(tensor);
+}
+
+OutputMatrix::~OutputMatrix() = default;
+OutputMatrix::OutputMatrix(OutputMatrix&& other) noexcept
+    : rows_(other.rows_),
+      hidden_(other.hidden_),
+      precision_(other.precision_),
+      values_(std::move(other.values_)),
+      packed_(std::move(other.packed_)) {}
+OutputMatrix& OutputMatrix::operator=(OutputMatrix&& other) noexcept {
+  rows_ = other.rows_;
+  hidden_ = other.hidden_;
+  precision_ = other.precision_;
+  values_ = std::move(other.values_);
+  packed_ = std::move(other.packed_);
+  return *this;
+}
+
+std::vector<double> OutputMatrix::gather_logits(std::span<const float> hidden_state,
+                                                std::span<const int32_t> ids) const {
+  if (hidden_state.size() != hidden_) throw std::invalid_argument("hidden state has the wrong width");
+  std::vector<double> logits;
+  logits.reserve(ids.size());
+  for (const int32_t id : ids) {
+    if (id < 0 || static_cast<std::size_t>(id) >= rows_) throw std::out_of_range("output row id out of range");
+    const auto weights = row(static_cast<std::size_t>(id));
+    double sum = 0.0;
+    for (std::size_t i = 0; i < hidden_; ++i) sum += static_cast<double>(weights[i]) * hidden_state[i];
+    logits.push_back(sum);
+  }
+  return logits;
+}
+
+std::vector<float> OutputMatrix::all_logits(std::span<const float> hidden_rows) const {
+  if (hidden_rows.empty() || hidden_rows.size() % hidden_ != 0) {
+    throw std::invalid_argument("hidden rows are not a whole number of rows");
+  }
+  // Packing the whole head costs as much memory again as the head itself, so only readouts that
+  // need every logit (candidate log-likelihoods, the logits tool) pay for it.
+  std::call_once(packed_once_, [&] {
+    packed_ = std::make_unique<kernels::PackedLinear>(values_, std::span<const float>(), hidden_, rows_, precision_);
+  });
+  std::vector<float> logits(hidden_rows.size() / hidden_ * rows_);
+  packed_->forward(hidden_rows, logits);
+  return logits;
+}
+
+}  // namespace s1::decoder
