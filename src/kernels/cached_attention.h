@@ -1,0 +1,29 @@
+#pragma once
+
+#include <cstddef>
+#include <span>
+
+namespace s1::kernels {
+
+struct CachedAttentionShape {
+  std::size_t heads = 0;     // query heads
+  std::size_t kv_heads = 0;  // key/value heads; query head h reads kv head h / (heads / kv_heads)
+  std::size_t head_dim = 0;
+  float scale = 1.0F;  // multiplies Q·K before the softmax (usually 1/√head_dim)
+};
+
+// Grouped-query attention of m query rows against n cached key/value rows of ONE sequence: a
+// decoder's prefill (m = n), a branch after a shared prefix (m < n), or one decode step (m = 1).
+//
+// q: query row i at q.data() + i·q_stride, heads·head_dim values, head-major (so rows can be read in
+//    place from a fused QKV projection).
+// keys, values: [n, kv_heads·head_dim] row-major.
+// Query row i has absolute position first_query_position + i; when causal it sees keys
+// 0..first_query_position + i (which must be < n), else all n keys.
+// Softmax and accumulation in fp32 or better.
+// out: [m, heads·head_dim] row-major, heads concatenated (the input of the output projection).
+void cached_attention(std::span<const float> q, std::size_t q_stride, std::size_t m, std::span<const float> keys,
+                      std::span<const float> values, std::size_t n, std::size_t first_query_position, bool causal,
+                      CachedAttentionShape shape, std::span<float> out);
+
+}  // namespace s1::kernels

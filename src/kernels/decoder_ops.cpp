@@ -1,0 +1,92 @@
+// Entry points of the causal-decoder ops: split rows (or query rows × heads) across the shared
+// OpenMP pool and run the reference implementation on each chunk.
+
+#include <algorithm>
+#include <cassert>
+#include <vector>
+
+#include "kernels/cached_attention.h"
+#include "kernels/parallel.h"
+#include "kernels/reference/decoder.h"
+#include "kernels/rms_norm.h"
+#include "kernels/rope.h"
+#include "kernels/swiglu.h"
+
+namespace s1::kernels {
+namespace {
+
+// Below these sizes a second thread costs more to wake (tens of µs with passive OpenMP waiting)
+// than it saves; the same reasoning and orders of magnitude as dispatch.cpp's thresholds.
+constexpr std::size_t min_norm_elements_per_thread = 131072;
+constexpr std::size_t min_elementwise_elements_per_thread = 16384;
+constexpr std::size_t min_attention_products_per_thread = 65536;
+
+}  // namespace
+
+void rms_norm(std::span<const float> x, std::span<const float> weight, float eps, std::span<float> y) {
+  const std::size_t width = weight.size();
+  assert(width > 0 && x.size() % width == 0 && y.size() == x.size());
+  parallel_for(x.size() / width, (min_norm_elements_per_thread + width - 1) / width,
+               [&](std::size_t begin, std::size_t end) {
+                 const std::size_t offset = begin * width;
+                 const std::size_t size = (end - begin) * width;
+                 reference::rms_norm(x.subspan(offset, size), weight, eps, y.subspan(offset, size));
+               });
+}
+
+void apply_rope(std::span<float> x, std::size_t rows, std::size_t row_stride, std::size_t heads,
+                std::size_t head_dim, std::size_t rotary_dim, std::span<const int64_t> positions, float theta) {
+  assert(rotary_dim > 0 && rotary_dim % 2 == 0 && rotary_dim <= head_dim && positions.size() == rows);
+  const std::vector<float> inverse_frequencies = reference::rope_inverse_frequencies(rotary_dim, theta);
+  const std::size_t row_work = std::max<std::size_t>(heads * rotary_dim, 1);
+  parallel_for(rows, (min_elementwise_elements_per_thread + row_work - 1) / row_work,
+               [&](std::size_t begin, std::size_t end) {
+                 reference::apply_rope(x.subspan(begin * row_stride), end - begin, row_stride, heads, head_dim,
+                                       inverse_frequencies, positions.subspan(begin, end - begin));
+               });
+}
+
+void silu_mul(std::span<const float> gate, std::span<const float> up, std::span<float> y) {
+  assert(up.size() == gate.size() && y.size() == gate.size());
+  parallel_for(gate.size(), min_elementwise_elements_per_thread, [&](std::size_t begin, std::size_t end) {
+    reference::silu_mul(gate.subspan(begin, end - begin), up.subspan(begin, end - begin),
+                        y.subspan(begin, end - begin));
+  });
+}
+
+void cached_attention(std::span<const float> q, std::size_t q_stride, std::size_t m, std::span<const float> keys,
+                      std::span<const float> values, std::size_t n, std::size_t first_query_position, bool causal,
+                      CachedAttentionShape shape, std::span<float> out) {
+  assert(shape.heads > 0 && shape.kv_heads > 0 && shape.heads % shape.kv_heads == 0 && shape.head_dim > 0);
+  const std::size_t kv_stride = shape.kv_heads * shape.head_dim;
+  const std::size_t out_stride = shape.heads * shape.head_dim;
+  assert(keys.size() >= n * kv_stride && values.size() >= n * kv_stride && out.size() >= m * out_stride);
+  assert(m == 0 || q.size() >= (m - 1) * q_stride + out_stride);
+  assert(!causal || first_query_position + m <= n);
+  const std::size_t group = shape.heads / shape.kv_heads;
+  const std::size_t item_work = std::max<std::size_t>(n * shape.head_dim, 1);
+  // Items are (query row, head) pairs: one decode step (m = 1) still spreads its heads over threads.
+  parallel_for(m * shape.heads, (min_attention_products_per_thread + item_work - 1) / item_work,
+               [&](std::size_t begin, std::size_t end) {
+                 std::vector<double> scores(n);
+                 for (std::size_t item = begin; item < end; ++item) {
+                   const std::size_t i = item / shape.heads;
+                   const std::size_t h = item % shape.heads;
+                   const std::size_t kv_head = h / group;
+                   reference::cached_attention_row(
+                       reference::CachedAttentionRowTask{
+                           .q = q.data() + i * q_stride + h * shape.head_dim,
+                           .keys = keys.data() + kv_head * shape.head_dim,
+                           .values = values.data() + kv_head * shape.head_dim,
+                           .kv_stride = kv_stride,
+                           .visible = causal ? first_query_position + i + 1 : n,
+                           .head_dim = shape.head_dim,
+                           .scale = shape.scale,
+                           .out = out.data() + i * out_stride + h * shape.head_dim,
+                       },
+                       scores);
+                 }
+               });
+}
+
+}  // namespace s1::kernels

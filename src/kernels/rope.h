@@ -1,0 +1,18 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace s1::kernels {
+
+// Rotate-half rotary position embedding (Llama/Qwen layout), in place, on the first rotary_dim
+// values of each head of each row: row r starts at x + r·row_stride, head h at + h·head_dim, and
+// value pairs (j, j + rotary_dim/2) rotate by angle positions[r] · theta^(−2j/rotary_dim).
+// The angles are computed in fp32 exactly as Transformers does (inv_freq in fp32, position ·
+// inv_freq in fp32, cos/sin in fp32), so long positions round the same way. rotary_dim must be even
+// and ≤ head_dim; values past rotary_dim are left alone (partial rotary).
+void apply_rope(std::span<float> x, std::size_t rows, std::size_t row_stride, std::size_t heads,
+                std::size_t head_dim, std::size_t rotary_dim, std::span<const int64_t> positions, float theta);
+
+}  // namespace s1::kernels
