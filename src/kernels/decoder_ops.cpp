@@ -34,8 +34,8 @@ void rms_norm(std::span<const float> x, std::span<const float> weight, float eps
                });
 }
 
-void apply_rope(std::span<float> x, std::size_t rows, std::size_t row_stride, std::size_t heads,
-                std::size_t head_dim, std::size_t rotary_dim, std::span<const int64_t> positions, float theta) {
+void apply_rope(std::span<float> x, std::size_t rows, std::size_t row_stride, std::size_t heads, std::size_t head_dim,
+                std::size_t rotary_dim, std::span<const int64_t> positions, float theta) {
   assert(rotary_dim > 0 && rotary_dim % 2 == 0 && rotary_dim <= head_dim && positions.size() == rows);
   const std::vector<float> inverse_frequencies = reference::rope_inverse_frequencies(rotary_dim, theta);
   const std::size_t row_work = std::max<std::size_t>(heads * rotary_dim, 1);

@@ -18,9 +18,8 @@ std::vector<float> rope_inverse_frequencies(std::size_t rotary_dim, float theta)
   return inverse_frequencies;
 }
 
-void apply_rope(std::span<float> x, std::size_t rows, std::size_t row_stride, std::size_t heads,
-                std::size_t head_dim, std::span<const float> inverse_frequencies,
-                std::span<const int64_t> positions) {
+void apply_rope(std::span<float> x, std::size_t rows, std::size_t row_stride, std::size_t heads, std::size_t head_dim,
+                std::span<const float> inverse_frequencies, std::span<const int64_t> positions) {
   const std::size_t half = inverse_frequencies.size();
   assert(2 * half <= head_dim && positions.size() == rows);
   assert(rows == 0 || x.size() >= (rows - 1) * row_stride + heads * head_dim);

@@ -113,9 +113,9 @@ TEST_P(DecoderKernels, RopeRotatesPairsAndLeavesTheRestAlone) {
       for (std::size_t h = 0; h < c.heads; ++h)
         for (std::size_t j = 0; j < half; ++j) {
           const std::size_t base = r * c.row_stride + h * c.head_dim;
-          const double angle = static_cast<double>(positions[r]) *
-                               std::pow(static_cast<double>(c.theta), -2.0 * static_cast<double>(j) /
-                                                                          static_cast<double>(c.rotary_dim));
+          const double angle =
+              static_cast<double>(positions[r]) *
+              std::pow(static_cast<double>(c.theta), -2.0 * static_cast<double>(j) / static_cast<double>(c.rotary_dim));
           const double first = x[base + j];
           const double second = x[base + j + half];
           expected[base + j] = first * std::cos(angle) - second * std::sin(angle);
@@ -201,8 +201,7 @@ TEST_P(DecoderKernels, CachedAttentionMatchesNaiveGroupedQueryAttention) {
     cached_attention(q, q_stride, c.m, keys, values, c.n, c.first_query_position, c.causal, shape, got);
     EXPECT_LE(relative_max_error(got, expected), attention_tolerance) << describe(c);
     std::vector<float> serial(c.m * q_width);
-    reference::cached_attention(q, q_stride, c.m, keys, values, c.n, c.first_query_position, c.causal, shape,
-                                serial);
+    reference::cached_attention(q, q_stride, c.m, keys, values, c.n, c.first_query_position, c.causal, shape, serial);
     EXPECT_EQ(got, serial) << "threaded vs serial reference, " << describe(c);
   }
 }

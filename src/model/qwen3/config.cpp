@@ -1,0 +1,106 @@
+#include "model/qwen3/config.h"
+
+#include <climits>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/checkpoint/config_reader.h"
+
+namespace s1::qwen3 {
+namespace {
+
+using checkpoint::ConfigReader;
+
+void require_positive(const ConfigReader& reader, std::string_view key, int64_t value) {
+  if (value <= 0) reader.reject(key, "must be a positive integer");
+}
+
+// Transformers 5 writes "rope_parameters": {"rope_type": "default", "rope_theta": …}; older
+// checkpoints (the published Qwen3 ones) write a top-level "rope_theta" and "rope_scaling": null.
+// Only plain (default) RoPE is implemented: any scaling type is rejected rather than run unscaled.
+double read_rope_theta(ConfigReader& reader) {
+  std::optional<double> theta = reader.optional<double>("rope_theta");
+  for (const std::string_view key : {"rope_parameters", "rope_scaling"}) {
+    std::optional<ConfigReader> rope = reader.optional_object(key);
+    if (!rope) continue;
+    for (const std::string_view type_key : {"rope_type", "type"}) {
+      if (auto type = rope->optional<std::string>(type_key); type && *type != "default") {
+        rope->reject(type_key, "is '" + *type + "'; only default RoPE (no scaling) is supported");
+      }
+    }
+    if (auto nested = rope->optional<double>("rope_theta")) {
+      if (theta && *theta != *nested) rope->reject("rope_theta", "disagrees with the top-level rope_theta");
+      theta = nested;
+    }
+    rope->finish();
+  }
+  if (!theta) reader.reject("rope_theta", "is missing (neither top-level nor in rope_parameters)");
+  if (!(*theta > 0.0)) reader.reject("rope_theta", "must be positive");
+  return *theta;
+}
+
+}  // namespace
+
+Qwen3Config read_qwen3_config(const std::filesystem::path& config_file) {
+  ConfigReader reader = ConfigReader::from_file(config_file);
+  Qwen3Config config;
+  if (const auto model_type = reader.required<std::string>("model_type"); model_type != "qwen3") {
+    reader.reject("model_type", "is '" + model_type + "'; this family loads 'qwen3' checkpoints");
+  }
+  config.vocab_size = reader.required<int64_t>("vocab_size");
+  config.hidden_size = reader.required<int64_t>("hidden_size");
+  config.intermediate_size = reader.required<int64_t>("intermediate_size");
+  config.num_hidden_layers = reader.required<int64_t>("num_hidden_layers");
+  config.num_attention_heads = reader.required<int64_t>("num_attention_heads");
+  config.num_key_value_heads = reader.optional<int64_t>("num_key_value_heads", config.num_attention_heads);
+  config.head_dim = reader.required<int64_t>("head_dim");
+  config.max_position_embeddings = reader.required<int64_t>("max_position_embeddings");
+  config.rms_norm_eps = reader.required<double>("rms_norm_eps");
+  config.tie_word_embeddings = reader.optional<bool>("tie_word_embeddings", false);
+  require_positive(reader, "vocab_size", config.vocab_size);
+  require_positive(reader, "hidden_size", config.hidden_size);
+  require_positive(reader, "intermediate_size", config.intermediate_size);
+  require_positive(reader, "num_hidden_layers", config.num_hidden_layers);
+  require_positive(reader, "num_attention_heads", config.num_attention_heads);
+  require_positive(reader, "num_key_value_heads", config.num_key_value_heads);
+  require_positive(reader, "head_dim", config.head_dim);
+  require_positive(reader, "max_position_embeddings", config.max_position_embeddings);
+  if (config.num_attention_heads % config.num_key_value_heads != 0) {
+    reader.reject("num_key_value_heads",
+                  "must divide num_attention_heads (" + std::to_string(config.num_attention_heads) + ")");
+  }
+  if (config.head_dim % 2 != 0) reader.reject("head_dim", "must be even (RoPE rotates pairs)");
+  if (config.vocab_size > INT32_MAX) reader.reject("vocab_size", "must fit 32-bit token ids");
+  if (!(config.rms_norm_eps > 0.0)) reader.reject("rms_norm_eps", "must be positive");
+  config.rope_theta = read_rope_theta(reader);
+
+  // Settings that change the maths: only the values this family implements are accepted.
+  if (auto act = reader.optional<std::string>("hidden_act"); act && *act != "silu") {
+    reader.reject("hidden_act", "is '" + *act + "'; only 'silu' is supported");
+  }
+  if (reader.optional<bool>("attention_bias", false)) {
+    reader.reject("attention_bias", "true is not supported (Qwen3 projections have no bias)");
+  }
+  const bool sliding = reader.optional<bool>("use_sliding_window", false);
+  if (sliding) reader.reject("use_sliding_window", "sliding-window attention is not supported");
+  if (auto types = reader.optional<std::vector<std::string>>("layer_types")) {
+    if (types->size() != static_cast<std::size_t>(config.num_hidden_layers)) {
+      reader.reject("layer_types", "must list num_hidden_layers entries");
+    }
+    for (const std::string& type : *types) {
+      if (type != "full_attention")
+        reader.reject("layer_types", "'" + type + "' is not supported (full_attention only)");
+    }
+  }
+  // sliding_window and max_window_layers only matter with use_sliding_window (rejected above);
+  // dropout, initialisation, cache and token-id settings do not touch an inference forward pass.
+  reader.ignore({"architectures", "_name_or_path", "transformers_version", "torch_dtype", "dtype", "sliding_window",
+                 "max_window_layers", "attention_dropout", "initializer_range", "use_cache", "pad_token_id",
+                 "bos_token_id", "eos_token_id"});
+  reader.finish();
+  return config;
+}
+
+}  // namespace s1::qwen3

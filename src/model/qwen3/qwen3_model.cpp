@@ -1,0 +1,384 @@
+#include "model/qwen3/qwen3_model.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/cached_attention.h"
+#include "kernels/linear.h"
+#include "kernels/parallel.h"
+#include "kernels/rms_norm.h"
+#include "kernels/rope.h"
+#include "kernels/swiglu.h"
+#include "model/checkpoint/checkpoint.h"
+#include "model/checkpoint/load_error.h"
+#include "model/qwen3/config.h"
+
+namespace s1::qwen3 {
+namespace {
+
+using checkpoint::Checkpoint;
+using checkpoint::LoadError;
+
+// Per layer, the keys (after k_norm and RoPE) and values of every position so far, [length, kv_width].
+class Qwen3State final : public decoder::SequenceState {
+ public:
+  Qwen3State(std::size_t layers, std::size_t length) : length_(length), keys_(layers), values_(layers) {}
+
+  [[nodiscard]] std::size_t length() const override { return length_; }
+  [[nodiscard]] std::size_t layers() const { return keys_.size(); }
+  [[nodiscard]] std::unique_ptr<decoder::SequenceState> clone() const override {
+    return std::make_unique<Qwen3State>(*this);
+  }
+
+  std::vector<float>& keys(std::size_t layer) { return keys_[layer]; }
+  std::vector<float>& values(std::size_t layer) { return values_[layer]; }
+  [[nodiscard]] const std::vector<float>& keys(std::size_t layer) const { return keys_[layer]; }
+  [[nodiscard]] const std::vector<float>& values(std::size_t layer) const { return values_[layer]; }
+
+ private:
+  std::size_t length_;
+  std::vector<std::vector<float>> keys_;
+  std::vector<std::vector<float>> values_;
+};
+
+// Resolves checkpoint names: Qwen3ForCausalLM saves "model.layers.…" and "lm_head.weight", a bare
+// Qwen3Model "layers.…".
+class WeightNames {
+ public:
+  explicit WeightNames(const Checkpoint& weights) : weights_(weights) {
+    if (weights.find("embed_tokens.weight") == nullptr && weights.find("model.embed_tokens.weight") != nullptr) {
+      prefix_ = "model.";
+    }
+  }
+
+  [[nodiscard]] const checkpoint::TensorView& view(const std::string& name,
+                                                   std::initializer_list<int64_t> shape) const {
+    return weights_.get(prefix_ + name, shape);
+  }
+  [[nodiscard]] std::vector<float> get(const std::string& name, std::initializer_list<int64_t> shape) const {
+    return checkpoint::to_float(view(name, shape));
+  }
+
+ private:
+  const Checkpoint& weights_;
+  std::string prefix_;
+};
+
+std::vector<float> concatenate(std::initializer_list<std::span<const float>> parts) {
+  std::vector<float> joined;
+  for (const std::span<const float> part : parts) joined.insert(joined.end(), part.begin(), part.end());
+  return joined;
+}
+
+// Row counts handed to oneDNN: at most 8 sizes per octave, so a server sees a bounded set of matmul
+// primitives whatever the request mix (as the BERT family does).
+std::size_t rounded_rows(std::size_t rows) {
+  const std::size_t granularity = std::max<std::size_t>(16, std::bit_ceil(rows) / 8);
+  return (rows + granularity - 1) / granularity * granularity;
+}
+
+void add_in_place(std::span<float> sum, std::span<const float> addend) {
+  for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += addend[i];
+}
+
+struct Layer {
+  std::vector<float> input_norm;
+  kernels::PackedLinear qkv;  // [q heads | k heads | v heads] per row
+  std::vector<float> q_norm;
+  std::vector<float> k_norm;
+  kernels::PackedLinear attention_output;
+  std::vector<float> post_attention_norm;
+  kernels::PackedLinear gate_up;  // [gate | up] per row
+  kernels::PackedLinear down;
+};
+
+// One branch's place in the batch: rows [offset, offset + length) of every activation matrix.
+struct BranchRows {
+  std::size_t offset = 0;
+  std::size_t length = 0;
+};
+
+class Qwen3Decoder final : public decoder::CausalDecoder {
+ public:
+  Qwen3Decoder(const Qwen3Config& config, const Checkpoint& weights, kernels::Precision precision);
+
+  [[nodiscard]] const decoder::DecoderInfo& info() const override { return info_; }
+  [[nodiscard]] const decoder::OutputMatrix& lm_head() const override { return lm_head_; }
+  std::vector<decoder::BranchOutput> forward(const decoder::SequenceState* prefix,
+                                             std::span<const decoder::Branch> branches, bool keep_states) override;
+
+ private:
+  [[nodiscard]] std::span<const float> embedding_row(int32_t id) const {
+    if (embed_tokens_.empty()) return lm_head_.row(static_cast<std::size_t>(id));
+    return std::span<const float>(embed_tokens_).subspan(static_cast<std::size_t>(id) * hidden_, hidden_);
+  }
+  [[nodiscard]] std::size_t q_width() const { return heads_ * head_dim_; }
+  [[nodiscard]] std::size_t kv_width() const { return kv_heads_ * head_dim_; }
+  [[nodiscard]] std::size_t qkv_width() const { return q_width() + 2 * kv_width(); }
+
+  void validate(const Qwen3State* prefix, std::span<const decoder::Branch> branches) const;
+  void attention_block(const Layer& layer, std::size_t layer_index, const Qwen3State* prefix,
+                       std::span<const BranchRows> rows, std::span<std::unique_ptr<Qwen3State>> states);
+  void mlp_block(const Layer& layer);
+
+  Qwen3Config config_;
+  decoder::DecoderInfo info_;
+  std::size_t hidden_;
+  std::size_t heads_;
+  std::size_t kv_heads_;
+  std::size_t head_dim_;
+  std::size_t intermediate_;
+  float eps_;
+  decoder::OutputMatrix lm_head_;
+  std::vector<float> embed_tokens_;  // empty when tied: rows are read from lm_head_
+  std::vector<Layer> layers_;
+  std::vector<float> final_norm_;
+
+  // Scratch reused between calls (the decoder is not thread-safe).
+  std::vector<int64_t> positions_;
+  std::vector<float> hidden_rows_;
+  std::vector<float> normed_;
+  std::vector<float> qkv_;
+  std::vector<float> context_;
+  std::vector<float> projected_;
+  std::vector<float> gate_up_;
+  std::vector<float> activated_;
+  std::vector<float> branch_keys_;
+  std::vector<float> branch_values_;
+};
+
+decoder::OutputMatrix make_lm_head(const Qwen3Config& config, const Checkpoint& weights, const WeightNames& names,
+                                   kernels::Precision precision) {
+  const auto hidden = static_cast<std::size_t>(config.hidden_size);
+  if (config.tie_word_embeddings) {
+    return decoder::OutputMatrix(names.view("embed_tokens.weight", {config.vocab_size, config.hidden_size}), hidden,
+                                 precision);
+  }
+  const checkpoint::TensorView* head = weights.find("lm_head.weight");
+  if (head == nullptr) {
+    throw LoadError(weights.source().string() +
+                    ": no tensor 'lm_head.weight' and tie_word_embeddings is false, so the LM head is missing");
+  }
+  return decoder::OutputMatrix(weights.get("lm_head.weight", {config.vocab_size, config.hidden_size}), hidden,
+                               precision);
+}
+
+Qwen3Decoder::Qwen3Decoder(const Qwen3Config& config, const Checkpoint& weights, kernels::Precision precision)
+    : config_(config),
+      hidden_(static_cast<std::size_t>(config.hidden_size)),
+      heads_(static_cast<std::size_t>(config.num_attention_heads)),
+      kv_heads_(static_cast<std::size_t>(config.num_key_value_heads)),
+      head_dim_(static_cast<std::size_t>(config.head_dim)),
+      intermediate_(static_cast<std::size_t>(config.intermediate_size)),
+      eps_(static_cast<float>(config.rms_norm_eps)),
+      lm_head_(make_lm_head(config, weights, WeightNames(weights), precision)) {
+  if (!kernels::linear_supported(precision)) {
+    throw LoadError(weights.source().string() + ": bf16 needs a CPU with AVX-512 (AMX preferred); use fp32");
+  }
+  info_ = decoder::DecoderInfo{.family = "qwen3",
+                               .hidden_size = hidden_,
+                               .vocab_size = static_cast<std::size_t>(config.vocab_size),
+                               .max_positions = static_cast<std::size_t>(config.max_position_embeddings),
+                               .prefix_granularity = 1,
+                               .precision = precision};
+  const WeightNames names(weights);
+  if (!config.tie_word_embeddings)
+    embed_tokens_ = names.get("embed_tokens.weight", {config.vocab_size, config.hidden_size});
+  const int64_t h = config.hidden_size;
+  const int64_t q_out = config.num_attention_heads * config.head_dim;
+  const int64_t kv_out = config.num_key_value_heads * config.head_dim;
+  const int64_t inner = config.intermediate_size;
+  for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
+    const std::string layer = "layers." + std::to_string(l) + ".";
+    // Q, K and V stacked along the output dimension: one GEMM, and cached_attention reads the
+    // queries in place from its rows.
+    const std::vector<float> qkv = concatenate({names.get(layer + "self_attn.q_proj.weight", {q_out, h}),
+                                                names.get(layer + "self_attn.k_proj.weight", {kv_out, h}),
+                                                names.get(layer + "self_attn.v_proj.weight", {kv_out, h})});
+    const std::vector<float> gate_up = concatenate(
+        {names.get(layer + "mlp.gate_proj.weight", {inner, h}), names.get(layer + "mlp.up_proj.weight", {inner, h})});
+    layers_.push_back(Layer{
+        .input_norm = names.get(layer + "input_layernorm.weight", {h}),
+        .qkv = kernels::PackedLinear(qkv, {}, hidden_, qkv_width(), precision),
+        .q_norm = names.get(layer + "self_attn.q_norm.weight", {config.head_dim}),
+        .k_norm = names.get(layer + "self_attn.k_norm.weight", {config.head_dim}),
+        .attention_output = kernels::PackedLinear(names.get(layer + "self_attn.o_proj.weight", {h, q_out}), {},
+                                                  q_width(), hidden_, precision),
+        .post_attention_norm = names.get(layer + "post_attention_layernorm.weight", {h}),
+        .gate_up = kernels::PackedLinear(gate_up, {}, hidden_, 2 * intermediate_, precision),
+        .down = kernels::PackedLinear(names.get(layer + "mlp.down_proj.weight", {h, inner}), {}, intermediate_, hidden_,
+                                      precision),
+    });
+  }
+  final_norm_ = names.get("norm.weight", {h});
+}
+
+void Qwen3Decoder::validate(const Qwen3State* prefix, std::span<const decoder::Branch> branches) const {
+  const std::size_t start = prefix == nullptr ? 0 : prefix->length();
+  for (std::size_t b = 0; b < branches.size(); ++b) {
+    const decoder::Branch& branch = branches[b];
+    const std::string where = "qwen3 forward: branch " + std::to_string(b);
+    if (branch.tokens.empty()) throw std::invalid_argument(where + " has no tokens");
+    if (start + branch.tokens.size() > info_.max_positions) {
+      throw std::invalid_argument(
+          where + ": " + std::to_string(start) + " prefix + " + std::to_string(branch.tokens.size()) +
+          " branch tokens exceed max_position_embeddings (" + std::to_string(info_.max_positions) + ")");
+    }
+    for (const int32_t id : branch.tokens) {
+      if (id < 0 || static_cast<std::size_t>(id) >= info_.vocab_size) {
+        throw std::invalid_argument(where + ": token id " + std::to_string(id) + " is outside the vocabulary");
+      }
+    }
+    for (std::size_t i = 0; i < branch.output_positions.size(); ++i) {
+      if (branch.output_positions[i] >= branch.tokens.size() ||
+          (i > 0 && branch.output_positions[i] <= branch.output_positions[i - 1])) {
+        throw std::invalid_argument(where + ": output positions must be strictly increasing indices into its tokens");
+      }
+    }
+  }
+}
+
+void Qwen3Decoder::attention_block(const Layer& layer, std::size_t layer_index, const Qwen3State* prefix,
+                                   std::span<const BranchRows> rows, std::span<std::unique_ptr<Qwen3State>> states) {
+  const std::size_t total = positions_.size();
+  const std::size_t qkv_stride = qkv_width();
+  kernels::rms_norm(hidden_rows_, layer.input_norm, eps_, normed_);
+  layer.qkv.forward(normed_, qkv_);
+  // q_norm/k_norm normalise each head separately: the q (then k) heads of a row are contiguous, so
+  // each is a block of head_dim-wide rows for rms_norm.
+  kernels::parallel_for(total, 64, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r) {
+      const std::span<float> row = std::span<float>(qkv_).subspan(r * qkv_stride, qkv_stride);
+      kernels::rms_norm(row.first(q_width()), layer.q_norm, eps_, row.first(q_width()));
+      kernels::rms_norm(row.subspan(q_width(), kv_width()), layer.k_norm, eps_, row.subspan(q_width(), kv_width()));
+    }
+  });
+  const auto theta = static_cast<float>(config_.rope_theta);
+  const std::span<float> used_qkv = std::span<float>(qkv_).first(total * qkv_stride);
+  kernels::apply_rope(used_qkv, total, qkv_stride, heads_, head_dim_, head_dim_, positions_, theta);
+  kernels::apply_rope(used_qkv.subspan(q_width()), total, qkv_stride, kv_heads_, head_dim_, head_dim_, positions_,
+                      theta);
+
+  const std::size_t start = prefix == nullptr ? 0 : prefix->length();
+  const kernels::CachedAttentionShape shape{.heads = heads_,
+                                            .kv_heads = kv_heads_,
+                                            .head_dim = head_dim_,
+                                            .scale = 1.0F / std::sqrt(static_cast<float>(head_dim_))};
+  for (std::size_t b = 0; b < rows.size(); ++b) {
+    // The sequence's keys and values: the prefix's cache followed by this branch's own rows.
+    const std::size_t n = start + rows[b].length;
+    std::vector<float>& keys = states.empty() ? branch_keys_ : states[b]->keys(layer_index);
+    std::vector<float>& values = states.empty() ? branch_values_ : states[b]->values(layer_index);
+    keys.resize(n * kv_width());
+    values.resize(n * kv_width());
+    if (prefix != nullptr) {
+      std::copy(prefix->keys(layer_index).begin(), prefix->keys(layer_index).end(), keys.begin());
+      std::copy(prefix->values(layer_index).begin(), prefix->values(layer_index).end(), values.begin());
+    }
+    for (std::size_t t = 0; t < rows[b].length; ++t) {
+      const float* row = qkv_.data() + (rows[b].offset + t) * qkv_stride;
+      std::copy(row + q_width(), row + q_width() + kv_width(),
+                keys.begin() + static_cast<std::ptrdiff_t>((start + t) * kv_width()));
+      std::copy(row + q_width() + kv_width(), row + qkv_stride,
+                values.begin() + static_cast<std::ptrdiff_t>((start + t) * kv_width()));
+    }
+    kernels::cached_attention(
+        std::span<const float>(qkv_).subspan(rows[b].offset * qkv_stride), qkv_stride, rows[b].length, keys, values, n,
+        start, /*causal=*/true, shape,
+        std::span<float>(context_).subspan(rows[b].offset * q_width(), rows[b].length * q_width()));
+  }
+  layer.attention_output.forward(context_, projected_);
+  add_in_place(hidden_rows_, projected_);
+}
+
+void Qwen3Decoder::mlp_block(const Layer& layer) {
+  kernels::rms_norm(hidden_rows_, layer.post_attention_norm, eps_, normed_);
+  layer.gate_up.forward(normed_, gate_up_);
+  const std::size_t rows = hidden_rows_.size() / hidden_;
+  kernels::parallel_for(rows, std::max<std::size_t>(1, 16384 / intermediate_), [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r) {
+      const std::span<const float> row =
+          std::span<const float>(gate_up_).subspan(r * 2 * intermediate_, 2 * intermediate_);
+      kernels::silu_mul(row.first(intermediate_), row.subspan(intermediate_),
+                        std::span<float>(activated_).subspan(r * intermediate_, intermediate_));
+    }
+  });
+  layer.down.forward(activated_, projected_);
+  add_in_place(hidden_rows_, projected_);
+}
+
+std::vector<decoder::BranchOutput> Qwen3Decoder::forward(const decoder::SequenceState* prefix_state,
+                                                         std::span<const decoder::Branch> branches, bool keep_states) {
+  const auto* prefix = dynamic_cast<const Qwen3State*>(prefix_state);
+  if (prefix_state != nullptr && prefix == nullptr) {
+    throw std::invalid_argument("qwen3 forward: the prefix state was not made by a qwen3 decoder");
+  }
+  if (prefix != nullptr &&
+      (prefix->layers() != layers_.size() || prefix->keys(0).size() != prefix->length() * kv_width())) {
+    throw std::invalid_argument("qwen3 forward: the prefix state belongs to a different qwen3 model");
+  }
+  validate(prefix, branches);
+  std::vector<decoder::BranchOutput> outputs(branches.size());
+  if (branches.empty()) return outputs;
+
+  // Every branch's rows in one matrix: the projections and the MLP run once over all of them.
+  const std::size_t start = prefix == nullptr ? 0 : prefix->length();
+  std::vector<BranchRows> rows;
+  std::size_t total = 0;
+  for (const decoder::Branch& branch : branches) {
+    rows.push_back(BranchRows{total, branch.tokens.size()});
+    total += branch.tokens.size();
+  }
+  const std::size_t padded = rounded_rows(total);
+  positions_.resize(total);
+  hidden_rows_.assign(padded * hidden_, 0.0F);  // padding rows stay finite (zero) through every layer
+  for (std::size_t b = 0; b < branches.size(); ++b)
+    for (std::size_t t = 0; t < rows[b].length; ++t) {
+      positions_[rows[b].offset + t] = static_cast<int64_t>(start + t);
+      const std::span<const float> embedding = embedding_row(branches[b].tokens[t]);
+      std::copy(embedding.begin(), embedding.end(),
+                hidden_rows_.begin() + static_cast<std::ptrdiff_t>((rows[b].offset + t) * hidden_));
+    }
+  normed_.resize(padded * hidden_);
+  qkv_.resize(padded * qkv_width());
+  context_.assign(padded * q_width(), 0.0F);
+  projected_.resize(padded * hidden_);
+  gate_up_.resize(padded * 2 * intermediate_);
+  activated_.resize(padded * intermediate_);
+
+  std::vector<std::unique_ptr<Qwen3State>> states;
+  if (keep_states)
+    for (const BranchRows& branch : rows)
+      states.push_back(std::make_unique<Qwen3State>(layers_.size(), start + branch.length));
+  for (std::size_t l = 0; l < layers_.size(); ++l) {
+    attention_block(layers_[l], l, prefix, rows, states);
+    mlp_block(layers_[l]);
+  }
+
+  for (std::size_t b = 0; b < branches.size(); ++b) {
+    std::vector<float>& hidden = outputs[b].hidden;
+    hidden.resize(branches[b].output_positions.size() * hidden_);
+    for (std::size_t i = 0; i < branches[b].output_positions.size(); ++i) {
+      const std::size_t row = rows[b].offset + branches[b].output_positions[i];
+      std::copy_n(hidden_rows_.begin() + static_cast<std::ptrdiff_t>(row * hidden_), hidden_,
+                  hidden.begin() + static_cast<std::ptrdiff_t>(i * hidden_));
+    }
+    kernels::rms_norm(hidden, final_norm_, eps_, hidden);
+    if (keep_states) outputs[b].state = std::move(states[b]);
+  }
+  return outputs;
+}
+
+}  // namespace
+
+std::unique_ptr<decoder::CausalDecoder> load_qwen3(const std::filesystem::path& dir, kernels::Precision precision) {
+  const Qwen3Config config = read_qwen3_config(dir / "config.json");
+  const Checkpoint weights = Checkpoint::open(dir);
+  return std::make_unique<Qwen3Decoder>(config, weights, precision);
+}
+
+}  // namespace s1::qwen3
