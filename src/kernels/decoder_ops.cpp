@@ -1,5 +1,6 @@
 // Entry points of the causal-decoder ops: split rows (or query rows × heads) across the shared
-// OpenMP pool and run the reference implementation on each chunk.
+// OpenMP pool and run the reference implementation (for attention, the variant dispatch.cpp chose)
+// on each chunk.
 
 #include <algorithm>
 #include <cassert>
@@ -11,6 +12,7 @@
 #include "kernels/rms_norm.h"
 #include "kernels/rope.h"
 #include "kernels/swiglu.h"
+#include "kernels/variants.h"
 
 namespace s1::kernels {
 namespace {
@@ -20,6 +22,8 @@ namespace {
 constexpr std::size_t min_norm_elements_per_thread = 131072;
 constexpr std::size_t min_elementwise_elements_per_thread = 16384;
 constexpr std::size_t min_attention_products_per_thread = 65536;
+// Query rows per attention work item (a multiple of the AVX-512 variant's 8-row blocks).
+constexpr std::size_t rows_per_attention_item = 64;
 
 }  // namespace
 
@@ -63,28 +67,35 @@ void cached_attention(std::span<const float> q, std::size_t q_stride, std::size_
   assert(keys.size() >= n * kv_stride && values.size() >= n * kv_stride && out.size() >= m * out_stride);
   assert(m == 0 || q.size() >= (m - 1) * q_stride + out_stride);
   assert(!causal || first_query_position + m <= n);
+  if (m == 0) return;
+  CachedAttentionHeadFn* run = selected_variants().cached_attention_head.run;
   const std::size_t group = shape.heads / shape.kv_heads;
-  const std::size_t item_work = std::max<std::size_t>(n * shape.head_dim, 1);
-  // Items are (query row, head) pairs: one decode step (m = 1) still spreads its heads over threads.
-  parallel_for(m * shape.heads, (min_attention_products_per_thread + item_work - 1) / item_work,
+  // Items are (head, block of query rows): a long prefill spreads over threads even with few heads,
+  // while each item still reuses its transposed keys for many rows.
+  const std::size_t row_blocks = (m + rows_per_attention_item - 1) / rows_per_attention_item;
+  const std::size_t item_work = std::max<std::size_t>(std::min(m, rows_per_attention_item) * n * shape.head_dim, 1);
+  parallel_for(shape.heads * row_blocks, (min_attention_products_per_thread + item_work - 1) / item_work,
                [&](std::size_t begin, std::size_t end) {
-                 std::vector<double> scores(n);
                  for (std::size_t item = begin; item < end; ++item) {
-                   const std::size_t i = item / shape.heads;
-                   const std::size_t h = item % shape.heads;
+                   const std::size_t h = item / row_blocks;
+                   const std::size_t first_row = item % row_blocks * rows_per_attention_item;
+                   const std::size_t rows = std::min(rows_per_attention_item, m - first_row);
                    const std::size_t kv_head = h / group;
-                   reference::cached_attention_row(
-                       reference::CachedAttentionRowTask{
-                           .q = q.data() + i * q_stride + h * shape.head_dim,
-                           .keys = keys.data() + kv_head * shape.head_dim,
-                           .values = values.data() + kv_head * shape.head_dim,
-                           .kv_stride = kv_stride,
-                           .visible = causal ? first_query_position + i + 1 : n,
-                           .head_dim = shape.head_dim,
-                           .scale = shape.scale,
-                           .out = out.data() + i * out_stride + h * shape.head_dim,
-                       },
-                       scores);
+                   run(CachedAttentionHeadTask{
+                       .q = q.data() + first_row * q_stride + h * shape.head_dim,
+                       .q_stride = q_stride,
+                       .m = rows,
+                       .keys = keys.data() + kv_head * shape.head_dim,
+                       .values = values.data() + kv_head * shape.head_dim,
+                       .kv_stride = kv_stride,
+                       .n = n,
+                       .first_query_position = first_query_position + first_row,
+                       .causal = causal,
+                       .head_dim = shape.head_dim,
+                       .scale = shape.scale,
+                       .out = out.data() + first_row * out_stride + h * shape.head_dim,
+                       .out_stride = out_stride,
+                   });
                  }
                });
 }

@@ -12,9 +12,11 @@
 #include "kernels/layer_norm.h"
 #include "kernels/parallel.h"
 #include "kernels/pooling.h"
+#include "kernels/reference/decoder.h"
 #include "kernels/reference/reference.h"
 #include "kernels/softmax.h"
 #include "kernels/variants.h"
+#include "kernels/x86/decoder.h"
 #include "kernels/x86/x86.h"
 
 namespace s1::kernels {
@@ -40,6 +42,10 @@ constexpr std::array<Variant<AttentionHeadFn>, 3> attention_head_variants{{
     {"amx_bf16", Isa::amx_bf16, &x86::attention_head_amx_bf16, true},
     {"avx512", Isa::avx512, &x86::attention_head_avx512},
     {"reference", Isa::portable, &reference::attention_head},
+}};
+constexpr std::array<Variant<CachedAttentionHeadFn>, 2> cached_attention_head_variants{{
+    {"avx512", Isa::avx512, &x86::cached_attention_head_avx512},
+    {"reference", Isa::portable, &reference::cached_attention_head},
 }};
 
 template <class Fn, std::size_t count>
@@ -95,7 +101,7 @@ std::string_view isa_name(Isa isa) {
 
 const OpVariants& op_variants() {
   static const OpVariants variants{layer_norm_variants, gelu_variants, softmax_variants, convert_variants,
-                                   attention_head_variants};
+                                   attention_head_variants, cached_attention_head_variants};
   return variants;
 }
 
@@ -103,7 +109,8 @@ const SelectedVariants& selected_variants() {
   static const SelectedVariants selected{
       first_supported(layer_norm_variants),     first_supported(gelu_variants),
       first_supported(softmax_variants),        first_supported(convert_variants),
-      first_supported(attention_head_variants), first_supported(attention_head_variants, Precision::bf16)};
+      first_supported(attention_head_variants), first_supported(attention_head_variants, Precision::bf16),
+      first_supported(cached_attention_head_variants)};
   return selected;
 }
 

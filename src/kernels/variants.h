@@ -42,6 +42,25 @@ struct AttentionHeadTask {
 };
 using AttentionHeadFn = void(const AttentionHeadTask& task);
 
+// One query head of a decoder's cached attention (kernels/cached_attention.h): m query rows at
+// absolute positions first_query_position… against n cached key/value rows of one sequence.
+struct CachedAttentionHeadTask {
+  const float* q = nullptr;  // query row i at q + i·q_stride, head_dim values
+  std::size_t q_stride = 0;
+  std::size_t m = 0;
+  const float* keys = nullptr;    // key row j at keys + j·kv_stride
+  const float* values = nullptr;  // value row j at values + j·kv_stride
+  std::size_t kv_stride = 0;
+  std::size_t n = 0;
+  std::size_t first_query_position = 0;
+  bool causal = true;  // row i sees keys 0..first_query_position + i, else all n
+  std::size_t head_dim = 0;
+  float scale = 1.0F;
+  float* out = nullptr;  // row i at out + i·out_stride, head_dim values
+  std::size_t out_stride = 0;
+};
+using CachedAttentionHeadFn = void(const CachedAttentionHeadTask& task);
+
 template <class Fn>
 struct Variant {
   std::string_view name;
@@ -57,6 +76,7 @@ struct OpVariants {
   std::span<const Variant<SoftmaxFn>> softmax;
   std::span<const Variant<ConvertFp32ToBf16Fn>> convert_fp32_to_bf16;
   std::span<const Variant<AttentionHeadFn>> attention_head;
+  std::span<const Variant<CachedAttentionHeadFn>> cached_attention_head;
 };
 [[nodiscard]] const OpVariants& op_variants();
 
@@ -68,6 +88,7 @@ struct SelectedVariants {
   Variant<ConvertFp32ToBf16Fn> convert_fp32_to_bf16;
   Variant<AttentionHeadFn> attention_head;
   Variant<AttentionHeadFn> attention_head_bf16;
+  Variant<CachedAttentionHeadFn> cached_attention_head;
 };
 [[nodiscard]] const SelectedVariants& selected_variants();
 

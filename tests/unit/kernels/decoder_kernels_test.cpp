@@ -13,7 +13,6 @@
 
 #include "kernels/cached_attention.h"
 #include "kernels/parallel.h"
-#include "kernels/reference/decoder.h"
 #include "kernels/rms_norm.h"
 #include "kernels/rope.h"
 #include "kernels/swiglu.h"
@@ -26,8 +25,9 @@ constexpr double fp32_tolerance = 1e-6;
 // RoPE angles are computed in fp32 (as Transformers does), so at position p the angle is off by up
 // to ~p·2⁻²⁴ rad: ~1e-5 at the positions tested here.
 constexpr double rope_tolerance = 3e-5;
-// Attention sums up to a few hundred fp32 inputs in double: a few ulps of the largest value.
-constexpr double attention_tolerance = 2e-6;
+// The AVX-512 variant accumulates Q·K and Σ p·V in fp32 over up to 200 terms (head_dim 64 here)
+// and uses a ~1 ulp polynomial exp: a few 1e-6 of the largest output.
+constexpr double attention_tolerance = 2e-5;
 
 std::vector<float> random_values(std::size_t count, float scale, unsigned seed) {
   std::mt19937 generator(seed);
@@ -157,14 +157,15 @@ std::string describe(const AttentionCase& c) {
 
 TEST_P(DecoderKernels, CachedAttentionMatchesNaiveGroupedQueryAttention) {
   const std::vector<AttentionCase> cases{
-      {4, 4, 16, 9, 9, 0, true},      // prefill, GQA ratio 1
-      {4, 2, 16, 9, 9, 0, true},      // GQA ratio 2
-      {8, 2, 8, 33, 33, 0, true},     // GQA ratio 4
-      {4, 1, 7, 5, 40, 35, true},     // a branch after a 35-token prefix, odd head_dim, MQA
-      {6, 3, 11, 3, 70, 50, true},    // m < n with keys past the last query (the branch is not last)
-      {4, 2, 16, 12, 20, 0, false},   // non-causal: every query sees all n keys
-      {2, 1, 13, 1, 130, 129, true},  // one decode step
-      {4, 4, 64, 70, 70, 0, true},    // enough work to split across threads
+      {4, 4, 16, 9, 9, 0, true},       // prefill, GQA ratio 1
+      {4, 2, 16, 9, 9, 0, true},       // GQA ratio 2
+      {8, 2, 8, 33, 33, 0, true},      // GQA ratio 4
+      {4, 1, 7, 5, 40, 35, true},      // a branch after a 35-token prefix, odd head_dim, MQA
+      {6, 3, 11, 3, 70, 50, true},     // m < n with keys past the last query (the branch is not last)
+      {4, 2, 16, 12, 20, 0, false},    // non-causal: every query sees all n keys
+      {2, 1, 13, 1, 130, 129, true},   // one decode step
+      {4, 4, 64, 70, 70, 0, true},     // enough work to split across threads
+      {2, 1, 16, 150, 200, 50, true},  // more query rows than one work item (64) takes
   };
   for (const AttentionCase& c : cases) {
     const std::size_t q_width = c.heads * c.head_dim;
@@ -200,9 +201,6 @@ TEST_P(DecoderKernels, CachedAttentionMatchesNaiveGroupedQueryAttention) {
     std::vector<float> got(c.m * q_width);
     cached_attention(q, q_stride, c.m, keys, values, c.n, c.first_query_position, c.causal, shape, got);
     EXPECT_LE(relative_max_error(got, expected), attention_tolerance) << describe(c);
-    std::vector<float> serial(c.m * q_width);
-    reference::cached_attention(q, q_stride, c.m, keys, values, c.n, c.first_query_position, c.causal, shape, serial);
-    EXPECT_EQ(got, serial) << "threaded vs serial reference, " << describe(c);
   }
 }
 

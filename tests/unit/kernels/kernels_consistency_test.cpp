@@ -20,6 +20,7 @@
 #include "kernels/linear.h"
 #include "kernels/parallel.h"
 #include "kernels/pooling.h"
+#include "kernels/reference/decoder.h"
 #include "kernels/reference/reference.h"
 #include "kernels/softmax.h"
 #include "kernels/variants.h"
@@ -244,6 +245,57 @@ TEST(KernelsConsistency, AttentionHeadVariants) {
                          std::to_string(c.length) + " head_dim " + std::to_string(c.head_dim) +
                          (causal ? " causal" : ""),
                      attention_scale(qkv));
+      }
+    }
+  }
+}
+
+TEST(KernelsConsistency, CachedAttentionHeadVariants) {
+  unsigned seed = 450;
+  struct Case {
+    std::size_t m, n, first_query_position, head_dim;
+  };
+  // Prefills (m = n), branches after a prefix (m < n, some with keys past the last query), single
+  // decode steps; head_dim below, at and above one and two vectors, odd ones included.
+  const Case cases[] = {{1, 1, 0, 32},   {9, 9, 0, 16},    {17, 40, 23, 7},  {5, 70, 50, 40},
+                        {1, 130, 129, 13}, {64, 64, 0, 128}, {33, 100, 60, 80}, {70, 200, 100, 64}};
+  for (const auto& variant : op_variants().cached_attention_head) {
+    if (!runnable(variant)) continue;
+    for (const Case& c : cases) {
+      for (const bool causal : {false, true}) {
+        // The queries of one head inside a wider fused row, keys/values of one kv head inside wider
+        // rows, as the dispatcher passes them.
+        const std::size_t q_stride = 3 * c.head_dim + 5;
+        const std::size_t kv_stride = 2 * c.head_dim + 3;
+        const auto q = random_values(c.m * q_stride, 1.5F, ++seed);
+        const auto keys = random_values(c.n * kv_stride, 1.5F, ++seed);
+        const auto values = random_values(c.n * kv_stride, 1.5F, ++seed);
+        const std::size_t out_stride = c.head_dim + 3;
+        std::vector<float> expected(c.m * out_stride, 7.0F), got(c.m * out_stride, 7.0F);
+        CachedAttentionHeadTask task{.q = q.data(),
+                                     .q_stride = q_stride,
+                                     .m = c.m,
+                                     .keys = keys.data(),
+                                     .values = values.data(),
+                                     .kv_stride = kv_stride,
+                                     .n = c.n,
+                                     .first_query_position = c.first_query_position,
+                                     .causal = causal,
+                                     .head_dim = c.head_dim,
+                                     .scale = 1.0F / std::sqrt(static_cast<float>(c.head_dim)),
+                                     .out = expected.data(),
+                                     .out_stride = out_stride};
+        reference::cached_attention_head(task);
+        task.out = got.data();
+        variant.run(task);
+        expect_close(got, expected, fp32_tolerance,
+                     std::string(variant.name) + " m " + std::to_string(c.m) + " n " + std::to_string(c.n) +
+                         " first " + std::to_string(c.first_query_position) + " head_dim " +
+                         std::to_string(c.head_dim) + (causal ? " causal" : ""),
+                     attention_scale(values));
+        // Padding between rows is never written.
+        for (std::size_t i = 0; i < c.m; ++i)
+          for (std::size_t col = c.head_dim; col < out_stride; ++col) ASSERT_EQ(got[i * out_stride + col], 7.0F);
       }
     }
   }

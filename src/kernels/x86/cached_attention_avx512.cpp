@@ -1,0 +1,126 @@
+#include <algorithm>
+#include <cassert>
+#include <vector>
+
+#include "kernels/x86/avx512_math.h"
+#include "kernels/x86/decoder.h"
+
+namespace s1::kernels::x86 {
+namespace {
+
+// The blocking of attention_avx512.cpp: eight query rows share every K and V load (16 independent
+// FMA chains hide the FMA latency), keys transposed once per head so a score block is plain FMAs.
+constexpr std::size_t block_rows = 8;
+
+struct Scratch {
+  std::vector<float> keys_transposed;  // [head_dim][padded keys]
+  std::vector<float> queries;          // [block_rows][head_dim], pre-scaled
+  std::vector<float> scores;           // [block_rows][padded keys]
+};
+
+Scratch& thread_scratch() {
+  thread_local Scratch scratch;
+  return scratch;
+}
+
+// scores[r][j0 .. j0+16·vectors) = Σ_c q[r][c] · kT[c][j0 ..]
+template <std::size_t vectors>
+void score_block(const float* queries, const float* keys_transposed, std::size_t padded, std::size_t d, std::size_t j0,
+                 float* scores) {
+  __m512 acc[block_rows][vectors];
+#pragma GCC unroll 8
+  for (std::size_t r = 0; r < block_rows; ++r)
+#pragma GCC unroll 2
+    for (std::size_t v = 0; v < vectors; ++v) acc[r][v] = _mm512_setzero_ps();
+  for (std::size_t c = 0; c < d; ++c) {
+    __m512 k[vectors];
+#pragma GCC unroll 2
+    for (std::size_t v = 0; v < vectors; ++v) k[v] = _mm512_loadu_ps(keys_transposed + c * padded + j0 + 16 * v);
+#pragma GCC unroll 8
+    for (std::size_t r = 0; r < block_rows; ++r) {
+      const __m512 q = _mm512_set1_ps(queries[r * d + c]);
+#pragma GCC unroll 2
+      for (std::size_t v = 0; v < vectors; ++v) acc[r][v] = _mm512_fmadd_ps(q, k[v], acc[r][v]);
+    }
+  }
+#pragma GCC unroll 8
+  for (std::size_t r = 0; r < block_rows; ++r)
+#pragma GCC unroll 2
+    for (std::size_t v = 0; v < vectors; ++v) _mm512_storeu_ps(scores + r * padded + j0 + 16 * v, acc[r][v]);
+}
+
+// out[r][c0 .. c0+32) = inverse_sum[r] · Σ_j p[r][j] · v[j][c0 ..], lanes beyond d masked.
+void weighted_values(const float* scores, std::size_t padded, std::size_t end, const float* values, std::size_t stride,
+                     std::size_t d, std::size_t c0, const float* inverse_sum, float* const* out_rows) {
+  const __mmask16 low = first_lanes(d - c0);
+  const __mmask16 high = d > c0 + 16 ? first_lanes(d - c0 - 16) : static_cast<__mmask16>(0);
+  __m512 acc[block_rows][2];
+#pragma GCC unroll 8
+  for (std::size_t r = 0; r < block_rows; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (std::size_t j = 0; j < end; ++j) {
+    const __m512 v0 = _mm512_maskz_loadu_ps(low, values + j * stride + c0);
+    const __m512 v1 = _mm512_maskz_loadu_ps(high, values + j * stride + c0 + 16);
+#pragma GCC unroll 8
+    for (std::size_t r = 0; r < block_rows; ++r) {
+      const __m512 p = _mm512_set1_ps(scores[r * padded + j]);
+      acc[r][0] = _mm512_fmadd_ps(p, v0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(p, v1, acc[r][1]);
+    }
+  }
+  for (std::size_t r = 0; r < block_rows; ++r) {
+    if (out_rows[r] == nullptr) continue;
+    const __m512 scale = _mm512_set1_ps(inverse_sum[r]);
+    _mm512_mask_storeu_ps(out_rows[r] + c0, low, _mm512_mul_ps(acc[r][0], scale));
+    _mm512_mask_storeu_ps(out_rows[r] + c0 + 16, high, _mm512_mul_ps(acc[r][1], scale));
+  }
+}
+
+}  // namespace
+
+void cached_attention_head_avx512(const CachedAttentionHeadTask& task) {
+  assert(task.head_dim > 0 && (!task.causal || task.first_query_position + task.m <= task.n));
+  const std::size_t d = task.head_dim;
+  // Keys any row of this task can see; each row's own limit is applied by the softmax mask.
+  const std::size_t key_count = task.causal ? task.first_query_position + task.m : task.n;
+  const std::size_t padded = (key_count + 15) / 16 * 16;
+  Scratch& scratch = thread_scratch();
+  scratch.keys_transposed.assign(d * padded, 0.0F);
+  scratch.queries.resize(block_rows * d);
+  scratch.scores.resize(block_rows * padded);
+  float* keys_transposed = scratch.keys_transposed.data();
+  float* scores = scratch.scores.data();
+  for (std::size_t j = 0; j < key_count; ++j)
+    for (std::size_t c = 0; c < d; ++c) keys_transposed[c * padded + j] = task.keys[j * task.kv_stride + c];
+
+  for (std::size_t i0 = 0; i0 < task.m; i0 += block_rows) {
+    const std::size_t rows = std::min(block_rows, task.m - i0);
+    std::fill(scratch.queries.begin(), scratch.queries.end(), 0.0F);
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t c = 0; c < d; ++c)
+        scratch.queries[r * d + c] = task.q[(i0 + r) * task.q_stride + c] * task.scale;
+
+    // Keys this block can see, rounded up to whole vectors (padding keys are zero, then masked).
+    const std::size_t end = task.causal ? task.first_query_position + i0 + rows : key_count;
+    const std::size_t end_padded = (end + 15) / 16 * 16;
+    std::size_t j0 = 0;
+    for (; j0 + 32 <= end_padded; j0 += 32)
+      score_block<2>(scratch.queries.data(), keys_transposed, padded, d, j0, scores);
+    if (j0 < end_padded) score_block<1>(scratch.queries.data(), keys_transposed, padded, d, j0, scores);
+
+    float inverse_sum[block_rows] = {};
+    float* out_rows[block_rows] = {};
+    for (std::size_t r = 0; r < block_rows; ++r) {
+      if (r >= rows) {
+        std::fill_n(scores + r * padded, end_padded, 0.0F);
+        continue;
+      }
+      const std::size_t visible = task.causal ? task.first_query_position + i0 + r + 1 : key_count;
+      inverse_sum[r] = softmax_numerators(scores + r * padded, visible, end_padded);
+      out_rows[r] = task.out + (i0 + r) * task.out_stride;
+    }
+    for (std::size_t c0 = 0; c0 < d; c0 += 32)
+      weighted_values(scores, padded, end, task.values, task.kv_stride, d, c0, inverse_sum, out_rows);
+  }
+}
+
+}  // namespace s1::kernels::x86
