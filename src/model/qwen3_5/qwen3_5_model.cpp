@@ -1,0 +1,563 @@
+#include "model/qwen3_5/qwen3_5_model.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/cached_attention.h"
+#include "kernels/gated_delta.h"
+#include "kernels/linear.h"
+#include "kernels/rms_norm.h"
+#include "kernels/rope.h"
+#include "kernels/swiglu.h"
+#include "model/checkpoint/checkpoint.h"
+#include "model/checkpoint/load_error.h"
+#include "model/qwen3_5/config.h"
+
+namespace s1::qwen3_5 {
+namespace {
+
+using checkpoint::Checkpoint;
+using checkpoint::LoadError;
+using kernels::PackedLinear;
+
+// Transformers' chunked delta rule works in chunks of 64 tokens counted from the sequence start;
+// prefixes that end on this grid reproduce the unshared forward's rounding most closely.
+constexpr std::size_t delta_chunk = 64;
+// Transformers' l2norm epsilon for GDN queries and keys (fixed, not rms_norm_eps).
+constexpr float qk_l2_eps = 1e-6F;
+
+// Row counts handed to oneDNN: at most 8 sizes per octave (multiples of 16 up to 128), so a server
+// sees a bounded set of matmul primitives whatever the request mix.
+std::size_t rounded_rows(std::size_t rows) {
+  const std::size_t granularity = std::max<std::size_t>(16, std::bit_ceil(rows) / 8);
+  return (rows + granularity - 1) / granularity * granularity;
+}
+
+// Resolves checkpoint names under the text model's prefix and records which tensors were used, so
+// that anything left over (a bias, a MoE expert) fails the load instead of being silently dropped.
+class WeightSource {
+ public:
+  explicit WeightSource(const Checkpoint& weights) : weights_(weights) {
+    for (const char* candidate : {"model.language_model.", "model."}) {
+      if (weights.find(std::string(candidate) + "embed_tokens.weight") != nullptr) {
+        prefix_ = candidate;
+        return;
+      }
+    }
+    throw LoadError(weights.source().string() +
+                    ": no 'model.language_model.embed_tokens.weight' or 'model.embed_tokens.weight' tensor");
+  }
+
+  const checkpoint::TensorView& view(const std::string& full_name, std::initializer_list<int64_t> shape) {
+    used_.insert(full_name);
+    return weights_.get(full_name, shape);
+  }
+  std::vector<float> get(const std::string& name, std::initializer_list<int64_t> shape) {
+    return checkpoint::to_float(view(prefix_ + name, shape));
+  }
+  // The zero-centred RMSNorm weight w as the plain weight 1 + w (computed in fp32 as Transformers does).
+  std::vector<float> zero_centred_norm(const std::string& name, int64_t width) {
+    std::vector<float> weight = get(name, {width});
+    for (float& w : weight) w = 1.0F + w;
+    return weight;
+  }
+  bool has_lm_head() const { return weights_.find("lm_head.weight") != nullptr; }
+  const std::string& prefix() const { return prefix_; }
+
+  // Multi-token-prediction weights are never used by a forward pass; vision weights belong to the
+  // multimodal front end. Everything else must have been read.
+  void check_all_used() const {
+    std::size_t vision = 0;
+    for (const checkpoint::TensorView& tensor : weights_.tensors()) {
+      if (used_.contains(tensor.name) || tensor.name.starts_with("mtp.")) continue;
+      if (tensor.name.starts_with("model.visual.")) {
+        ++vision;
+        continue;
+      }
+      throw LoadError(weights_.source().string() + ": unexpected tensor '" + tensor.name +
+                      "' (not part of the Qwen3.5 text decoder)");
+    }
+    if (vision > 0) {
+      spdlog::info("{}: loading the text decoder only; {} vision tensors skipped", weights_.source().string(), vision);
+    }
+  }
+
+ private:
+  const Checkpoint& weights_;
+  std::string prefix_;
+  std::set<std::string, std::less<>> used_;
+};
+
+std::vector<float> concatenate(std::initializer_list<const std::vector<float>*> parts) {
+  std::vector<float> all;
+  for (const std::vector<float>* part : parts) all.insert(all.end(), part->begin(), part->end());
+  return all;
+}
+
+struct AttentionWeights {
+  PackedLinear qkv;  // [q/gate interleaved per head (heads·2·head_dim) | k | v]
+  PackedLinear output;
+  std::vector<float> q_norm, k_norm;  // 1 + w
+};
+
+struct DeltaNetWeights {
+  PackedLinear input;  // [qkv (conv channels) | z (value_dim) | b (v_heads) | a (v_heads)]
+  PackedLinear output;
+  std::vector<float> conv;         // [conv channels, kernel]
+  std::vector<float> negative_a;   // −exp(A_log) per value head
+  std::vector<float> dt_bias;      // per value head
+  std::vector<float> norm;         // gated RMSNorm weight (plain)
+};
+
+struct Layer {
+  std::size_t slot = 0;  // index among the layers of its kind (state vectors)
+  std::vector<float> input_norm, post_norm;
+  std::optional<AttentionWeights> attention;
+  std::optional<DeltaNetWeights> delta;
+  PackedLinear gate, up, down;
+};
+
+class Qwen35State final : public decoder::SequenceState {
+ public:
+  [[nodiscard]] std::size_t length() const override { return length_; }
+  [[nodiscard]] std::unique_ptr<decoder::SequenceState> clone() const override {
+    return std::make_unique<Qwen35State>(*this);
+  }
+
+  const void* owner = nullptr;  // the decoder that made it: only that model's shapes fit
+  std::size_t length_ = 0;
+  std::vector<std::vector<float>> keys, values;  // per attention layer: [length, kv_heads·head_dim]
+  std::vector<std::vector<float>> conv_tails;    // per GDN layer: [kernel − 1, conv channels]
+  std::vector<std::vector<float>> recurrent;     // per GDN layer: [v_heads, k_dim, v_dim]
+};
+
+struct BranchRows {
+  std::size_t offset = 0;
+  std::size_t length = 0;
+};
+
+class Qwen35Decoder final : public decoder::CausalDecoder {
+ public:
+  Qwen35Decoder(const Qwen35Config& config, const Checkpoint& weights, kernels::Precision precision,
+                bool noncausal_full_attention);
+
+  [[nodiscard]] const decoder::DecoderInfo& info() const override { return info_; }
+  [[nodiscard]] const decoder::OutputMatrix& lm_head() const override { return *lm_head_; }
+  std::vector<decoder::BranchOutput> forward(const decoder::SequenceState* prefix,
+                                             std::span<const decoder::Branch> branches, bool keep_states) override;
+
+ private:
+  const Qwen35State* checked_prefix(const decoder::SequenceState* prefix) const;
+  void attention_layer(const Layer& layer, const Qwen35State* base, std::span<const BranchRows> rows,
+                       std::span<std::unique_ptr<Qwen35State>> states);
+  void delta_layer(const Layer& layer, const Qwen35State* base, std::span<const BranchRows> rows,
+                   std::span<std::unique_ptr<Qwen35State>> states);
+
+  [[nodiscard]] std::size_t hidden() const { return static_cast<std::size_t>(config_.hidden_size); }
+  [[nodiscard]] std::size_t key_dim() const {
+    return static_cast<std::size_t>(config_.linear_num_key_heads * config_.linear_key_head_dim);
+  }
+  [[nodiscard]] std::size_t value_dim() const {
+    return static_cast<std::size_t>(config_.linear_num_value_heads * config_.linear_value_head_dim);
+  }
+  [[nodiscard]] std::size_t conv_channels() const { return 2 * key_dim() + value_dim(); }
+  [[nodiscard]] std::size_t conv_history() const { return static_cast<std::size_t>(config_.linear_conv_kernel_dim) - 1; }
+
+  Qwen35Config config_;
+  decoder::DecoderInfo info_;
+  bool noncausal_;
+  std::optional<decoder::OutputMatrix> lm_head_;
+  std::vector<float> embeddings_;  // empty when tied: the LM head rows are the table
+  std::vector<float> final_norm_;
+  std::vector<Layer> layers_;
+  std::size_t attention_layers_ = 0;
+  std::size_t delta_layers_ = 0;
+
+  // Scratch reused across calls (forward is not thread-safe).
+  std::size_t rows_ = 0;  // real rows of the current batch
+  std::vector<float> hidden_, normed_, mixed_, gate_, up_;
+  std::vector<int64_t> positions_;
+  std::vector<float> projected_, queries_, keys_, values_, context_, keys_all_, values_all_;
+  std::vector<float> conv_out_, delta_q_, delta_k_, g_, beta_, core_, z_;
+};
+
+Qwen35Decoder::Qwen35Decoder(const Qwen35Config& config, const Checkpoint& weights, kernels::Precision precision,
+                             bool noncausal_full_attention)
+    : config_(config), noncausal_(noncausal_full_attention) {
+  if (!kernels::linear_supported(precision)) {
+    throw LoadError(weights.source().string() + ": bf16 needs a CPU with AVX-512 (AMX preferred); use fp32");
+  }
+  WeightSource source(weights);
+  const int64_t h = config.hidden_size;
+  const int64_t inner = config.intermediate_size;
+  const auto hs = static_cast<std::size_t>(h);
+  const auto is = static_cast<std::size_t>(inner);
+
+  const auto& embed_view = source.view(source.prefix() + "embed_tokens.weight", {config.vocab_size, h});
+  if (config.tie_word_embeddings) {
+    lm_head_.emplace(embed_view, hs, precision);
+    // Transformers overwrites a saved lm_head with the embedding table when tied.
+    if (source.has_lm_head()) source.view("lm_head.weight", {config.vocab_size, h});
+  } else {
+    if (!source.has_lm_head()) {
+      throw LoadError(weights.source().string() + ": untied checkpoint without 'lm_head.weight'");
+    }
+    lm_head_.emplace(source.view("lm_head.weight", {config.vocab_size, h}), hs, precision);
+    embeddings_ = checkpoint::to_float(embed_view);
+  }
+  final_norm_ = source.zero_centred_norm("norm.weight", h);
+
+  const int64_t heads = config.num_attention_heads;
+  const int64_t kv_heads = config.num_key_value_heads;
+  const int64_t head_dim = config.head_dim;
+  const auto value_width = static_cast<int64_t>(value_dim());
+  const auto channels = static_cast<int64_t>(conv_channels());
+  const int64_t v_heads = config.linear_num_value_heads;
+  for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
+    const std::string layer = "layers." + std::to_string(l) + ".";
+    std::optional<AttentionWeights> attention;
+    std::optional<DeltaNetWeights> delta;
+    std::size_t slot = 0;
+    if (config.full_attention[static_cast<std::size_t>(l)]) {
+      slot = attention_layers_++;
+      const std::string a = layer + "self_attn.";
+      const auto q = source.get(a + "q_proj.weight", {heads * head_dim * 2, h});
+      const auto k = source.get(a + "k_proj.weight", {kv_heads * head_dim, h});
+      const auto v = source.get(a + "v_proj.weight", {kv_heads * head_dim, h});
+      const auto o = source.get(a + "o_proj.weight", {h, heads * head_dim});
+      const auto qkv_rows = static_cast<std::size_t>((heads * 2 + kv_heads * 2) * head_dim);
+      attention.emplace(AttentionWeights{
+          PackedLinear(concatenate({&q, &k, &v}), {}, hs, qkv_rows, precision),
+          PackedLinear(o, {}, static_cast<std::size_t>(heads * head_dim), hs, precision),
+          source.zero_centred_norm(a + "q_norm.weight", head_dim),
+          source.zero_centred_norm(a + "k_norm.weight", head_dim),
+      });
+    } else {
+      slot = delta_layers_++;
+      const std::string d = layer + "linear_attn.";
+      const auto qkv = source.get(d + "in_proj_qkv.weight", {channels, h});
+      const auto z = source.get(d + "in_proj_z.weight", {value_width, h});
+      const auto b = source.get(d + "in_proj_b.weight", {v_heads, h});
+      const auto a = source.get(d + "in_proj_a.weight", {v_heads, h});
+      const auto out = source.get(d + "out_proj.weight", {h, value_width});
+      std::vector<float> negative_a = source.get(d + "A_log", {v_heads});
+      for (float& value : negative_a) value = -std::exp(value);
+      const auto input_rows = static_cast<std::size_t>(channels + value_width + 2 * v_heads);
+      delta.emplace(DeltaNetWeights{
+          PackedLinear(concatenate({&qkv, &z, &b, &a}), {}, hs, input_rows, precision),
+          PackedLinear(out, {}, static_cast<std::size_t>(value_width), hs, precision),
+          source.get(d + "conv1d.weight", {channels, 1, config.linear_conv_kernel_dim}),
+          std::move(negative_a),
+          source.get(d + "dt_bias", {v_heads}),
+          source.get(d + "norm.weight", {config.linear_value_head_dim}),
+      });
+    }
+    const std::string m = layer + "mlp.";
+    layers_.push_back(Layer{
+        slot,
+        source.zero_centred_norm(layer + "input_layernorm.weight", h),
+        source.zero_centred_norm(layer + "post_attention_layernorm.weight", h),
+        std::move(attention),
+        std::move(delta),
+        PackedLinear(source.get(m + "gate_proj.weight", {inner, h}), {}, hs, is, precision),
+        PackedLinear(source.get(m + "up_proj.weight", {inner, h}), {}, hs, is, precision),
+        PackedLinear(source.get(m + "down_proj.weight", {h, inner}), {}, is, hs, precision),
+    });
+  }
+  source.check_all_used();
+
+  info_.family = "qwen3_5";
+  info_.hidden_size = hs;
+  info_.vocab_size = static_cast<std::size_t>(config.vocab_size);
+  info_.max_positions = static_cast<std::size_t>(config.max_position_embeddings);
+  info_.prefix_granularity = delta_chunk;
+  info_.precision = precision;
+}
+
+const Qwen35State* Qwen35Decoder::checked_prefix(const decoder::SequenceState* prefix) const {
+  if (prefix == nullptr) return nullptr;
+  if (noncausal_) {
+    throw std::invalid_argument(
+        "qwen3_5: noncausal full attention makes earlier positions depend on later tokens; a prefix state cannot be "
+        "reused");
+  }
+  const auto* state = dynamic_cast<const Qwen35State*>(prefix);
+  if (state == nullptr || state->owner != this) {
+    throw std::invalid_argument("qwen3_5: the prefix state was not made by this model");
+  }
+  return state;
+}
+
+std::vector<decoder::BranchOutput> Qwen35Decoder::forward(const decoder::SequenceState* prefix,
+                                                          std::span<const decoder::Branch> branches,
+                                                          bool keep_states) {
+  const Qwen35State* base = checked_prefix(prefix);
+  const std::size_t start = base == nullptr ? 0 : base->length();
+  std::vector<BranchRows> rows;
+  std::size_t total = 0;
+  for (const decoder::Branch& branch : branches) {
+    if (branch.tokens.empty()) throw std::invalid_argument("qwen3_5: empty branch");
+    if (start + branch.tokens.size() > info_.max_positions) {
+      throw std::invalid_argument("qwen3_5: " + std::to_string(start + branch.tokens.size()) +
+                                  " tokens exceed max_position_embeddings (" + std::to_string(info_.max_positions) +
+                                  ")");
+    }
+    for (const int32_t id : branch.tokens) {
+      if (id < 0 || static_cast<std::size_t>(id) >= info_.vocab_size) {
+        throw std::invalid_argument("qwen3_5: token id " + std::to_string(id) + " out of range");
+      }
+    }
+    for (std::size_t i = 0; i < branch.output_positions.size(); ++i) {
+      if (branch.output_positions[i] >= branch.tokens.size() ||
+          (i > 0 && branch.output_positions[i] <= branch.output_positions[i - 1])) {
+        throw std::invalid_argument("qwen3_5: output positions must be strictly increasing indices into the branch");
+      }
+    }
+    rows.push_back(BranchRows{total, branch.tokens.size()});
+    total += branch.tokens.size();
+  }
+  if (total == 0) return {};
+
+  const std::size_t width = hidden();
+  const std::size_t padded = rounded_rows(total);
+  rows_ = total;
+  hidden_.assign(padded * width, 0.0F);
+  positions_.resize(total);
+  for (std::size_t b = 0; b < branches.size(); ++b) {
+    for (std::size_t t = 0; t < rows[b].length; ++t) {
+      const auto id = static_cast<std::size_t>(branches[b].tokens[t]);
+      const std::span<const float> embedding =
+          embeddings_.empty() ? lm_head_->row(id) : std::span<const float>(embeddings_).subspan(id * width, width);
+      std::copy(embedding.begin(), embedding.end(), hidden_.begin() + static_cast<std::ptrdiff_t>((rows[b].offset + t) * width));
+      positions_[rows[b].offset + t] = static_cast<int64_t>(start + t);
+    }
+  }
+
+  std::vector<std::unique_ptr<Qwen35State>> states(keep_states ? branches.size() : 0);
+  for (std::size_t b = 0; b < states.size(); ++b) {
+    states[b] = std::make_unique<Qwen35State>();
+    states[b]->owner = this;
+    states[b]->length_ = start + rows[b].length;
+    states[b]->keys.resize(attention_layers_);
+    states[b]->values.resize(attention_layers_);
+    states[b]->conv_tails.resize(delta_layers_);
+    states[b]->recurrent.resize(delta_layers_);
+  }
+
+  const auto eps = static_cast<float>(config_.rms_norm_eps);
+  const auto inner = static_cast<std::size_t>(config_.intermediate_size);
+  normed_.resize(padded * width);
+  mixed_.resize(padded * width);
+  gate_.resize(padded * inner);
+  up_.resize(padded * inner);
+  for (const Layer& layer : layers_) {
+    kernels::rms_norm(hidden_, layer.input_norm, eps, normed_);
+    if (layer.attention) {
+      attention_layer(layer, base, rows, states);
+    } else {
+      delta_layer(layer, base, rows, states);
+    }
+    for (std::size_t i = 0; i < hidden_.size(); ++i) hidden_[i] += mixed_[i];
+    kernels::rms_norm(hidden_, layer.post_norm, eps, normed_);
+    layer.gate.forward(normed_, gate_);
+    layer.up.forward(normed_, up_);
+    kernels::silu_mul(gate_, up_, gate_);
+    layer.down.forward(gate_, mixed_);
+    for (std::size_t i = 0; i < hidden_.size(); ++i) hidden_[i] += mixed_[i];
+  }
+  kernels::rms_norm(std::span<const float>(hidden_).first(total * width), final_norm_, eps,
+                    std::span<float>(normed_).first(total * width));
+
+  std::vector<decoder::BranchOutput> outputs(branches.size());
+  for (std::size_t b = 0; b < branches.size(); ++b) {
+    for (const std::size_t position : branches[b].output_positions) {
+      const auto row = std::span<const float>(normed_).subspan((rows[b].offset + position) * width, width);
+      outputs[b].hidden.insert(outputs[b].hidden.end(), row.begin(), row.end());
+    }
+    if (keep_states) outputs[b].state = std::move(states[b]);
+  }
+  return outputs;
+}
+
+void Qwen35Decoder::attention_layer(const Layer& layer, const Qwen35State* base, std::span<const BranchRows> rows,
+                                    std::span<std::unique_ptr<Qwen35State>> states) {
+  const AttentionWeights& weights = *layer.attention;
+  const auto heads = static_cast<std::size_t>(config_.num_attention_heads);
+  const auto kv_heads = static_cast<std::size_t>(config_.num_key_value_heads);
+  const auto head_dim = static_cast<std::size_t>(config_.head_dim);
+  const auto rotary = static_cast<std::size_t>(config_.rotary_dim);
+  const auto theta = static_cast<float>(config_.rope_theta);
+  const auto eps = static_cast<float>(config_.rms_norm_eps);
+  const std::size_t q_width = heads * head_dim;
+  const std::size_t kv_width = kv_heads * head_dim;
+  const std::size_t stride = 2 * q_width + 2 * kv_width;
+  const std::size_t padded = hidden_.size() / hidden();
+  const std::size_t total = rows_;
+
+  projected_.resize(padded * stride);
+  weights.qkv.forward(normed_, projected_);
+  // q_proj interleaves per head: [query (head_dim) | output gate (head_dim)].
+  queries_.resize(total * q_width);
+  keys_.resize(total * kv_width);
+  values_.resize(total * kv_width);
+  for (std::size_t r = 0; r < total; ++r) {
+    const float* in = projected_.data() + r * stride;
+    for (std::size_t h = 0; h < heads; ++h) {
+      std::copy_n(in + h * 2 * head_dim, head_dim, queries_.data() + r * q_width + h * head_dim);
+    }
+    std::copy_n(in + 2 * q_width, kv_width, keys_.data() + r * kv_width);
+    std::copy_n(in + 2 * q_width + kv_width, kv_width, values_.data() + r * kv_width);
+  }
+  kernels::rms_norm(queries_, weights.q_norm, eps, queries_);
+  kernels::rms_norm(keys_, weights.k_norm, eps, keys_);
+  kernels::apply_rope(queries_, total, q_width, heads, head_dim, rotary, positions_, theta);
+  kernels::apply_rope(keys_, total, kv_width, kv_heads, head_dim, rotary, positions_, theta);
+
+  const std::size_t start = base == nullptr ? 0 : base->length();
+  const kernels::CachedAttentionShape shape{
+      .heads = heads,
+      .kv_heads = kv_heads,
+      .head_dim = head_dim,
+      .scale = 1.0F / std::sqrt(static_cast<float>(head_dim)),
+  };
+  context_.assign(padded * q_width, 0.0F);
+  for (std::size_t b = 0; b < rows.size(); ++b) {
+    const std::size_t n = start + rows[b].length;
+    keys_all_.resize(n * kv_width);
+    values_all_.resize(n * kv_width);
+    if (base != nullptr) {
+      std::copy(base->keys[layer.slot].begin(), base->keys[layer.slot].end(), keys_all_.begin());
+      std::copy(base->values[layer.slot].begin(), base->values[layer.slot].end(), values_all_.begin());
+    }
+    std::copy_n(keys_.data() + rows[b].offset * kv_width, rows[b].length * kv_width,
+                keys_all_.data() + start * kv_width);
+    std::copy_n(values_.data() + rows[b].offset * kv_width, rows[b].length * kv_width,
+                values_all_.data() + start * kv_width);
+    kernels::cached_attention(std::span<const float>(queries_).subspan(rows[b].offset * q_width), q_width,
+                              rows[b].length, keys_all_, values_all_, n, start, !noncausal_, shape,
+                              std::span<float>(context_).subspan(rows[b].offset * q_width, rows[b].length * q_width));
+    if (!states.empty()) {
+      states[b]->keys[layer.slot] = keys_all_;
+      states[b]->values[layer.slot] = values_all_;
+    }
+  }
+  for (std::size_t r = 0; r < total; ++r) {
+    const float* gate = projected_.data() + r * stride;
+    float* out = context_.data() + r * q_width;
+    for (std::size_t h = 0; h < heads; ++h) {
+      for (std::size_t d = 0; d < head_dim; ++d) {
+        const float g = gate[h * 2 * head_dim + head_dim + d];
+        out[h * head_dim + d] *= 1.0F / (1.0F + std::exp(-g));
+      }
+    }
+  }
+  weights.output.forward(context_, mixed_);
+}
+
+void Qwen35Decoder::delta_layer(const Layer& layer, const Qwen35State* base, std::span<const BranchRows> rows,
+                                std::span<std::unique_ptr<Qwen35State>> states) {
+  const DeltaNetWeights& weights = *layer.delta;
+  const kernels::GatedDeltaShape shape{
+      .k_heads = static_cast<std::size_t>(config_.linear_num_key_heads),
+      .v_heads = static_cast<std::size_t>(config_.linear_num_value_heads),
+      .k_dim = static_cast<std::size_t>(config_.linear_key_head_dim),
+      .v_dim = static_cast<std::size_t>(config_.linear_value_head_dim),
+  };
+  const std::size_t keys = key_dim();
+  const std::size_t values = value_dim();
+  const std::size_t channels = conv_channels();
+  const std::size_t history = conv_history();
+  const auto kernel = static_cast<std::size_t>(config_.linear_conv_kernel_dim);
+  const std::size_t stride = channels + values + 2 * shape.v_heads;
+  const std::size_t padded = hidden_.size() / hidden();
+  const std::size_t total = rows_;
+  const std::size_t start = base == nullptr ? 0 : base->length();
+
+  projected_.resize(padded * stride);
+  weights.input.forward(normed_, projected_);
+
+  conv_out_.resize(total * channels);
+  std::vector<float> tail;
+  for (std::size_t b = 0; b < rows.size(); ++b) {
+    if (base != nullptr) {
+      tail = base->conv_tails[layer.slot];
+    } else {
+      tail.assign(history * channels, 0.0F);
+    }
+    kernels::causal_conv1d_silu(std::span<const float>(projected_).subspan(rows[b].offset * stride), rows[b].length,
+                                stride, weights.conv, kernel, tail,
+                                std::span<float>(conv_out_).subspan(rows[b].offset * channels, rows[b].length * channels));
+    if (!states.empty()) states[b]->conv_tails[layer.slot] = tail;
+  }
+
+  delta_q_.resize(total * keys);
+  delta_k_.resize(total * keys);
+  g_.resize(total * shape.v_heads);
+  beta_.resize(total * shape.v_heads);
+  z_.resize(total * values);
+  for (std::size_t r = 0; r < total; ++r) {
+    const float* conv = conv_out_.data() + r * channels;
+    std::copy_n(conv, keys, delta_q_.data() + r * keys);
+    std::copy_n(conv + keys, keys, delta_k_.data() + r * keys);
+    const float* in = projected_.data() + r * stride;
+    std::copy_n(in + channels, values, z_.data() + r * values);
+    for (std::size_t h = 0; h < shape.v_heads; ++h) {
+      const float b = in[channels + values + h];
+      const float a = in[channels + values + shape.v_heads + h] + weights.dt_bias[h];
+      // torch's softplus (threshold 20: linear above it), then −exp(A_log) · softplus, in fp32.
+      const float softplus = a > 20.0F ? a : static_cast<float>(std::log1p(std::exp(static_cast<double>(a))));
+      beta_[r * shape.v_heads + h] = 1.0F / (1.0F + std::exp(-b));
+      g_[r * shape.v_heads + h] = weights.negative_a[h] * softplus;
+    }
+  }
+  kernels::l2_norm_scaled(delta_q_, shape.k_dim, qk_l2_eps, 1.0F / std::sqrt(static_cast<float>(shape.k_dim)),
+                          delta_q_);
+  kernels::l2_norm_scaled(delta_k_, shape.k_dim, qk_l2_eps, 1.0F, delta_k_);
+
+  core_.assign(padded * values, 0.0F);
+  std::vector<float> state;
+  for (std::size_t b = 0; b < rows.size(); ++b) {
+    if (base != nullptr) {
+      state = base->recurrent[layer.slot];
+    } else {
+      state.assign(shape.v_heads * shape.k_dim * shape.v_dim, 0.0F);
+    }
+    const std::size_t offset = rows[b].offset;
+    const std::size_t length = rows[b].length;
+    const kernels::GatedDeltaInputs inputs{
+        .query = std::span<const float>(delta_q_).subspan(offset * keys, length * keys),
+        .key = std::span<const float>(delta_k_).subspan(offset * keys, length * keys),
+        .value = std::span<const float>(conv_out_).subspan(offset * channels + 2 * keys),
+        .value_stride = channels,
+        .g = std::span<const float>(g_).subspan(offset * shape.v_heads, length * shape.v_heads),
+        .beta = std::span<const float>(beta_).subspan(offset * shape.v_heads, length * shape.v_heads),
+        .rows = length,
+    };
+    kernels::gated_delta_rule(inputs, shape, start, delta_chunk, state,
+                              std::span<float>(core_).subspan(offset * values, length * values));
+    if (!states.empty()) states[b]->recurrent[layer.slot] = state;
+  }
+  const auto eps = static_cast<float>(config_.rms_norm_eps);
+  const std::span<float> real_rows = std::span<float>(core_).first(total * values);
+  kernels::gated_rms_norm(real_rows, z_, weights.norm, eps, real_rows);
+  weights.output.forward(core_, mixed_);
+}
+
+}  // namespace
+
+std::unique_ptr<decoder::CausalDecoder> load_qwen3_5(const std::filesystem::path& dir, kernels::Precision precision,
+                                                     bool noncausal_full_attention) {
+  const Qwen35Config config = read_qwen3_5_config(dir / "config.json");
+  const Checkpoint weights = Checkpoint::open(dir);
+  return std::make_unique<Qwen35Decoder>(config, weights, precision, noncausal_full_attention);
+}
+
+}  // namespace s1::qwen3_5

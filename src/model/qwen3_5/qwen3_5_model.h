@@ -1,0 +1,27 @@
+#pragma once
+// The Qwen3.5 / Qwen3.8 hybrid decoder (Gated DeltaNet + gated full attention, models.md §2.A) behind
+// the family-agnostic decoder::CausalDecoder interface.
+
+#include <filesystem>
+#include <memory>
+
+#include "kernels/precision.h"
+#include "model/decoder/causal_decoder.h"
+
+namespace s1::qwen3_5 {
+
+// Loads config.json + model.safetensors (or a sharded index) from `dir`: a text checkpoint
+// (Qwen3_5ForCausalLM, weights under "model.") or the text part of a multimodal one
+// (Qwen3_5ForConditionalGeneration, weights under "model.language_model."; vision weights are
+// skipped with a log line). Multi-token-prediction weights ("mtp.*") are ignored; any other tensor
+// the family does not use is a LoadError, as is a missing one or a wrong shape.
+//
+// Linear layers run at `precision` (PackedLinear); activations, attention and the GDN state stay fp32.
+//
+// noncausal_full_attention: full-attention layers attend bidirectionally within each sequence while
+// GDN layers stay causal (D3, pplx-decider). Earlier positions then depend on later tokens, so a
+// prefix state cannot be reused: forward() with a prefix throws std::invalid_argument.
+std::unique_ptr<decoder::CausalDecoder> load_qwen3_5(const std::filesystem::path& dir, kernels::Precision precision,
+                                                     bool noncausal_full_attention = false);
+
+}  // namespace s1::qwen3_5
