@@ -1,6 +1,5 @@
 // Entry points of the causal-decoder ops: split rows (or query rows × heads) across the shared
-// OpenMP pool and run the reference implementation (for attention, the variant dispatch.cpp chose)
-// on each chunk.
+// OpenMP pool and run the variant dispatch.cpp chose (RoPE: the reference) on each chunk.
 
 #include <algorithm>
 #include <cassert>
@@ -30,11 +29,12 @@ constexpr std::size_t rows_per_attention_item = 64;
 void rms_norm(std::span<const float> x, std::span<const float> weight, float eps, std::span<float> y) {
   const std::size_t width = weight.size();
   assert(width > 0 && x.size() % width == 0 && y.size() == x.size());
+  RmsNormFn* run = selected_variants().rms_norm.run;
   parallel_for(x.size() / width, (min_norm_elements_per_thread + width - 1) / width,
                [&](std::size_t begin, std::size_t end) {
                  const std::size_t offset = begin * width;
                  const std::size_t size = (end - begin) * width;
-                 reference::rms_norm(x.subspan(offset, size), weight, eps, y.subspan(offset, size));
+                 run(x.subspan(offset, size), weight, eps, y.subspan(offset, size));
                });
 }
 
@@ -52,9 +52,9 @@ void apply_rope(std::span<float> x, std::size_t rows, std::size_t row_stride, st
 
 void silu_mul(std::span<const float> gate, std::span<const float> up, std::span<float> y) {
   assert(up.size() == gate.size() && y.size() == gate.size());
+  SiluMulFn* run = selected_variants().silu_mul.run;
   parallel_for(gate.size(), min_elementwise_elements_per_thread, [&](std::size_t begin, std::size_t end) {
-    reference::silu_mul(gate.subspan(begin, end - begin), up.subspan(begin, end - begin),
-                        y.subspan(begin, end - begin));
+    run(gate.subspan(begin, end - begin), up.subspan(begin, end - begin), y.subspan(begin, end - begin));
   });
 }
 

@@ -47,6 +47,14 @@ constexpr std::array<Variant<CachedAttentionHeadFn>, 2> cached_attention_head_va
     {"avx512", Isa::avx512, &x86::cached_attention_head_avx512},
     {"reference", Isa::portable, &reference::cached_attention_head},
 }};
+constexpr std::array<Variant<RmsNormFn>, 2> rms_norm_variants{{
+    {"avx512", Isa::avx512, &x86::rms_norm_avx512},
+    {"reference", Isa::portable, &reference::rms_norm},
+}};
+constexpr std::array<Variant<SiluMulFn>, 2> silu_mul_variants{{
+    {"avx512", Isa::avx512, &x86::silu_mul_avx512},
+    {"reference", Isa::portable, &reference::silu_mul},
+}};
 
 template <class Fn, std::size_t count>
 Variant<Fn> first_supported(const std::array<Variant<Fn>, count>& variants,
@@ -101,7 +109,8 @@ std::string_view isa_name(Isa isa) {
 
 const OpVariants& op_variants() {
   static const OpVariants variants{layer_norm_variants, gelu_variants, softmax_variants, convert_variants,
-                                   attention_head_variants, cached_attention_head_variants};
+                                   attention_head_variants, cached_attention_head_variants, rms_norm_variants,
+                                   silu_mul_variants};
   return variants;
 }
 
@@ -110,7 +119,8 @@ const SelectedVariants& selected_variants() {
       first_supported(layer_norm_variants),     first_supported(gelu_variants),
       first_supported(softmax_variants),        first_supported(convert_variants),
       first_supported(attention_head_variants), first_supported(attention_head_variants, Precision::bf16),
-      first_supported(cached_attention_head_variants)};
+      first_supported(cached_attention_head_variants), first_supported(rms_norm_variants),
+      first_supported(silu_mul_variants)};
   return selected;
 }
 

@@ -25,6 +25,9 @@ using LayerNormFn = void(std::span<const float> x, std::span<const float> residu
 using GeluFn = void(std::span<const float> x, std::span<float> y);
 using SoftmaxFn = void(std::span<const float> x, std::size_t columns, std::span<float> y);
 using ConvertFp32ToBf16Fn = void(std::span<const float> x, std::span<Bf16Bits> y);
+// rows = x.size() / weight.size() (kernels/rms_norm.h).
+using RmsNormFn = void(std::span<const float> x, std::span<const float> weight, float eps, std::span<float> y);
+using SiluMulFn = void(std::span<const float> gate, std::span<const float> up, std::span<float> y);
 
 // One (sequence, head) of attention over strided rows of the fused QKV matrix.
 struct AttentionHeadTask {
@@ -77,6 +80,8 @@ struct OpVariants {
   std::span<const Variant<ConvertFp32ToBf16Fn>> convert_fp32_to_bf16;
   std::span<const Variant<AttentionHeadFn>> attention_head;
   std::span<const Variant<CachedAttentionHeadFn>> cached_attention_head;
+  std::span<const Variant<RmsNormFn>> rms_norm;
+  std::span<const Variant<SiluMulFn>> silu_mul;
 };
 [[nodiscard]] const OpVariants& op_variants();
 
@@ -89,6 +94,8 @@ struct SelectedVariants {
   Variant<AttentionHeadFn> attention_head;
   Variant<AttentionHeadFn> attention_head_bf16;
   Variant<CachedAttentionHeadFn> cached_attention_head;
+  Variant<RmsNormFn> rms_norm;
+  Variant<SiluMulFn> silu_mul;
 };
 [[nodiscard]] const SelectedVariants& selected_variants();
 

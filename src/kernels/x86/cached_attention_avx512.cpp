@@ -84,13 +84,21 @@ void cached_attention_head_avx512(const CachedAttentionHeadTask& task) {
   const std::size_t key_count = task.causal ? task.first_query_position + task.m : task.n;
   const std::size_t padded = (key_count + 15) / 16 * 16;
   Scratch& scratch = thread_scratch();
-  scratch.keys_transposed.assign(d * padded, 0.0F);
+  scratch.keys_transposed.resize(d * padded);
   scratch.queries.resize(block_rows * d);
   scratch.scores.resize(block_rows * padded);
   float* keys_transposed = scratch.keys_transposed.data();
   float* scores = scratch.scores.data();
-  for (std::size_t j = 0; j < key_count; ++j)
-    for (std::size_t c = 0; c < d; ++c) keys_transposed[c * padded + j] = task.keys[j * task.kv_stride + c];
+  // Transposed 16 keys at a time: each write fills one cache line of kT while the 16 key rows being
+  // read stay in L1 (a plain column-by-column transpose touched a new line on every write).
+  for (std::size_t j0 = 0; j0 < padded; j0 += 16) {
+    const std::size_t keys_here = std::min<std::size_t>(16, key_count - j0);
+    for (std::size_t c = 0; c < d; ++c) {
+      float* column = keys_transposed + c * padded + j0;
+      for (std::size_t j = 0; j < keys_here; ++j) column[j] = task.keys[(j0 + j) * task.kv_stride + c];
+      for (std::size_t j = keys_here; j < 16; ++j) column[j] = 0.0F;  // padding keys, masked later
+    }
+  }
 
   for (std::size_t i0 = 0; i0 < task.m; i0 += block_rows) {
     const std::size_t rows = std::min(block_rows, task.m - i0);

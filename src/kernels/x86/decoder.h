@@ -2,10 +2,14 @@
 
 // Optimised x86 variants of the causal-decoder ops; dispatch.cpp chooses them from CPUID.
 
+#include <span>
+
 #include "kernels/variants.h"
 
 namespace s1::kernels::x86 {
 
 void cached_attention_head_avx512(const CachedAttentionHeadTask& task);
+void rms_norm_avx512(std::span<const float> x, std::span<const float> weight, float eps, std::span<float> y);
+void silu_mul_avx512(std::span<const float> gate, std::span<const float> up, std::span<float> y);
 
 }  // namespace s1::kernels::x86

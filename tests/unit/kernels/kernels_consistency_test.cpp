@@ -250,6 +250,45 @@ TEST(KernelsConsistency, AttentionHeadVariants) {
   }
 }
 
+TEST(KernelsConsistency, RmsNormVariants) {
+  unsigned seed = 420;
+  for (const auto& variant : op_variants().rms_norm) {
+    if (!runnable(variant)) continue;
+    for (const std::size_t width : {1UL, 6UL, 16UL, 17UL, 128UL, 1000UL}) {
+      for (const float scale : {1e-3F, 1.0F, 300.0F}) {
+        const auto x = random_values(7 * width, scale, ++seed);
+        const auto weight = random_values(width, 1.0F, ++seed);
+        std::vector<float> expected(x.size()), got(x.size());
+        reference::rms_norm(x, weight, 1e-6F, expected);
+        variant.run(x, weight, 1e-6F, got);
+        expect_close(got, expected, fp32_tolerance,
+                     std::string(variant.name) + " width " + std::to_string(width) + " scale " + std::to_string(scale));
+      }
+    }
+  }
+}
+
+TEST(KernelsConsistency, SiluMulVariants) {
+  unsigned seed = 430;
+  for (const auto& variant : op_variants().silu_mul) {
+    if (!runnable(variant)) continue;
+    for (const std::size_t size : {1UL, 15UL, 16UL, 17UL, 1000UL, 4099UL}) {
+      auto gate = random_values(size, 4.0F, ++seed);
+      const auto up = random_values(size, 2.0F, ++seed);
+      if (size > 4) {
+        gate[0] = -120.0F;  // e^(−g) overflows fp32: silu must still be ≈ 0, not NaN
+        gate[1] = 120.0F;
+        gate[2] = 0.0F;
+        gate[3] = -1e-7F;
+      }
+      std::vector<float> expected(size), got(size);
+      reference::silu_mul(gate, up, expected);
+      variant.run(gate, up, got);
+      expect_close(got, expected, fp32_tolerance, std::string(variant.name) + " size " + std::to_string(size));
+    }
+  }
+}
+
 TEST(KernelsConsistency, CachedAttentionHeadVariants) {
   unsigned seed = 450;
   struct Case {
