@@ -32,6 +32,8 @@ class Normalizer {
 class PreTokenizer {
  public:
   virtual ~PreTokenizer() = default;
+  // True when words are to be read as bytes in GPT-2's byte-level alphabet (a ByteLevel stage).
+  virtual bool byte_level() const = 0;
   // Words as views into text.
   virtual std::vector<std::string_view> split(std::string_view text) const = 0;
 };
@@ -45,7 +47,7 @@ class Model {
   virtual std::string_view id_to_token(int32_t id) const = 0;
   // One past the largest id.
   virtual size_t id_limit() const = 0;
-  virtual int32_t unk_id() const = 0;
+  virtual std::optional<int32_t> unk_id() const = 0;
 };
 
 class PostProcessor {
@@ -58,10 +60,20 @@ class PostProcessor {
   virtual std::optional<int32_t> sep_id() const = 0;
 };
 
+class Decoder {
+ public:
+  virtual ~Decoder() = default;
+  // Text of a token sequence; may be invalid UTF-8 (the caller repairs it).
+  virtual std::string decode(std::span<const std::string_view> tokens) const = 0;
+};
+
 // Factories; a null section yields nullptr where HF allows it to be absent.
 std::unique_ptr<Normalizer> make_normalizer(const nlohmann::json& section);
 std::unique_ptr<PreTokenizer> make_pre_tokenizer(const nlohmann::json& section);
-std::unique_ptr<Model> make_model(const nlohmann::json& section);
+// byte_level: the pre-tokeniser hands over words as bytes for a byte-level vocab.
+std::unique_ptr<Model> make_model(const nlohmann::json& section, bool byte_level);
+std::unique_ptr<Model> make_bpe(const nlohmann::json& section, bool byte_level);
 std::unique_ptr<PostProcessor> make_post_processor(const nlohmann::json& section);
+std::unique_ptr<Decoder> make_decoder(const nlohmann::json& section);
 
 }  // namespace s1::text::detail

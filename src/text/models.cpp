@@ -97,7 +97,7 @@ class WordPiece final : public Model {
   }
 
   size_t id_limit() const override { return tokens_by_id_.size(); }
-  int32_t unk_id() const override { return unk_id_; }
+  std::optional<int32_t> unk_id() const override { return unk_id_; }
 
  private:
   bool too_long(std::string_view word) const {
@@ -137,10 +137,14 @@ std::unique_ptr<Model> make_word_piece(const nlohmann::json& section) {
 
 }  // namespace
 
-std::unique_ptr<Model> make_model(const nlohmann::json& section) {
+std::unique_ptr<Model> make_model(const nlohmann::json& section, bool byte_level) {
   if (section.is_null()) throw ConfigError("model section is missing");
   const std::string type = component_type(section, "model");
-  if (type == "WordPiece") return make_word_piece(section);
+  if (type == "BPE") return make_bpe(section, byte_level);
+  if (type == "WordPiece") {
+    if (byte_level) throw ConfigError("model WordPiece after a ByteLevel pre_tokenizer is not supported");
+    return make_word_piece(section);
+  }
   throw unsupported("model", type);
 }
 

@@ -1,5 +1,9 @@
+#include <utf8proc.h>
+
 #include <algorithm>
 #include <array>
+#include <cstdlib>
+#include <new>
 #include <string>
 
 #include "text/json_fields.h"
@@ -118,6 +122,41 @@ class BertNormalizer final : public Normalizer {
   std::array<int, 0x80> ascii_{};
 };
 
+bool is_ascii(std::string_view text) {
+  return std::all_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+}
+
+// Unicode NFC (Qwen's normaliser). ASCII is already in NFC.
+class NfcNormalizer final : public Normalizer {
+ public:
+  std::string normalize(std::string_view text) const override {
+    if (is_ascii(text)) return std::string(text);
+    utf8proc_uint8_t* composed = nullptr;
+    const utf8proc_ssize_t size = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
+                                               static_cast<utf8proc_ssize_t>(text.size()), &composed,
+                                               static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+    // Input is valid UTF-8, so only allocation can fail.
+    if (size < 0) throw std::bad_alloc();
+    std::string result(reinterpret_cast<const char*>(composed), static_cast<size_t>(size));
+    std::free(composed);
+    return result;
+  }
+};
+
+class SequenceNormalizer final : public Normalizer {
+ public:
+  explicit SequenceNormalizer(std::vector<std::unique_ptr<Normalizer>> stages) : stages_(std::move(stages)) {}
+
+  std::string normalize(std::string_view text) const override {
+    std::string result(text);
+    for (const auto& stage : stages_) result = stage->normalize(result);
+    return result;
+  }
+
+ private:
+  std::vector<std::unique_ptr<Normalizer>> stages_;
+};
+
 }  // namespace
 
 std::unique_ptr<Normalizer> make_normalizer(const nlohmann::json& section) {
@@ -131,6 +170,19 @@ std::unique_ptr<Normalizer> make_normalizer(const nlohmann::json& section) {
     return std::make_unique<BertNormalizer>(optional_field<bool>(section, component, "clean_text", true),
                                             optional_field<bool>(section, component, "handle_chinese_chars", true),
                                             strip_accents, lowercase);
+  }
+  if (type == "NFC") return std::make_unique<NfcNormalizer>();
+  if (type == "Sequence") {
+    const auto stages_json = section.find("normalizers");
+    if (stages_json == section.end() || !stages_json->is_array()) {
+      throw ConfigError("normalizer Sequence: 'normalizers' must be an array");
+    }
+    std::vector<std::unique_ptr<Normalizer>> stages;
+    for (const nlohmann::json& stage : *stages_json) {
+      if (stage.is_null()) throw ConfigError("normalizer Sequence: a stage is null");
+      stages.push_back(make_normalizer(stage));
+    }
+    return std::make_unique<SequenceNormalizer>(std::move(stages));
   }
   throw unsupported("normalizer", type);
 }

@@ -93,6 +93,17 @@ int32_t bert_processing_id(const nlohmann::json& section, const char* field) {
   return (*found)[1].get<int32_t>();
 }
 
+// HF's ByteLevel post-processor only trims offsets; the ids pass through.
+class PassThroughProcessor final : public PostProcessor {
+ public:
+  size_t added_token_count() const override { return 0; }
+  std::vector<int32_t> apply(std::span<const int32_t> content) const override {
+    return {content.begin(), content.end()};
+  }
+  std::optional<int32_t> cls_id() const override { return std::nullopt; }
+  std::optional<int32_t> sep_id() const override { return std::nullopt; }
+};
+
 }  // namespace
 
 std::unique_ptr<PostProcessor> make_post_processor(const nlohmann::json& section) {
@@ -103,6 +114,7 @@ std::unique_ptr<PostProcessor> make_post_processor(const nlohmann::json& section
     return std::make_unique<TemplateProcessor>(std::vector<TemplatePiece>{
         {false, {bert_processing_id(section, "cls")}}, {true, {}}, {false, {bert_processing_id(section, "sep")}}});
   }
+  if (type == "ByteLevel") return std::make_unique<PassThroughProcessor>();
   throw unsupported("post_processor", type);
 }
 

@@ -1,6 +1,8 @@
+#include <algorithm>
 #include <array>
 
 #include "text/json_fields.h"
+#include "text/regex_split.h"
 #include "text/unicode.h"
 #include "text/utf8.h"
 
@@ -13,6 +15,8 @@ class BertPreTokenizer final : public PreTokenizer {
   BertPreTokenizer() {
     for (char32_t byte = 0; byte < 0x80; ++byte) ascii_[byte] = classify(byte);
   }
+
+  bool byte_level() const override { return false; }
 
   std::vector<std::string_view> split(std::string_view text) const override {
     std::vector<std::string_view> words;
@@ -59,12 +63,123 @@ class BertPreTokenizer final : public PreTokenizer {
   std::array<Kind, 0x80> ascii_{};
 };
 
+// HF's Split with behavior Isolated and invert false: matches and the text between them.
+class SplitPreTokenizer final : public PreTokenizer {
+ public:
+  explicit SplitPreTokenizer(std::unique_ptr<RegexMatcher> matcher) : matcher_(std::move(matcher)) {}
+
+  bool byte_level() const override { return false; }
+  std::vector<std::string_view> split(std::string_view text) const override { return split_isolated(text, *matcher_); }
+
+ private:
+  std::unique_ptr<RegexMatcher> matcher_;
+};
+
+// GPT-2's split, which ByteLevel applies itself when use_regex is true.
+constexpr std::string_view kGpt2SplitPattern =
+    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+
+// HF's ByteLevel pre-tokeniser. Its byte-to-alphabet mapping is not done here: the BPE model keys a
+// byte-level vocab by raw bytes instead (byte_level() tells it to), which gives the same tokens.
+class ByteLevelPreTokenizer final : public PreTokenizer {
+ public:
+  explicit ByteLevelPreTokenizer(std::unique_ptr<RegexMatcher> matcher) : matcher_(std::move(matcher)) {}
+
+  bool byte_level() const override { return true; }
+  std::vector<std::string_view> split(std::string_view text) const override {
+    if (!matcher_) return {text};
+    return split_isolated(text, *matcher_);
+  }
+
+ private:
+  std::unique_ptr<RegexMatcher> matcher_;
+};
+
+class SequencePreTokenizer final : public PreTokenizer {
+ public:
+  explicit SequencePreTokenizer(std::vector<std::unique_ptr<PreTokenizer>> stages) : stages_(std::move(stages)) {}
+
+  bool byte_level() const override {
+    return std::any_of(stages_.begin(), stages_.end(), [](const auto& stage) { return stage->byte_level(); });
+  }
+
+  std::vector<std::string_view> split(std::string_view text) const override {
+    std::vector<std::string_view> pieces{text};
+    for (const auto& stage : stages_) {
+      std::vector<std::string_view> next;
+      next.reserve(pieces.size());
+      for (const std::string_view piece : pieces) {
+        for (const std::string_view part : stage->split(piece)) {
+          if (!part.empty()) next.push_back(part);
+        }
+      }
+      pieces = std::move(next);
+    }
+    return pieces;
+  }
+
+ private:
+  std::vector<std::unique_ptr<PreTokenizer>> stages_;
+};
+
+std::unique_ptr<PreTokenizer> make_split(const nlohmann::json& section) {
+  constexpr std::string_view component = "pre_tokenizer Split";
+  const auto behavior = required_field<std::string>(section, component, "behavior");
+  if (behavior != "Isolated") throw ConfigError("pre_tokenizer Split: behavior '" + behavior + "' is not supported");
+  if (optional_field<bool>(section, component, "invert", false)) {
+    throw ConfigError("pre_tokenizer Split: invert true is not supported");
+  }
+  const auto pattern = section.find("pattern");
+  if (pattern == section.end() || !pattern->is_object() || pattern->size() != 1) {
+    throw ConfigError("pre_tokenizer Split: 'pattern' must be {\"Regex\": ...} or {\"String\": ...}");
+  }
+  if (const auto regex = pattern->find("Regex"); regex != pattern->end() && regex->is_string()) {
+    const auto& text = regex->get_ref<const std::string&>();
+    if (std::unique_ptr<RegexMatcher> known = make_known_matcher(text)) {
+      return std::make_unique<SplitPreTokenizer>(std::move(known));
+    }
+    return std::make_unique<SplitPreTokenizer>(make_pcre2_matcher(text, false));
+  }
+  if (const auto literal = pattern->find("String"); literal != pattern->end() && literal->is_string()) {
+    return std::make_unique<SplitPreTokenizer>(make_pcre2_matcher(literal->get<std::string>(), true));
+  }
+  throw ConfigError("pre_tokenizer Split: pattern " + pattern->dump() + " is not supported");
+}
+
+std::unique_ptr<PreTokenizer> make_byte_level(const nlohmann::json& section) {
+  constexpr std::string_view component = "pre_tokenizer ByteLevel";
+  if (optional_field<bool>(section, component, "add_prefix_space", true)) {
+    throw ConfigError("pre_tokenizer ByteLevel: add_prefix_space true is not supported");
+  }
+  // trim_offsets only affects offsets, which s1serve does not report.
+  if (!optional_field<bool>(section, component, "use_regex", true)) return std::make_unique<ByteLevelPreTokenizer>(nullptr);
+  return std::make_unique<ByteLevelPreTokenizer>(make_pcre2_matcher(std::string(kGpt2SplitPattern), false));
+}
+
 }  // namespace
 
 std::unique_ptr<PreTokenizer> make_pre_tokenizer(const nlohmann::json& section) {
   if (section.is_null()) return nullptr;
   const std::string type = component_type(section, "pre_tokenizer");
   if (type == "BertPreTokenizer") return std::make_unique<BertPreTokenizer>();
+  if (type == "Split") return make_split(section);
+  if (type == "ByteLevel") return make_byte_level(section);
+  if (type == "Sequence") {
+    const auto stages_json = section.find("pretokenizers");
+    if (stages_json == section.end() || !stages_json->is_array()) {
+      throw ConfigError("pre_tokenizer Sequence: 'pretokenizers' must be an array");
+    }
+    std::vector<std::unique_ptr<PreTokenizer>> stages;
+    for (const nlohmann::json& stage : *stages_json) {
+      if (stage.is_null()) throw ConfigError("pre_tokenizer Sequence: a stage is null");
+      // Byte-level words stay raw bytes here, so a later stage would see other text than in HF.
+      if (!stages.empty() && stages.back()->byte_level()) {
+        throw ConfigError("pre_tokenizer Sequence: a stage after ByteLevel is not supported");
+      }
+      stages.push_back(make_pre_tokenizer(stage));
+    }
+    return std::make_unique<SequencePreTokenizer>(std::move(stages));
+  }
   throw unsupported("pre_tokenizer", type);
 }
 

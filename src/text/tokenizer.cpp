@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "text/added_tokens.h"
 #include "text/json_fields.h"
@@ -19,10 +20,12 @@ struct Tokenizer::Impl {
   std::unique_ptr<detail::PreTokenizer> pre_tokenizer;
   std::unique_ptr<detail::Model> model;
   std::unique_ptr<detail::PostProcessor> post_processor;
+  std::unique_ptr<detail::Decoder> decoder;
   detail::AddedTokenMatcher raw_matcher;
   detail::AddedTokenMatcher normalized_matcher;
   detail::StringMap<int32_t> added_by_content;
   std::unordered_map<int32_t, std::string> added_by_id;
+  std::unordered_set<int32_t> special_added_ids;
   size_t vocab_size = 0;
   SpecialTokenIds special_ids;
   std::optional<FileTruncation> truncation;
@@ -86,10 +89,11 @@ Tokenizer::Impl::Impl(const nlohmann::json& root) {
     const auto found = root.find(name);
     return found == root.end() ? null_section : *found;
   };
-  model = detail::make_model(section("model"));
   normalizer = detail::make_normalizer(section("normalizer"));
   pre_tokenizer = detail::make_pre_tokenizer(section("pre_tokenizer"));
+  model = detail::make_model(section("model"), pre_tokenizer && pre_tokenizer->byte_level());
   post_processor = detail::make_post_processor(section("post_processor"));
+  decoder = detail::make_decoder(section("decoder"));
   truncation = parse_truncation(root);
   padding = parse_padding(root);
 
@@ -99,6 +103,7 @@ Tokenizer::Impl::Impl(const nlohmann::json& root) {
   for (detail::AddedToken& token : parse_added_tokens(root)) {
     added_by_content[token.content] = token.id;
     added_by_id[token.id] = token.content;
+    if (token.special) special_added_ids.insert(token.id);
     vocab_size = std::max(vocab_size, static_cast<size_t>(token.id) + 1);
     if (token.normalized && normalizer) {
       token.content = normalizer->normalize(token.content);
@@ -201,6 +206,23 @@ Encoding Tokenizer::encode(std::string_view text, EncodeOptions options) const {
   }
   encoding.ids = add_special ? impl_->post_processor->apply(content) : std::move(content);
   return encoding;
+}
+
+std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_tokens) const {
+  std::vector<std::string_view> tokens;
+  tokens.reserve(ids.size());
+  for (const int32_t id : ids) {
+    if (skip_special_tokens && impl_->special_added_ids.contains(id)) continue;
+    const std::string_view token = id_to_token(id);
+    if (!token.empty()) tokens.push_back(token);
+  }
+  if (impl_->decoder) return to_valid_utf8(impl_->decoder->decode(tokens));
+  std::string text;
+  for (const std::string_view token : tokens) {
+    if (!text.empty()) text += ' ';
+    text += token;
+  }
+  return text;
 }
 
 std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const { return impl_->token_to_id(token); }

@@ -1,9 +1,12 @@
 #pragma once
 // Tokenizer loaded from a HF tokenizer.json, producing the same ids as HF `tokenizers`.
 //
-// Supported today: model WordPiece; normalizer BertNormalizer; pre_tokenizer BertPreTokenizer;
-// post_processor TemplateProcessing / BertProcessing (single sequence); added_tokens. Any other
-// component type is a load error naming it. The file's own truncation/padding sections are
+// Supported today: models WordPiece and BPE (byte-level or not, byte_fallback, unk, ignore_merges;
+// no dropout); normalizers BertNormalizer, NFC, Sequence; pre_tokenizers BertPreTokenizer,
+// Split (Isolated; regex via PCRE2, with a hand-written matcher for the Qwen patterns), ByteLevel
+// (no prefix space), Sequence; post_processors TemplateProcessing / BertProcessing (single
+// sequence), ByteLevel; decoders ByteLevel, WordPiece; added_tokens. Any other component type or
+// option is a load error naming it. The file's own truncation/padding sections are
 // reported but not applied: the caller chooses max_length per call, as sentence-transformers does.
 // Encoding accepts any bytes: invalid UTF-8 is read as Python's decode(errors="replace") would.
 
@@ -12,6 +15,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -65,6 +69,9 @@ class Tokenizer {
   ~Tokenizer();
 
   Encoding encode(std::string_view text, EncodeOptions options = {}) const;
+  // HF's decode: the tokens of known ids through the file's decoder (joined by spaces when it has
+  // none), invalid UTF-8 in the result replaced as Rust's from_utf8_lossy does.
+  std::string decode(std::span<const int32_t> ids, bool skip_special_tokens = false) const;
 
   std::optional<int32_t> token_to_id(std::string_view token) const;
   // Empty for an id no token has.

@@ -23,7 +23,15 @@ bool in_ranges(std::span<const CodePointRange> ranges, char32_t code_point) {
   return found != ranges.begin() && code_point <= std::prev(found)->last;
 }
 
-enum ClassBit : uint8_t { kControl = 1, kPunctuation = 2, kNonspacingMark = 4 };
+enum ClassBit : uint8_t {
+  kControl = 1,
+  kPunctuation = 2,
+  kNonspacingMark = 4,
+  kRegexLetter = 8,
+  kRegexMark = 16,
+  kRegexNumber = 32,
+  kRegexSpace = 64,
+};
 
 // The classes are asked for every non-ASCII character, so the BMP gets a flat table (64 KiB,
 // built once) instead of a binary search per question.
@@ -40,6 +48,10 @@ const std::array<uint8_t, 0x10000>& bmp_classes() {
     mark(kBertControlRanges, kControl);
     mark(kBertPunctuationRanges, kPunctuation);
     mark(kNonspacingMarkRanges, kNonspacingMark);
+    mark(kRegexLetterRanges, kRegexLetter);
+    mark(kRegexMarkRanges, kRegexMark);
+    mark(kRegexNumberRanges, kRegexNumber);
+    mark(kRegexSpaceRanges, kRegexSpace);
     return classes;
   }();
   return table;
@@ -67,6 +79,14 @@ bool is_bert_control(char32_t code_point) { return has_class(kBertControlRanges,
 bool is_bert_punctuation(char32_t code_point) { return has_class(kBertPunctuationRanges, kPunctuation, code_point); }
 
 bool is_nonspacing_mark(char32_t code_point) { return has_class(kNonspacingMarkRanges, kNonspacingMark, code_point); }
+
+bool is_regex_letter(char32_t code_point) { return has_class(kRegexLetterRanges, kRegexLetter, code_point); }
+
+bool is_regex_mark(char32_t code_point) { return has_class(kRegexMarkRanges, kRegexMark, code_point); }
+
+bool is_regex_number(char32_t code_point) { return has_class(kRegexNumberRanges, kRegexNumber, code_point); }
+
+bool is_regex_space(char32_t code_point) { return has_class(kRegexSpaceRanges, kRegexSpace, code_point); }
 
 bool is_chinese_char(char32_t code_point) {
   return (code_point >= 0x4E00 && code_point <= 0x9FFF) || (code_point >= 0x3400 && code_point <= 0x4DBF) ||

@@ -1,5 +1,6 @@
 #pragma once
-// Character classes of the BERT normaliser and pre-tokeniser, as HF tokenizers computes them.
+// Character classes of the BERT normaliser and pre-tokeniser and of the Split regex, as HF tokenizers
+// computes them.
 // Control, punctuation and nonspacing-mark sets come from unicode_tables.inc (measured from HF,
 // whose category tables are frozen at an old Unicode version); decomposition and case mapping
 // come from utf8proc.
@@ -17,6 +18,13 @@ bool is_bert_punctuation(char32_t code_point);
 bool is_nonspacing_mark(char32_t code_point);
 // The CJK ideograph blocks BertNormalizer surrounds with spaces (HF's ranges, not BERT's).
 bool is_chinese_char(char32_t code_point);
+
+// The \p{L}, \p{M}, \p{N} and \s classes of the Oniguruma build behind HF's Split pre-tokeniser
+// (measured from HF into unicode_tables.inc), for the hand-written Qwen split.
+bool is_regex_letter(char32_t code_point);
+bool is_regex_mark(char32_t code_point);
+bool is_regex_number(char32_t code_point);
+bool is_regex_space(char32_t code_point);
 
 int canonical_combining_class(char32_t code_point);
 

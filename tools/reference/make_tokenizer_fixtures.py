@@ -3,17 +3,26 @@
 
 Run in a throwaway venv (pip install tokenizers), never inside the repository:
     python tools/reference/make_tokenizer_fixtures.py            # fixtures under tests/parity/text
+    python tools/reference/make_tokenizer_fixtures.py --qwen2-tokenizer /tmp/qwen2-tokenizer.json
     python tools/reference/make_tokenizer_fixtures.py --unicode-tables
+The first form covers MiniLM (WordPiece) and the tiny Qwen tokenizer (tests/fixtures/qwen-tiny-tokenizer);
+the second adds the real Qwen2 vocab rebuilt from llama.cpp's GGUF (gguf_vocab_to_tokenizer_json.py),
+stored as tests/parity/text/qwen2-tokenizer.json.xz, and its Qwen3.5 variant (same vocab, no NFC,
+Qwen3.5's split pattern), which the C++ test derives from the same file.
 The second form regenerates src/text/unicode_tables.inc: the character classes HF's BERT
 normaliser and pre-tokeniser actually use (its `unicode_categories` dependency is frozen at an old
-Unicode version), measured code point by code point so s1serve matches HF exactly.
+Unicode version), and the \p{L}, \p{M}, \p{N} and \s classes of the Oniguruma regex engine behind
+HF's Split pre-tokeniser (for the hand-written Qwen split), measured code point by code point so
+s1serve matches HF exactly.
 """
 import argparse
 import json
+import lzma
 import pathlib
+import random
 
 import tokenizers
-from tokenizers import Tokenizer, normalizers, pre_tokenizers
+from tokenizers import Regex, Tokenizer, normalizers, pre_tokenizers
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TEXT = ROOT / "tests/parity/text"
@@ -63,6 +72,89 @@ def write_fixtures():
             ids, _ = encode(tokenizer, raw.decode("utf-8", errors="replace"))
             out.write(json.dumps({"hex": raw.hex(), "ids": ids}) + "\n")
     print(f"wrote fixtures for {len(lines)} lines with tokenizers {tokenizers.__version__}")
+    write_bpe_fixtures(Tokenizer.from_file(str(ROOT / "tests/fixtures/qwen-tiny-tokenizer/tokenizer.json")),
+                       "qwen_tiny", "../../fixtures/qwen-tiny-tokenizer/tokenizer.json")
+
+
+QWEN3_5_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}|"
+                   r" ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+# Cases the byte-level BPE tokenizers meet that the corpus has few of.
+BPE_CASES = [
+    "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nHi!<|im_end|>\n"
+    "<|im_start|>assistant\n<think>\n\n</think>\n\nHello.<|im_end|>\n",
+    "<|im_start|><|im_end|><|endoftext|>", "<|im_start|>user<|im_end|>", "<|im_start |>", "<|IM_START|>",
+    "a<think>b</think>c", "<think></think>", " <think> ", "<thinking>", "<|endoftext|><|endoftext|>",
+    "{\"answer\": \"yes\", \"confidence\": 0.93, \"labels\": [\"A\", \"B\", \"AA\"]}",
+    "[{\"role\": \"user\", \"content\": \"x\"}]\n", "{\"nested\": {\"a\": [1, 2, {\"b\": null}]}}",
+    " ", "  ", "   ", "\t", "\n", "\n\n", " \n", "\n ", " \n ", "a  b", "a   b", "a \n b", "a\n\n\nb",
+    "a\r\nb", "a\r\n\r\n", "x  ", "x   \n", "\u3000x", "x\u00a0\u00a0y", "\t\tdef f():\n\t\treturn 1\n",
+    "0", "12", "123", "1234567890", "3.14159", "-42", "1,000,000", "2024-06-11", "v1.2.3", "１２３", "٣٤٥", "Ⅻ",
+    "I'm", "you're", "we've", "they'll", "he'd", "it's", "don't", "I'M", "YOU'RE", "'s", "'S", "'ſ", "'sup",
+    "O'Neil", "rock'n'roll", "'" * 3, "' s",
+    "你好世界", "我们今天去北京。", "日本語のテキスト", "한국어 문장", "中文，标点！", "漢字かなカナ",
+    "😀", "👍🏽", "👨‍👩‍👧‍👦", "🇫🇷🇯🇵", "🏳️‍🌈", "a😀b", " 😀", "😀😀😀",
+    "e\u0301", "café", "cafe\u0301", "\u1100\u1161", "\u0041\u030a", "Å", "Å", "ﬁ", "\u0301abc", " \u0301",
+    "a\u0308\u0301", "\u0915\u094d\u0937", "Ǆ", "ǅ", "x\u20dd", "\u0e01\u0e33",
+    "yes", "no", " yes", " no", "Yes", "NO", "A", "B", "AA", "AZ", "ABC", " A", "A B C", "AAAAAAAA",
+    "a" * 300, "ab" * 200, " " * 64, "\n" * 40, "😀" * 50, "9" * 100,
+]
+
+
+def random_cases(count):
+    # Random strings over the characters the split pattern tells apart.
+    rng = random.Random(20261129)
+    pool = (list("aAzZ09 _-'.,!?\"\t\n\r") + ["s", "t", "re", "ve", "ll", "m", "d", "\u0301", "\u0308",
+            "\u00e9", "\u4e2d", "\u3000", "\u00a0", "\u2028", "\u0085", "\u0663", "\u2163", "\U0001f600",
+            "\u200d", "\ufe0f", "<|im_end|>", "<think>", "\u0915", "\u094d", "\u017f", "\u0130", "\x00", "\x7f"])
+    return ["".join(rng.choice(pool) for _ in range(rng.randint(1, 40))) for _ in range(count)]
+
+
+def write_bpe_fixtures(tokenizer, name, source, line_stride=1):
+    """name_expected.jsonl: header, then {"line", "ids"} for every line_stride-th corpus line,
+    {"text", "ids"} per extra case, and {"hex", "ids"} per invalid UTF-8 case; some records also carry
+    HF's decode of their ids."""
+    lines = [json.loads(line) for line in (TEXT / "corpus.jsonl").open(encoding="utf-8")]
+    cases = BPE_CASES + random_cases(300)
+    with (TEXT / f"{name}_expected.jsonl").open("w", encoding="utf-8") as out:
+        header = {"tokenizers_version": tokenizers.__version__, "tokenizer": source, "corpus": "corpus.jsonl",
+                  "lines": len(range(0, len(lines), line_stride)), "cases": len(cases),
+                  "invalid_utf8": len(INVALID_UTF8)}
+        out.write(json.dumps(header) + "\n")
+        for index in range(0, len(lines), line_stride):
+            ids = tokenizer.encode(lines[index], add_special_tokens=True).ids
+            record = {"line": index, "ids": ids}
+            if index % 25 == 0:
+                record["decoded"] = tokenizer.decode(ids, skip_special_tokens=False)
+            out.write(json.dumps(record, separators=(",", ":")) + "\n")
+        for index, text in enumerate(cases):
+            ids = tokenizer.encode(text, add_special_tokens=True).ids
+            record = {"text": text, "ids": ids, "decoded": tokenizer.decode(ids, skip_special_tokens=False)}
+            if index % 3 == 0:
+                record["decoded_skip_special"] = tokenizer.decode(ids, skip_special_tokens=True)
+            out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+        for raw in INVALID_UTF8:
+            ids = tokenizer.encode(raw.decode("utf-8", errors="replace")).ids
+            out.write(json.dumps({"hex": raw.hex(), "ids": ids}) + "\n")
+    print(f"wrote {name}_expected.jsonl")
+
+
+def qwen3_5_variant(spec):
+    spec = json.loads(json.dumps(spec))
+    spec["normalizer"] = None
+    spec["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = QWEN3_5_PATTERN
+    return spec
+
+
+def write_real_qwen_fixtures(path):
+    text = pathlib.Path(path).read_text(encoding="utf-8")
+    compressed = lzma.compress(text.encode("utf-8"), preset=9 | lzma.PRESET_EXTREME)
+    (TEXT / "qwen2-tokenizer.json.xz").write_bytes(compressed)
+    spec = json.loads(text)
+    # Every fifth corpus line keeps these two fixtures small; the tiny tokenizer covers every line.
+    write_bpe_fixtures(Tokenizer.from_str(text), "qwen2", "qwen2-tokenizer.json.xz", line_stride=5)
+    write_bpe_fixtures(Tokenizer.from_str(json.dumps(qwen3_5_variant(spec))), "qwen3_5",
+                       "qwen2-tokenizer.json.xz with Qwen3.5's normalizer and split", line_stride=5)
 
 
 def ranges(points):
@@ -96,6 +188,14 @@ def write_unicode_tables():
             nonspacing.append(point)
     tables = {"kBertControlRanges": control, "kBertPunctuationRanges": punctuation,
               "kNonspacingMarkRanges": nonspacing}
+    # One Split call per class over a string of every code point: what the regex removes is the class.
+    everything = "".join(chr(point) for point in range(0x110000) if not 0xD800 <= point <= 0xDFFF)
+    for name, pattern in (("kRegexLetterRanges", r"\p{L}"), ("kRegexMarkRanges", r"\p{M}"),
+                          ("kRegexNumberRanges", r"\p{N}"), ("kRegexSpaceRanges", r"\s")):
+        kept = set()
+        for piece, _ in pre_tokenizers.Split(Regex(pattern), behavior="removed").pre_tokenize_str(everything):
+            kept.update(piece)
+        tables[name] = [ord(char) for char in everything if char not in kept]
     out = [f"// Generated by tools/reference/make_tokenizer_fixtures.py --unicode-tables from HF tokenizers "
            f"{tokenizers.__version__}; do not edit.",
            "// Inclusive code point ranges, sorted; see the script for how each class is measured."]
@@ -112,8 +212,12 @@ def write_unicode_tables():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--unicode-tables", action="store_true")
-    if parser.parse_args().unicode_tables:
+    parser.add_argument("--qwen2-tokenizer", help="tokenizer.json rebuilt by gguf_vocab_to_tokenizer_json.py")
+    arguments = parser.parse_args()
+    if arguments.unicode_tables:
         write_unicode_tables()
+    elif arguments.qwen2_tokenizer:
+        write_real_qwen_fixtures(arguments.qwen2_tokenizer)
     else:
         write_fixtures()
 
