@@ -85,6 +85,22 @@ TEST(GatedDeltaRule, ChunkedEqualsRecurrentFromZeroState) {
   }
 }
 
+TEST(GatedDeltaRule, ChunkedEqualsRecurrentAtRealHeadSizesAndStrongDecay) {
+  // 128 × 128 heads as in every Qwen3.5 size; decays down to exp(−4) per token stress the
+  // cumulative-decay factors the chunked form multiplies and divides.
+  const GatedDeltaShape shape{.k_heads = 1, .v_heads = 2, .k_dim = 128, .v_dim = 128};
+  DeltaProblem problem(shape, 130, 21);
+  std::mt19937 rng(22);
+  std::uniform_real_distribution<float> unit(0.0F, 1.0F);
+  for (float& x : problem.g) x = -4.0F * unit(rng);
+  std::vector<float> chunked_state(problem.state_size(), 0.0F), recurrent_state(problem.state_size(), 0.0F);
+  std::vector<float> chunked_out(problem.out_size()), recurrent_out(problem.out_size());
+  gated_delta_rule(problem.all(), shape, 0, 64, chunked_state, chunked_out);
+  reference::gated_delta_rule_recurrent(problem.all(), shape, recurrent_state, recurrent_out);
+  EXPECT_LE(max_abs_difference(chunked_out, recurrent_out), chunked_tolerance);
+  EXPECT_LE(max_abs_difference(chunked_state, recurrent_state), chunked_tolerance);
+}
+
 TEST(GatedDeltaRule, ChunkedContinuesACarriedStateOffTheChunkGrid) {
   const GatedDeltaShape shape{.k_heads = 1, .v_heads = 3, .k_dim = 8, .v_dim = 8};
   const DeltaProblem problem(shape, 150, 7);
