@@ -310,6 +310,27 @@ TEST(Qwen35Config, UnsupportedSettingsAreLoadErrors) {
   }
 }
 
+TEST(Qwen35Config, RopeSettingsLoadFromEitherSpelling) {
+  // A null rope_scaling next to rope_parameters (as Transformers writes unset keys), and the older
+  // top-level rope_theta + rope_scaling object, both give the same model.
+  const Reference reference("tied8");
+  const auto ids = reference.ids(65);
+  const auto original = run_alone(*load_qwen3_5(fixture_root() / "tied8", kernels::Precision::fp32), ids);
+  const std::vector<std::pair<std::string, std::string>> edits = {
+      {R"("rope_parameters": {)", R"("rope_scaling": null, "rope_parameters": {)"},
+      {R"("rope_parameters": {)", R"("rope_theta": 10000.0, "rope_scaling": {)"},
+  };
+  for (std::size_t i = 0; i < edits.size(); ++i) {
+    const auto dir = edited_copy(edits[i].first, edits[i].second, "rope_" + std::to_string(i));
+    EXPECT_EQ(run_alone(*load_qwen3_5(dir, kernels::Precision::fp32), ids), original) << edits[i].second;
+    std::filesystem::remove_all(dir);
+  }
+  const auto both = edited_copy(R"("rope_parameters": {)", R"("rope_scaling": {"rope_type": "default"}, "rope_parameters": {)",
+                                "rope_both");
+  EXPECT_THROW((void)load_qwen3_5(both, kernels::Precision::fp32), checkpoint::LoadError);
+  std::filesystem::remove_all(both);
+}
+
 TEST(Qwen35Config, ExplicitLayerTypesMustMatchTheWeights) {
   // Declaring layer 0 full attention while the checkpoint holds GDN weights there fails at load.
   const auto dir = edited_copy(R"("full_attention_interval": 4)",

@@ -1,9 +1,9 @@
 #include "model/qwen3_5/config.h"
 
-#include <cmath>
 #include <numeric>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "model/checkpoint/config_reader.h"
 #include "model/checkpoint/load_error.h"
@@ -23,10 +23,14 @@ void require_positive(const ConfigReader& reader, std::string_view key, int64_t 
 void read_rope(ConfigReader& text, Qwen35Config& config) {
   std::optional<double> factor = text.optional<double>("partial_rotary_factor");
   std::optional<double> theta = text.optional<double>("rope_theta");
+  // Both keys are read so that the other one may be present as null (Transformers writes unset
+  // settings that way); two non-null objects would be two sources of truth.
   std::optional<ConfigReader> rope = text.optional_object("rope_parameters");
+  std::optional<ConfigReader> scaling = text.optional_object("rope_scaling");
   const char* rope_key = "rope_parameters";
+  if (rope && scaling) text.reject("rope_scaling", "given together with rope_parameters");
   if (!rope) {
-    rope = text.optional_object("rope_scaling");
+    rope = std::move(scaling);
     rope_key = "rope_scaling";
   }
   std::optional<std::vector<int64_t>> mrope_section;

@@ -127,13 +127,13 @@ struct Layer {
 
 class Qwen35State final : public decoder::SequenceState {
  public:
-  [[nodiscard]] std::size_t length() const override { return length_; }
+  [[nodiscard]] std::size_t length() const override { return tokens; }
   [[nodiscard]] std::unique_ptr<decoder::SequenceState> clone() const override {
     return std::make_unique<Qwen35State>(*this);
   }
 
   const void* owner = nullptr;  // the decoder that made it: only that model's shapes fit
-  std::size_t length_ = 0;
+  std::size_t tokens = 0;
   std::vector<std::vector<float>> keys, values;  // per attention layer: [length, kv_heads·head_dim]
   std::vector<std::vector<float>> conv_tails;    // per GDN layer: [kernel − 1, conv channels]
   std::vector<std::vector<float>> recurrent;     // per GDN layer: [v_heads, k_dim, v_dim]
@@ -345,7 +345,7 @@ std::vector<decoder::BranchOutput> Qwen35Decoder::forward(const decoder::Sequenc
   for (std::size_t b = 0; b < states.size(); ++b) {
     states[b] = std::make_unique<Qwen35State>();
     states[b]->owner = this;
-    states[b]->length_ = start + rows[b].length;
+    states[b]->tokens = start + rows[b].length;
     states[b]->keys.resize(attention_layers_);
     states[b]->values.resize(attention_layers_);
     states[b]->conv_tails.resize(delta_layers_);
