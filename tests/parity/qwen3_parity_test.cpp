@@ -18,7 +18,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -232,6 +234,73 @@ TEST(Qwen3Forward, RejectsBadCalls) {
   const auto other = load_qwen3(fixture_root() / "gqa4_untied", kernels::Precision::fp32);
   const auto foreign = other->run_prefix(good);
   expect_rejected(foreign.get(), {good, {}});
+}
+
+// Writes `tensors` (renamed by `rename`; an empty new name drops the tensor) as a safetensors file.
+void write_renamed_checkpoint(const checkpoint::Checkpoint& source, const std::filesystem::path& file,
+                              const std::function<std::string(const std::string&)>& rename) {
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  std::string data;
+  for (const checkpoint::TensorView& tensor : source.tensors()) {
+    const std::string name = rename(tensor.name);
+    if (name.empty()) continue;
+    header[name] = {{"dtype", std::string(checkpoint::dtype_name(tensor.dtype))},
+                    {"shape", tensor.shape},
+                    {"data_offsets", {data.size(), data.size() + tensor.bytes.size()}}};
+    data.append(reinterpret_cast<const char*>(tensor.bytes.data()), tensor.bytes.size());
+  }
+  const std::string text = header.dump();
+  const uint64_t length = text.size();
+  std::ofstream out(file, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(&length), sizeof length);  // little-endian on x86
+  out << text << data;
+}
+
+class Qwen3Checkpoints : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("s1_qwen3_checkpoint_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(Qwen3Checkpoints, BareModelNamesLoadTheSameWeights) {
+  // A Qwen3Model saved on its own has no "model." prefix (and, tied, no lm_head.weight).
+  const std::filesystem::path fixture = fixture_root() / "gqa1_tied";
+  std::filesystem::copy_file(fixture / "config.json", dir_ / "config.json");
+  const auto source = checkpoint::Checkpoint::open(fixture);
+  write_renamed_checkpoint(source, dir_ / "model.safetensors", [](const std::string& name) {
+    return name.starts_with("model.") ? name.substr(6) : std::string();
+  });
+  const auto bare = load_qwen3(dir_, kernels::Precision::fp32);
+  const auto original = load_qwen3(fixture, kernels::Precision::fp32);
+  const Reference reference = read_reference("gqa1_tied", 7);
+  EXPECT_EQ(full_hidden(*bare, reference.ids), full_hidden(*original, reference.ids));
+}
+
+TEST_F(Qwen3Checkpoints, UntiedWithoutLmHeadIsALoadError) {
+  const std::filesystem::path fixture = fixture_root() / "gqa2_untied";
+  std::filesystem::copy_file(fixture / "config.json", dir_ / "config.json");
+  const auto source = checkpoint::Checkpoint::open(fixture);
+  write_renamed_checkpoint(source, dir_ / "model.safetensors",
+                           [](const std::string& name) { return name == "lm_head.weight" ? std::string() : name; });
+  try {
+    (void)load_qwen3(dir_, kernels::Precision::fp32);
+    ADD_FAILURE() << "loaded an untied checkpoint without lm_head.weight";
+  } catch (const checkpoint::LoadError& error) {
+    EXPECT_NE(std::string(error.what()).find("lm_head.weight"), std::string::npos) << error.what();
+  }
+}
+
+TEST_F(Qwen3Checkpoints, AWrongShapeIsALoadError) {
+  // gqa2_tied_wide's weights under gqa2_untied's config: every shape disagrees.
+  std::filesystem::copy_file(fixture_root() / "gqa2_untied" / "config.json", dir_ / "config.json");
+  std::filesystem::copy_file(fixture_root() / "gqa2_tied_wide" / "model.safetensors", dir_ / "model.safetensors");
+  EXPECT_THROW((void)load_qwen3(dir_, kernels::Precision::fp32), checkpoint::LoadError);
 }
 
 class Qwen3ConfigReading : public ::testing::Test {
