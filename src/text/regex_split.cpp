@@ -3,6 +3,8 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <stdexcept>
+
 #include "text/components.h"
 #include "text/unicode.h"
 #include "text/utf8.h"
@@ -42,9 +44,19 @@ class Pcre2Matcher final : public RegexMatcher {
     const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
     size_t position = 0;
     while (position <= text.size()) {
-      const int result =
-          pcre2_match(code_.get(), subject, text.size(), position, PCRE2_NO_UTF_CHECK, data.get(), nullptr);
-      if (result < 0) break;
+      int result = pcre2_match(code_.get(), subject, text.size(), position, PCRE2_NO_UTF_CHECK, data.get(), nullptr);
+      if (result < 0 && result != PCRE2_ERROR_NOMATCH) {
+        // The JIT's fixed stack can run out on long runs; the interpreter keeps its state on the heap.
+        result = pcre2_match(code_.get(), subject, text.size(), position, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, data.get(),
+                             nullptr);
+      }
+      if (result == PCRE2_ERROR_NOMATCH) break;
+      if (result < 0) {
+        PCRE2_UCHAR message[256];
+        pcre2_get_error_message(result, message, sizeof message);
+        throw std::runtime_error(std::string("pre_tokenizer Split: regex matching failed: ") +
+                                 reinterpret_cast<const char*>(message));
+      }
       const PCRE2_SIZE* offsets = pcre2_get_ovector_pointer(data.get());
       const MatchSpan match{offsets[0], offsets[1]};
       if (match.end > match.begin) {

@@ -142,6 +142,21 @@ TEST(QwenSplit, Qwen3_5FastPathMatchesPcre2OnCorpusAndRandomText) {
   expect_fast_path_matches_pcre2(detail::kQwen3_5SplitPattern);
 }
 
+TEST(QwenSplit, LongRunsMatchPcre2) {
+  // Long runs are where a JIT regex stack runs out; both matchers must still split them whole.
+  const std::vector<std::string> texts = {std::string(200000, ' ') + "x", std::string(100000, '\n') + " ",
+                                          std::string(300000, 'a'), " " + std::string(100000, '!') + "\r\n\r\n"};
+  for (const std::string_view pattern : {detail::kQwen2SplitPattern, detail::kQwen3_5SplitPattern}) {
+    const std::unique_ptr<detail::RegexMatcher> fast = detail::make_known_matcher(pattern);
+    const std::unique_ptr<detail::RegexMatcher> pcre2 = detail::make_pcre2_matcher(std::string(pattern), false);
+    for (const std::string& text : texts) {
+      const std::vector<detail::MatchSpan> expected = pcre2->find_all(text);
+      EXPECT_EQ(fast->find_all(text), expected) << text.substr(0, 8);
+      EXPECT_LE(expected.size(), 3u);
+    }
+  }
+}
+
 TEST(QwenSplit, OtherPatternsHaveNoFastPath) {
   EXPECT_EQ(detail::make_known_matcher(R"(\s+)"), nullptr);
 }
