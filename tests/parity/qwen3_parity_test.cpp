@@ -207,6 +207,28 @@ TEST_P(Qwen3Parity, SharedPrefixBranchesEqualUnsharedForwards) {
   EXPECT_EQ(again[0].hidden, shared[0].hidden);
 }
 
+TEST(Qwen3States, TokenByTokenExtensionEqualsOneForward) {
+  // Thirty one-token steps: states chain their segments and merge them past a threshold; every
+  // step's row must still be the unshared forward's row.
+  const auto model = load_qwen3(fixture_root() / "gqa2_untied", kernels::Precision::fp32);
+  const Reference reference = read_reference("gqa2_untied", 64);
+  const std::span<const int32_t> ids(reference.ids);
+  const std::size_t hidden_size = model->info().hidden_size;
+  std::unique_ptr<decoder::SequenceState> state = model->run_prefix(ids.first(10));
+  const std::vector<std::size_t> only_row{0};
+  for (std::size_t position = 10; position < 40; ++position) {
+    const decoder::Branch step{ids.subspan(position, 1), only_row};
+    auto outputs = model->forward(state.get(), std::span(&step, 1), true);
+    const auto expected = std::span<const float>(reference.hidden).subspan(position * hidden_size, hidden_size);
+    for (std::size_t i = 0; i < hidden_size; ++i)
+      ASSERT_LE(std::fabs(outputs[0].hidden[i] - expected[i]),
+                hidden_absolute_tolerance + hidden_relative_tolerance * std::fabs(expected[i]))
+          << "position " << position;
+    state = std::move(outputs[0].state);
+    ASSERT_EQ(state->length(), position + 1);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, Qwen3Parity, ::testing::ValuesIn(cases));
 
 TEST(Qwen3Forward, RejectsBadCalls) {

@@ -23,27 +23,57 @@ namespace {
 using checkpoint::Checkpoint;
 using checkpoint::LoadError;
 
-// Per layer, the keys (after k_norm and RoPE) and values of every position so far, [length, kv_width].
+// The keys (after k_norm and RoPE) and values of consecutive positions, per layer [length, kv_width].
+// Immutable once built and shared by every state that continues from it, so branch states cost only
+// their own tokens, not another copy of the prefix.
+struct KvSegment {
+  std::size_t length = 0;
+  std::vector<std::vector<float>> keys;  // per layer
+  std::vector<std::vector<float>> values;
+};
+
+// A sequence's cache: its segments in position order.
 class Qwen3State final : public decoder::SequenceState {
  public:
-  Qwen3State(std::size_t layers, std::size_t length) : length_(length), keys_(layers), values_(layers) {}
+  Qwen3State(std::vector<std::shared_ptr<const KvSegment>> segments, std::size_t layers, std::size_t kv_width)
+      : segments_(std::move(segments)), layers_(layers), kv_width_(kv_width) {
+    for (const auto& segment : segments_) length_ += segment->length;
+  }
 
   [[nodiscard]] std::size_t length() const override { return length_; }
-  [[nodiscard]] std::size_t layers() const { return keys_.size(); }
   [[nodiscard]] std::unique_ptr<decoder::SequenceState> clone() const override {
     return std::make_unique<Qwen3State>(*this);
   }
 
-  std::vector<float>& keys(std::size_t layer) { return keys_[layer]; }
-  std::vector<float>& values(std::size_t layer) { return values_[layer]; }
-  [[nodiscard]] const std::vector<float>& keys(std::size_t layer) const { return keys_[layer]; }
-  [[nodiscard]] const std::vector<float>& values(std::size_t layer) const { return values_[layer]; }
+  [[nodiscard]] std::span<const std::shared_ptr<const KvSegment>> segments() const { return segments_; }
+  [[nodiscard]] std::size_t layers() const { return layers_; }
+  [[nodiscard]] std::size_t kv_width() const { return kv_width_; }
 
  private:
-  std::size_t length_;
-  std::vector<std::vector<float>> keys_;
-  std::vector<std::vector<float>> values_;
+  std::vector<std::shared_ptr<const KvSegment>> segments_;
+  std::size_t layers_;
+  std::size_t kv_width_;
+  std::size_t length_ = 0;
 };
+
+// Beyond this many segments (a long run of one-token extensions) a new state merges them into one,
+// so gathering a layer's cache stays a few large copies.
+constexpr std::size_t max_segments = 16;
+
+std::shared_ptr<const KvSegment> merge_segments(std::span<const std::shared_ptr<const KvSegment>> segments,
+                                                std::size_t layers) {
+  auto merged = std::make_shared<KvSegment>();
+  merged->keys.resize(layers);
+  merged->values.resize(layers);
+  for (const auto& segment : segments) {
+    merged->length += segment->length;
+    for (std::size_t l = 0; l < layers; ++l) {
+      merged->keys[l].insert(merged->keys[l].end(), segment->keys[l].begin(), segment->keys[l].end());
+      merged->values[l].insert(merged->values[l].end(), segment->values[l].begin(), segment->values[l].end());
+    }
+  }
+  return merged;
+}
 
 // Resolves checkpoint names: Qwen3ForCausalLM saves "model.layers.…" and "lm_head.weight", a bare
 // Qwen3Model "layers.…".
@@ -122,7 +152,7 @@ class Qwen3Decoder final : public decoder::CausalDecoder {
 
   void validate(const Qwen3State* prefix, std::span<const decoder::Branch> branches) const;
   void attention_block(const Layer& layer, std::size_t layer_index, const Qwen3State* prefix,
-                       std::span<const BranchRows> rows, std::span<std::unique_ptr<Qwen3State>> states);
+                       std::span<const BranchRows> rows, std::span<const std::shared_ptr<KvSegment>> own_segments);
   void mlp_block(const Layer& layer);
 
   Qwen3Config config_;
@@ -243,7 +273,8 @@ void Qwen3Decoder::validate(const Qwen3State* prefix, std::span<const decoder::B
 }
 
 void Qwen3Decoder::attention_block(const Layer& layer, std::size_t layer_index, const Qwen3State* prefix,
-                                   std::span<const BranchRows> rows, std::span<std::unique_ptr<Qwen3State>> states) {
+                                   std::span<const BranchRows> rows,
+                                   std::span<const std::shared_ptr<KvSegment>> own_segments) {
   const std::size_t total = positions_.size();
   const std::size_t qkv_stride = qkv_width();
   kernels::rms_norm(hidden_rows_, layer.input_norm, eps_, normed_);
@@ -268,27 +299,32 @@ void Qwen3Decoder::attention_block(const Layer& layer, std::size_t layer_index, 
                                             .kv_heads = kv_heads_,
                                             .head_dim = head_dim_,
                                             .scale = 1.0F / std::sqrt(static_cast<float>(head_dim_))};
+  const std::size_t width = kv_width();
   for (std::size_t b = 0; b < rows.size(); ++b) {
-    // The sequence's keys and values: the prefix's cache followed by this branch's own rows.
+    // The sequence's keys and values in one block: the prefix's segments, then this branch's rows.
     const std::size_t n = start + rows[b].length;
-    std::vector<float>& keys = states.empty() ? branch_keys_ : states[b]->keys(layer_index);
-    std::vector<float>& values = states.empty() ? branch_values_ : states[b]->values(layer_index);
-    keys.resize(n * kv_width());
-    values.resize(n * kv_width());
-    if (prefix != nullptr) {
-      std::copy(prefix->keys(layer_index).begin(), prefix->keys(layer_index).end(), keys.begin());
-      std::copy(prefix->values(layer_index).begin(), prefix->values(layer_index).end(), values.begin());
-    }
+    branch_keys_.resize(n * width);
+    branch_values_.resize(n * width);
+    auto key_out = branch_keys_.begin();
+    auto value_out = branch_values_.begin();
+    if (prefix != nullptr)
+      for (const auto& segment : prefix->segments()) {
+        key_out = std::copy(segment->keys[layer_index].begin(), segment->keys[layer_index].end(), key_out);
+        value_out = std::copy(segment->values[layer_index].begin(), segment->values[layer_index].end(), value_out);
+      }
     for (std::size_t t = 0; t < rows[b].length; ++t) {
       const float* row = qkv_.data() + (rows[b].offset + t) * qkv_stride;
-      std::copy(row + q_width(), row + q_width() + kv_width(),
-                keys.begin() + static_cast<std::ptrdiff_t>((start + t) * kv_width()));
-      std::copy(row + q_width() + kv_width(), row + qkv_stride,
-                values.begin() + static_cast<std::ptrdiff_t>((start + t) * kv_width()));
+      key_out = std::copy(row + q_width(), row + q_width() + width, key_out);
+      value_out = std::copy(row + q_width() + width, row + qkv_stride, value_out);
+    }
+    if (!own_segments.empty()) {
+      const auto own = static_cast<std::ptrdiff_t>(start * width);
+      own_segments[b]->keys[layer_index].assign(branch_keys_.begin() + own, branch_keys_.end());
+      own_segments[b]->values[layer_index].assign(branch_values_.begin() + own, branch_values_.end());
     }
     kernels::cached_attention(
-        std::span<const float>(qkv_).subspan(rows[b].offset * qkv_stride), qkv_stride, rows[b].length, keys, values, n,
-        start, /*causal=*/true, shape,
+        std::span<const float>(qkv_).subspan(rows[b].offset * qkv_stride), qkv_stride, rows[b].length, branch_keys_,
+        branch_values_, n, start, /*causal=*/true, shape,
         std::span<float>(context_).subspan(rows[b].offset * q_width(), rows[b].length * q_width()));
   }
   layer.attention_output.forward(context_, projected_);
@@ -317,8 +353,7 @@ std::vector<decoder::BranchOutput> Qwen3Decoder::forward(const decoder::Sequence
   if (prefix_state != nullptr && prefix == nullptr) {
     throw std::invalid_argument("qwen3 forward: the prefix state was not made by a qwen3 decoder");
   }
-  if (prefix != nullptr &&
-      (prefix->layers() != layers_.size() || prefix->keys(0).size() != prefix->length() * kv_width())) {
+  if (prefix != nullptr && (prefix->layers() != layers_.size() || prefix->kv_width() != kv_width())) {
     throw std::invalid_argument("qwen3 forward: the prefix state belongs to a different qwen3 model");
   }
   validate(prefix, branches);
@@ -350,12 +385,17 @@ std::vector<decoder::BranchOutput> Qwen3Decoder::forward(const decoder::Sequence
   gate_up_.resize(padded * 2 * intermediate_);
   activated_.resize(padded * intermediate_);
 
-  std::vector<std::unique_ptr<Qwen3State>> states;
+  std::vector<std::shared_ptr<KvSegment>> own_segments;
   if (keep_states)
-    for (const BranchRows& branch : rows)
-      states.push_back(std::make_unique<Qwen3State>(layers_.size(), start + branch.length));
+    for (const BranchRows& branch : rows) {
+      auto segment = std::make_shared<KvSegment>();
+      segment->length = branch.length;
+      segment->keys.resize(layers_.size());
+      segment->values.resize(layers_.size());
+      own_segments.push_back(std::move(segment));
+    }
   for (std::size_t l = 0; l < layers_.size(); ++l) {
-    attention_block(layers_[l], l, prefix, rows, states);
+    attention_block(layers_[l], l, prefix, rows, own_segments);
     mlp_block(layers_[l]);
   }
 
@@ -368,7 +408,13 @@ std::vector<decoder::BranchOutput> Qwen3Decoder::forward(const decoder::Sequence
                   hidden.begin() + static_cast<std::ptrdiff_t>(i * hidden_));
     }
     kernels::rms_norm(hidden, final_norm_, eps_, hidden);
-    if (keep_states) outputs[b].state = std::move(states[b]);
+    if (keep_states) {
+      std::vector<std::shared_ptr<const KvSegment>> segments;
+      if (prefix != nullptr) segments.assign(prefix->segments().begin(), prefix->segments().end());
+      segments.push_back(std::move(own_segments[b]));
+      if (segments.size() > max_segments) segments = {merge_segments(segments, layers_.size())};
+      outputs[b].state = std::make_unique<Qwen3State>(std::move(segments), layers_.size(), kv_width());
+    }
   }
   return outputs;
 }
