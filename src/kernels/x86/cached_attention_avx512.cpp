@@ -75,6 +75,45 @@ void weighted_values(const float* scores, std::size_t padded, std::size_t end, c
   }
 }
 
+// Fewer rows than a block: the transposed path would transpose every key and compute a whole block
+// for them, so each row instead dots its query with the key rows in place (one horizontal sum per key).
+void attend_rows_in_place(const CachedAttentionHeadTask& task, Scratch& scratch) {
+  const std::size_t d = task.head_dim;
+  constexpr std::size_t group_vectors = 8;  // output accumulators kept in registers per pass
+  for (std::size_t i = 0; i < task.m; ++i) {
+    const float* q = task.q + i * task.q_stride;
+    const std::size_t visible = task.causal ? task.first_query_position + i + 1 : task.n;
+    const std::size_t visible_padded = (visible + 15) / 16 * 16;
+    scratch.scores.resize(visible_padded);
+    float* scores = scratch.scores.data();
+    for (std::size_t j = 0; j < visible; ++j) {
+      const float* key = task.keys + j * task.kv_stride;
+      __m512 acc = _mm512_setzero_ps();
+      for (std::size_t c = 0; c < d; c += 16) {
+        const __mmask16 lanes = first_lanes(d - c);
+        acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(lanes, q + c), _mm512_maskz_loadu_ps(lanes, key + c), acc);
+      }
+      scores[j] = sum_vector(acc) * task.scale;
+    }
+    std::fill(scores + visible, scores + visible_padded, 0.0F);
+    const __m512 inverse_sum = _mm512_set1_ps(softmax_numerators(scores, visible, visible_padded));
+    float* out = task.out + i * task.out_stride;
+    for (std::size_t c0 = 0; c0 < d; c0 += 16 * group_vectors) {
+      const std::size_t vectors = std::min(group_vectors, (d - c0 + 15) / 16);
+      __m512 acc[group_vectors];
+      for (std::size_t v = 0; v < group_vectors; ++v) acc[v] = _mm512_setzero_ps();
+      for (std::size_t j = 0; j < visible; ++j) {
+        const __m512 p = _mm512_set1_ps(scores[j]);
+        const float* value = task.values + j * task.kv_stride + c0;
+        for (std::size_t v = 0; v < vectors; ++v)
+          acc[v] = _mm512_fmadd_ps(p, _mm512_maskz_loadu_ps(first_lanes(d - c0 - 16 * v), value + 16 * v), acc[v]);
+      }
+      for (std::size_t v = 0; v < vectors; ++v)
+        _mm512_mask_storeu_ps(out + c0 + 16 * v, first_lanes(d - c0 - 16 * v), _mm512_mul_ps(acc[v], inverse_sum));
+    }
+  }
+}
+
 }  // namespace
 
 void cached_attention_head_avx512(const CachedAttentionHeadTask& task) {
@@ -84,6 +123,10 @@ void cached_attention_head_avx512(const CachedAttentionHeadTask& task) {
   const std::size_t key_count = task.causal ? task.first_query_position + task.m : task.n;
   const std::size_t padded = (key_count + 15) / 16 * 16;
   Scratch& scratch = thread_scratch();
+  if (task.m < block_rows) {
+    attend_rows_in_place(task, scratch);
+    return;
+  }
   scratch.keys_transposed.resize(d * padded);
   scratch.queries.resize(block_rows * d);
   scratch.scores.resize(block_rows * padded);
