@@ -65,6 +65,9 @@ def write_fixtures():
                     record[f"max{max_length}"] = {"ids": truncated_ids, "truncated": truncated}
             if index % 10 == 0:
                 record["no_special"], _ = encode(tokenizer, text, add_special_tokens=False)
+            if index % 20 == 0:
+                record["decoded"] = tokenizer.decode(ids, skip_special_tokens=False)
+                record["decoded_skip_special"] = tokenizer.decode(ids, skip_special_tokens=True)
             out.write(json.dumps(record, separators=(",", ":")) + "\n")
     # Invalid UTF-8 reaches HF as text decoded with U+FFFD replacement (Python's "replace").
     with (TEXT / "minilm_invalid_utf8.jsonl").open("w", encoding="utf-8") as out:

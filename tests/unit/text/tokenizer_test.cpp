@@ -67,6 +67,7 @@ TEST(MiniLmTokenizer, EveryCorpusLineMatchesHfTokenizers) {
   std::vector<std::string> mismatches;
   size_t failures = 0;
   size_t truncation_checks = 0;
+  size_t decode_checks = 0;
   for (size_t line = 0; line < corpus.size(); ++line) {
     const auto text = corpus[line].get<std::string>();
     const nlohmann::json& record = expected[line + 1];
@@ -83,8 +84,15 @@ TEST(MiniLmTokenizer, EveryCorpusLineMatchesHfTokenizers) {
       failures += !check(line, "no_special", text, record["no_special"].get<std::vector<int32_t>>(),
                          ids_of(text, {.add_special_tokens = false}), mismatches);
     }
+    if (record.contains("decoded")) {
+      ++decode_checks;
+      const auto ids = record["ids"].get<std::vector<int32_t>>();
+      EXPECT_EQ(minilm().decode(ids), record["decoded"].get<std::string>()) << "corpus line " << line + 1;
+      EXPECT_EQ(minilm().decode(ids, true), record["decoded_skip_special"].get<std::string>()) << "corpus line " << line + 1;
+    }
   }
   EXPECT_GT(truncation_checks, 100u);
+  EXPECT_GT(decode_checks, 100u);
   std::string report;
   for (const std::string& mismatch : mismatches) report += mismatch + "\n";
   EXPECT_EQ(failures, 0u) << "first mismatches:\n" << report;
