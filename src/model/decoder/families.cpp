@@ -1,0 +1,81 @@
+#include "model/decoder/families.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "model/checkpoint/load_error.h"
+#include "model/qwen3/qwen3_model.h"
+#include "model/qwen3_5/qwen3_5_model.h"
+
+namespace s1::decoder {
+namespace {
+
+struct Family {
+  std::string_view name;
+  std::vector<std::string_view> model_types;
+  std::unique_ptr<CausalDecoder> (*load)(const std::filesystem::path& dir, kernels::Precision precision);
+};
+
+const std::vector<Family>& families() {
+  static const std::vector<Family> table{
+      {"qwen3", {"qwen3"}, [](const std::filesystem::path& dir, kernels::Precision precision) {
+         return qwen3::load_qwen3(dir, precision);
+       }},
+      // The text model and the multimodal wrapper (its text part); Qwen3.8 checkpoints use the same types.
+      {"qwen3_5", {"qwen3_5", "qwen3_5_text"}, [](const std::filesystem::path& dir, kernels::Precision precision) {
+         return qwen3_5::load_qwen3_5(dir, precision);
+       }},
+  };
+  return table;
+}
+
+std::optional<std::string> model_type_of(const std::filesystem::path& dir) {
+  std::ifstream in(dir / "config.json", std::ios::binary);
+  if (!in) return std::nullopt;
+  const auto config = nlohmann::json::parse(in, nullptr, false);
+  if (config.is_discarded() || !config.is_object() || !config.contains("model_type") ||
+      !config["model_type"].is_string()) {
+    return std::nullopt;
+  }
+  return config["model_type"].get<std::string>();
+}
+
+const Family* family_for(const std::string& model_type) {
+  for (const Family& family : families()) {
+    for (const std::string_view type : family.model_types) {
+      if (type == model_type) return &family;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::optional<std::string> decoder_family_of(const std::filesystem::path& dir) {
+  const auto model_type = model_type_of(dir);
+  if (!model_type) return std::nullopt;
+  const Family* family = family_for(*model_type);
+  if (family == nullptr) return std::nullopt;
+  return std::string(family->name);
+}
+
+std::unique_ptr<CausalDecoder> load_causal_decoder(const std::filesystem::path& dir, kernels::Precision precision) {
+  const auto model_type = model_type_of(dir);
+  if (!model_type) {
+    throw checkpoint::LoadError((dir / "config.json").string() +
+                                ": missing, not JSON, or without a string \"model_type\"");
+  }
+  const Family* family = family_for(*model_type);
+  if (family == nullptr) {
+    std::string known;
+    for (const Family& entry : families()) {
+      for (const std::string_view type : entry.model_types) known += (known.empty() ? "" : ", ") + std::string(type);
+    }
+    throw checkpoint::LoadError((dir / "config.json").string() + ": model_type '" + *model_type +
+                                "' is not a decoder family s1serve runs (known: " + known + ")");
+  }
+  return family->load(dir, precision);
+}
+
+}  // namespace s1::decoder
