@@ -11,13 +11,16 @@ tokenizer. No Hugging Face hub access is needed:
     PYTHONPATH=/tmp/gguf python tools/reference/gguf_vocab_to_tokenizer_json.py \
         .../ggml-vocab-qwen35.gguf /tmp/qwen35-tokenizer.json
 
-The output follows the layout of Qwen's own tokenizer.json (NFC for Qwen2, Split+ByteLevel, BPE, ByteLevel
+The output follows the layout of Qwen's own tokenizer.json (NFC, Split+ByteLevel, BPE, ByteLevel
 decoder and post-processor). Control tokens become special added tokens; llama.cpp's [PAD…]
-fillers are left out. The script fails unless every .inp case encodes to its .out ids.
+fillers are left out. The script fails unless every .inp case encodes to its .out ids, except
+cases that NFC changes: llama.cpp has no NFC normaliser, so its vectors for decomposed text (one
+"e" + U+0301 in the qwen35 set) do not show what HF gives; those are listed, not compared.
 """
 import json
 import pathlib
 import sys
+import unicodedata
 
 import gguf
 from tokenizers import Tokenizer
@@ -26,9 +29,6 @@ PATTERNS = {
     "qwen2": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
     "qwen35": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
 }
-# Qwen3.5 drops NFC (its split keeps combining marks with their letters instead); the test vectors
-# fail on decomposed accents with NFC in place.
-NORMALIZERS = {"qwen2": {"type": "NFC"}, "qwen35": None}
 BYTE_LEVEL = {"add_prefix_space": False, "trim_offsets": False, "use_regex": False}
 CONTROL, USER_DEFINED = 3, 4
 
@@ -57,7 +57,7 @@ def build(path):
     merges = [merge.split(" ") for merge in field(reader, "tokenizer.ggml.merges")]
     return {
         "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
-        "normalizer": NORMALIZERS[pre],
+        "normalizer": {"type": "NFC"},
         "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
             {"type": "Split", "pattern": {"Regex": PATTERNS[pre]}, "behavior": "Isolated", "invert": False},
             {"type": "ByteLevel", **BYTE_LEVEL}]},
@@ -72,11 +72,16 @@ def build(path):
 def check(tokenizer, gguf_path):
     inputs = pathlib.Path(gguf_path + ".inp").read_text(encoding="utf-8").split("\n__ggml_vocab_test__\n")
     outputs = pathlib.Path(gguf_path + ".out").read_text(encoding="utf-8").split("\n")
+    compared = 0
     for text, expected in zip(inputs, outputs):
+        if unicodedata.normalize("NFC", text) != text:
+            print(f"not compared (NFC changes it): {text!r}")
+            continue
+        compared += 1
         ids = tokenizer.encode(text, add_special_tokens=False).ids
         if ids != [int(part) for part in expected.split()]:
             sys.exit(f"mismatch on {text!r}: {ids} != {expected}")
-    print(f"{len(inputs)} llama.cpp test vectors match")
+    print(f"{compared} of {len(inputs)} llama.cpp test vectors compared, all match")
 
 
 def main():

@@ -2,8 +2,8 @@
 """Writes tests/parity/text/chat_qwen3.jsonl and chat_qwen3_5.jsonl: Transformers' rendering of the
 real Qwen3 and Qwen3.5 chat templates (tests/parity/text/chat_templates/) for a set of conversations,
 with and without the generation prompt, thinking on and off, plus the token ids of each rendering
-under the tiny Qwen tokenizer (tests/fixtures/qwen-tiny-tokenizer). A conversation a template
-rejects is recorded with the template's error message instead.
+under the tiny Qwen tokenizer of that family (tests/fixtures/qwen-tiny-tokenizer and its qwen3_5/
+variant). A conversation a template rejects is recorded with the template's error message instead.
 
     python tools/reference/make_chat_template_fixtures.py
 """
@@ -15,7 +15,10 @@ from transformers import AutoTokenizer
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TEXT = ROOT / "tests/parity/text"
-TEMPLATES = {"qwen3": TEXT / "chat_templates/qwen3.jinja", "qwen3_5": TEXT / "chat_templates/qwen3_5.jinja"}
+TINY = ROOT / "tests/fixtures/qwen-tiny-tokenizer"
+# name: (template, tiny tokenizer directory)
+TEMPLATES = {"qwen3": (TEXT / "chat_templates/qwen3.jinja", TINY),
+             "qwen3_5": (TEXT / "chat_templates/qwen3_5.jinja", TINY / "qwen3_5")}
 
 
 def conversation(*turns):
@@ -44,12 +47,12 @@ CONVERSATIONS = [
 
 
 def main():
-    tokenizer = AutoTokenizer.from_pretrained(str(ROOT / "tests/fixtures/qwen-tiny-tokenizer"))
-    for name, path in TEMPLATES.items():
+    for name, (path, tokenizer_dir) in TEMPLATES.items():
+        tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
         template = path.read_text(encoding="utf-8")
         with (TEXT / f"chat_{name}.jsonl").open("w", encoding="utf-8") as out:
             header = {"transformers_version": transformers.__version__, "template": path.name,
-                      "tokenizer": "tests/fixtures/qwen-tiny-tokenizer"}
+                      "tokenizer": str(tokenizer_dir.relative_to(ROOT))}
             out.write(json.dumps(header) + "\n")
             for messages in CONVERSATIONS:
                 for add_generation_prompt in (True, False):

@@ -11,6 +11,12 @@ if any of them does not encode to exactly one token. tokenizer_config.json carri
 chat template (tests/parity/text/chat_templates/qwen3.jinja). Deterministic: rerunning gives the
 same files.
 
+A second tokenizer in the subfolder qwen3_5/ follows Qwen3.5's pipeline instead (Qwen3.5's split
+pattern, which keeps combining marks with letters) and carries Qwen3.5's chat template, for tiny
+models of the Qwen3.5 family. Its tokenizer_class is Qwen3_5Tokenizer: Transformers 5 rebuilds the
+normaliser and pre-tokeniser from the class (Qwen2Tokenizer would impose Qwen2's pattern), so the
+class must agree with tokenizer.json for Transformers and HF tokenizers to give the same ids.
+
     python tools/reference/make_qwen_tiny_tokenizer.py
 """
 import json
@@ -21,10 +27,17 @@ from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalize
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests/fixtures/qwen-tiny-tokenizer"
 CORPUS = ROOT / "tests/parity/text/corpus.jsonl"
-TEMPLATE = ROOT / "tests/parity/text/chat_templates/qwen3.jinja"
+TEMPLATES = ROOT / "tests/parity/text/chat_templates"
 VOCAB_SIZE = 3000
-# Qwen2/Qwen2.5/Qwen3's split pattern (Qwen3.5 adds \p{M} to the letter classes).
-PATTERN = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+# Qwen2/Qwen2.5/Qwen3's split pattern, and Qwen3.5's, which adds \p{M} to the letter classes.
+QWEN3_PATTERN = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+QWEN3_5_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}|"
+                   r" ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+# name: (output folder, split pattern, chat template file, Transformers tokenizer class)
+VARIANTS = {
+    "qwen3": (OUT, QWEN3_PATTERN, "qwen3.jinja", "Qwen2Tokenizer"),
+    "qwen3_5": (OUT / "qwen3_5", QWEN3_5_PATTERN, "qwen3_5.jinja", "Qwen3_5Tokenizer"),
+}
 SPECIAL = [("<|endoftext|>", True), ("<|im_start|>", True), ("<|im_end|>", True), ("<think>", False),
            ("</think>", False)]
 SINGLE_TOKENS = ([chr(c) for c in range(ord("A"), ord("Z") + 1)] + ["A" + chr(c) for c in range(ord("A"), ord("Z") + 1)]
@@ -36,11 +49,11 @@ def byte_level(text):
     return "".join(piece for piece, _ in alphabet.pre_tokenize_str(text))
 
 
-def train():
+def train(pattern):
     tokenizer = Tokenizer(models.BPE())
     tokenizer.normalizer = normalizers.NFC()
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(PATTERN), behavior="isolated", invert=False),
+        pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
         pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)])
     tokenizer.decoder = decoders.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
     tokenizer.post_processor = processors.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
@@ -78,8 +91,8 @@ def force_single_tokens(spec):
     return spec
 
 
-def main():
-    spec = force_single_tokens(train())
+def build(out, pattern, template, tokenizer_class):
+    spec = force_single_tokens(train(pattern))
     spec["model"].update({"dropout": None, "unk_token": None, "continuing_subword_prefix": "",
                           "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False,
                           "ignore_merges": False})
@@ -94,22 +107,27 @@ def main():
         ids = tokenizer.encode(text, add_special_tokens=False).ids
         if len(ids) != 1:
             raise SystemExit(f"{text!r} is not a single token: {ids}")
-    OUT.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     spec = json.loads(tokenizer.to_str())
-    (OUT / "tokenizer.json").write_text(json.dumps(spec, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    (out / "tokenizer.json").write_text(json.dumps(spec, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     added = {str(entry["id"]): {key: entry[key] for key in
                                 ("content", "lstrip", "normalized", "rstrip", "single_word", "special")}
              for entry in spec["added_tokens"]}
     config = {
         "add_bos_token": False, "add_prefix_space": False, "added_tokens_decoder": added,
-        "bos_token": None, "chat_template": TEMPLATE.read_text(encoding="utf-8"),
+        "bos_token": None, "chat_template": (TEMPLATES / template).read_text(encoding="utf-8"),
         "clean_up_tokenization_spaces": False, "eos_token": "<|im_end|>", "errors": "replace",
         "model_max_length": 131072, "pad_token": "<|endoftext|>", "split_special_tokens": False,
-        "tokenizer_class": "Qwen2Tokenizer", "unk_token": None,
+        "tokenizer_class": tokenizer_class, "unk_token": None,
     }
-    (OUT / "tokenizer_config.json").write_text(json.dumps(config, ensure_ascii=False, indent=2) + "\n",
+    (out / "tokenizer_config.json").write_text(json.dumps(config, ensure_ascii=False, indent=2) + "\n",
                                                encoding="utf-8")
-    print(f"wrote {OUT} with {tokenizer.get_vocab_size()} tokens")
+    print(f"wrote {out} with {tokenizer.get_vocab_size()} tokens")
+
+
+def main():
+    for variant in VARIANTS.values():
+        build(*variant)
 
 
 if __name__ == "__main__":

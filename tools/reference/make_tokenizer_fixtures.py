@@ -5,9 +5,10 @@ Run in a throwaway venv (pip install tokenizers), never inside the repository:
     python tools/reference/make_tokenizer_fixtures.py            # fixtures under tests/parity/text
     python tools/reference/make_tokenizer_fixtures.py --qwen2-tokenizer /tmp/qwen2-tokenizer.json
     python tools/reference/make_tokenizer_fixtures.py --unicode-tables
-The first form covers MiniLM (WordPiece) and the tiny Qwen tokenizer (tests/fixtures/qwen-tiny-tokenizer);
+The first form covers MiniLM (WordPiece) and the tiny Qwen tokenizers (tests/fixtures/qwen-tiny-tokenizer
+and its qwen3_5/ variant);
 the second adds the real Qwen2 vocab rebuilt from llama.cpp's GGUF (gguf_vocab_to_tokenizer_json.py),
-stored as tests/parity/text/qwen2-tokenizer.json.xz, and its Qwen3.5 variant (same vocab, no NFC,
+stored as tests/parity/text/qwen2-tokenizer.json.xz, and its Qwen3.5 variant (same vocab and NFC,
 Qwen3.5's split pattern), which the C++ test derives from the same file.
 The second form regenerates src/text/unicode_tables.inc: the character classes HF's BERT
 normaliser and pre-tokeniser actually use (its `unicode_categories` dependency is frozen at an old
@@ -77,6 +78,9 @@ def write_fixtures():
     print(f"wrote fixtures for {len(lines)} lines with tokenizers {tokenizers.__version__}")
     write_bpe_fixtures(Tokenizer.from_file(str(ROOT / "tests/fixtures/qwen-tiny-tokenizer/tokenizer.json")),
                        "qwen_tiny", "../../fixtures/qwen-tiny-tokenizer/tokenizer.json")
+    # Every third line for the Qwen3.5 variant keeps the fixture small.
+    write_bpe_fixtures(Tokenizer.from_file(str(ROOT / "tests/fixtures/qwen-tiny-tokenizer/qwen3_5/tokenizer.json")),
+                       "qwen3_5_tiny", "../../fixtures/qwen-tiny-tokenizer/qwen3_5/tokenizer.json", line_stride=3)
 
 
 QWEN3_5_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}|"
@@ -144,7 +148,6 @@ def write_bpe_fixtures(tokenizer, name, source, line_stride=1):
 
 def qwen3_5_variant(spec):
     spec = json.loads(json.dumps(spec))
-    spec["normalizer"] = None
     spec["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = QWEN3_5_PATTERN
     return spec
 
@@ -157,7 +160,7 @@ def write_real_qwen_fixtures(path):
     # Every fifth corpus line keeps these two fixtures small; the tiny tokenizer covers every line.
     write_bpe_fixtures(Tokenizer.from_str(text), "qwen2", "qwen2-tokenizer.json.xz", line_stride=5)
     write_bpe_fixtures(Tokenizer.from_str(json.dumps(qwen3_5_variant(spec))), "qwen3_5",
-                       "qwen2-tokenizer.json.xz with Qwen3.5's normalizer and split", line_stride=5)
+                       "qwen2-tokenizer.json.xz with Qwen3.5's split", line_stride=5)
 
 
 def ranges(points):

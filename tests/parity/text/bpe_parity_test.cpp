@@ -1,7 +1,7 @@
 // Byte-level BPE tokenizers against HF `tokenizers`: ids and decoded text for every expectation in
 // tests/parity/text/*_expected.jsonl (tools/reference/make_tokenizer_fixtures.py). Covered: the tiny
-// Qwen tokenizer (tests/fixtures/qwen-tiny-tokenizer), the real Qwen2 vocab (rebuilt from
-// llama.cpp's GGUF, committed xz-compressed) and its Qwen3.5 variant (no NFC, Qwen3.5's split).
+// Qwen tokenizers (tests/fixtures/qwen-tiny-tokenizer and its qwen3_5/ variant), the real Qwen2 vocab (rebuilt from
+// llama.cpp's GGUF, committed xz-compressed) and its Qwen3.5 variant (Qwen3.5's split pattern).
 
 #include <lzma.h>
 
@@ -67,10 +67,9 @@ std::string qwen2_json() {
   return text;
 }
 
-// The same vocab with Qwen3.5's pipeline, exactly as make_tokenizer_fixtures.py derives it.
+// The same vocab with Qwen3.5's split pattern, exactly as make_tokenizer_fixtures.py derives it.
 std::string qwen3_5_json() {
   nlohmann::json spec = nlohmann::json::parse(qwen2_json());
-  spec["normalizer"] = nullptr;
   spec["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] =
       R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
   return spec.dump();
@@ -143,6 +142,12 @@ void expect_matches_fixture(const Tokenizer& tokenizer, const std::string& fixtu
 TEST(QwenTinyTokenizer, MatchesHfOnCorpusCasesAndInvalidUtf8) {
   const Tokenizer tokenizer = Tokenizer::from_file(source_dir() / "tests/fixtures/qwen-tiny-tokenizer/tokenizer.json");
   expect_matches_fixture(tokenizer, "qwen_tiny_expected.jsonl");
+}
+
+TEST(QwenTinyTokenizer, Qwen3_5VariantMatchesHfOnCorpusCasesAndInvalidUtf8) {
+  const Tokenizer tokenizer =
+      Tokenizer::from_file(source_dir() / "tests/fixtures/qwen-tiny-tokenizer/qwen3_5/tokenizer.json");
+  expect_matches_fixture(tokenizer, "qwen3_5_tiny_expected.jsonl");
 }
 
 TEST(Qwen2Tokenizer, MatchesHfOnCorpusCasesAndInvalidUtf8) {

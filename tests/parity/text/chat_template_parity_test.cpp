@@ -1,6 +1,6 @@
 // Qwen chat templates rendered natively vs Transformers' apply_chat_template on the same template
 // text (tests/parity/text/chat_*.jsonl, tools/reference/make_chat_template_fixtures.py): the text
-// byte for byte, the template's own errors, and the ids the tiny Qwen tokenizer gives the text.
+// byte for byte, the template's own errors, and the ids the family's tiny Qwen tokenizer gives it.
 
 #include <gtest/gtest.h>
 
@@ -38,8 +38,9 @@ std::vector<nlohmann::json> read_json_lines(const std::filesystem::path& path) {
   return lines;
 }
 
-void expect_matches_fixture(const ChatTemplate& chat_template, const std::string& fixture) {
-  const Tokenizer tokenizer = Tokenizer::from_file(source_dir() / "tests/fixtures/qwen-tiny-tokenizer/tokenizer.json");
+void expect_matches_fixture(const ChatTemplate& chat_template, const std::filesystem::path& tokenizer_dir,
+                            const std::string& fixture) {
+  const Tokenizer tokenizer = Tokenizer::from_file(tokenizer_dir / "tokenizer.json");
   const std::vector<nlohmann::json> records = read_json_lines(source_dir() / "tests/parity/text" / fixture);
   ASSERT_GT(records.size(), 40u);
   size_t rendered = 0;
@@ -75,16 +76,24 @@ void expect_matches_fixture(const ChatTemplate& chat_template, const std::string
 }
 
 TEST(ChatTemplateParity, Qwen3FromTheTinyTokenizerDirectory) {
-  const ChatTemplate chat_template = ChatTemplate::from_model_dir(source_dir() / "tests/fixtures/qwen-tiny-tokenizer");
+  const std::filesystem::path dir = source_dir() / "tests/fixtures/qwen-tiny-tokenizer";
+  const ChatTemplate chat_template = ChatTemplate::from_model_dir(dir);
   EXPECT_EQ(chat_template.name(), "qwen3");
-  expect_matches_fixture(chat_template, "chat_qwen3.jsonl");
+  expect_matches_fixture(chat_template, dir, "chat_qwen3.jsonl");
 }
 
-TEST(ChatTemplateParity, Qwen3_5) {
+TEST(ChatTemplateParity, Qwen3_5FromTheTinyQwen3_5TokenizerDirectory) {
+  const std::filesystem::path dir = source_dir() / "tests/fixtures/qwen-tiny-tokenizer/qwen3_5";
+  const ChatTemplate chat_template = ChatTemplate::from_model_dir(dir);
+  EXPECT_EQ(chat_template.name(), "qwen3_5");
+  expect_matches_fixture(chat_template, dir, "chat_qwen3_5.jsonl");
+}
+
+TEST(ChatTemplateParity, Qwen3_5FromTheTemplateFile) {
   const std::filesystem::path path = source_dir() / "tests/parity/text/chat_templates/qwen3_5.jinja";
   const ChatTemplate chat_template = ChatTemplate::from_template_text(read_file(path), path.string());
   EXPECT_EQ(chat_template.name(), "qwen3_5");
-  expect_matches_fixture(chat_template, "chat_qwen3_5.jsonl");
+  expect_matches_fixture(chat_template, source_dir() / "tests/fixtures/qwen-tiny-tokenizer/qwen3_5", "chat_qwen3_5.jsonl");
 }
 
 }  // namespace

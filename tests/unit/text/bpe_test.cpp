@@ -256,12 +256,14 @@ TEST(Bpe, GenericSplitPatternRunsThroughPcre2) {
 }
 
 TEST(Bpe, TinyTokenizerLabelsAreSingleTokens) {
-  const Tokenizer tokenizer = Tokenizer::from_file(source_dir() / "tests/fixtures/qwen-tiny-tokenizer/tokenizer.json");
-  for (const std::string label : {"A", "Z", "AA", "AZ", "0", "9", "yes", "no", " yes", " no", "<|im_start|>", "<think>"}) {
-    EXPECT_EQ(tokenizer.encode(label).ids.size(), 1u) << label;
+  for (const char* dir : {"tests/fixtures/qwen-tiny-tokenizer", "tests/fixtures/qwen-tiny-tokenizer/qwen3_5"}) {
+    const Tokenizer tokenizer = Tokenizer::from_file(source_dir() / dir / "tokenizer.json");
+    for (const std::string label : {"A", "Z", "AA", "AZ", "0", "9", "yes", "no", " yes", " no", "<|im_start|>", "<think>"}) {
+      EXPECT_EQ(tokenizer.encode(label).ids.size(), 1u) << dir << ": " << label;
+    }
+    EXPECT_FALSE(tokenizer.special_token_ids().cls.has_value());
+    EXPECT_FALSE(tokenizer.special_token_ids().unk.has_value());
   }
-  EXPECT_FALSE(tokenizer.special_token_ids().cls.has_value());
-  EXPECT_FALSE(tokenizer.special_token_ids().unk.has_value());
 }
 
 }  // namespace
