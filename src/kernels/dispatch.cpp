@@ -13,10 +13,12 @@
 #include "kernels/parallel.h"
 #include "kernels/pooling.h"
 #include "kernels/reference/decoder.h"
+#include "kernels/reference/gated_delta.h"
 #include "kernels/reference/reference.h"
 #include "kernels/softmax.h"
 #include "kernels/variants.h"
 #include "kernels/x86/decoder.h"
+#include "kernels/x86/gated_delta_avx512.h"
 #include "kernels/x86/x86.h"
 
 namespace s1::kernels {
@@ -54,6 +56,10 @@ constexpr std::array<Variant<RmsNormFn>, 2> rms_norm_variants{{
 constexpr std::array<Variant<SiluMulFn>, 2> silu_mul_variants{{
     {"avx512", Isa::avx512, &x86::silu_mul_avx512},
     {"reference", Isa::portable, &reference::silu_mul},
+}};
+constexpr std::array<Variant<GatedDeltaHeadFn>, 2> gated_delta_head_variants{{
+    {"avx512", Isa::avx512, &x86::gated_delta_rule_head_avx512},
+    {"reference", Isa::portable, &reference::gated_delta_rule_head},
 }};
 
 template <class Fn, std::size_t count>
@@ -110,7 +116,7 @@ std::string_view isa_name(Isa isa) {
 const OpVariants& op_variants() {
   static const OpVariants variants{layer_norm_variants, gelu_variants, softmax_variants, convert_variants,
                                    attention_head_variants, cached_attention_head_variants, rms_norm_variants,
-                                   silu_mul_variants};
+                                   silu_mul_variants, gated_delta_head_variants};
   return variants;
 }
 
@@ -120,7 +126,7 @@ const SelectedVariants& selected_variants() {
       first_supported(softmax_variants),        first_supported(convert_variants),
       first_supported(attention_head_variants), first_supported(attention_head_variants, Precision::bf16),
       first_supported(cached_attention_head_variants), first_supported(rms_norm_variants),
-      first_supported(silu_mul_variants)};
+      first_supported(silu_mul_variants),       first_supported(gated_delta_head_variants)};
   return selected;
 }
 

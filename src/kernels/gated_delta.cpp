@@ -1,5 +1,5 @@
 // Entry points of the Gated DeltaNet ops: split channels, rows or value heads across the shared
-// OpenMP pool and run the reference implementation on each piece.
+// OpenMP pool and run the selected variant (the delta rule) or the reference on each piece.
 
 #include "kernels/gated_delta.h"
 
@@ -8,6 +8,7 @@
 
 #include "kernels/parallel.h"
 #include "kernels/reference/gated_delta.h"
+#include "kernels/variants.h"
 
 namespace s1::kernels {
 namespace {
@@ -57,11 +58,11 @@ void gated_delta_rule(const GatedDeltaInputs& inputs, GatedDeltaShape shape, std
   const std::size_t head_size = shape.k_dim * shape.v_dim;
   assert(state.size() == shape.v_heads * head_size && out.size() >= inputs.rows * shape.v_heads * shape.v_dim);
   const std::size_t head_work = std::max<std::size_t>(inputs.rows * head_size, 1);
+  GatedDeltaHeadFn* run = selected_variants().gated_delta_head.run;
   parallel_for(shape.v_heads, (min_delta_products_per_thread + head_work - 1) / head_work,
                [&](std::size_t begin, std::size_t end) {
                  for (std::size_t h = begin; h < end; ++h) {
-                   reference::gated_delta_rule_head(inputs, shape, h, first_position, chunk_size,
-                                                    state.subspan(h * head_size, head_size), out);
+                   run(inputs, shape, h, first_position, chunk_size, state.subspan(h * head_size, head_size), out);
                  }
                });
 }

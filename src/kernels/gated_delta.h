@@ -2,7 +2,7 @@
 // Gated DeltaNet ops (Qwen3.5's linear-attention layers): the depthwise causal conv with a carried
 // tail, the L2 norm of queries and keys, the gated delta rule (chunked prefill form) and the gated
 // RMSNorm of its output. All fp32; the entry points split channels, rows or value heads across the
-// shared thread pool and run kernels/reference/gated_delta.h on each piece.
+// shared thread pool and run the variant dispatch.cpp chose (kernels/variants.h) on each piece.
 
 #include <cstddef>
 #include <span>

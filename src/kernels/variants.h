@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "kernels/convert.h"
+#include "kernels/gated_delta.h"
 
 namespace s1::kernels {
 
@@ -64,6 +65,11 @@ struct CachedAttentionHeadTask {
 };
 using CachedAttentionHeadFn = void(const CachedAttentionHeadTask& task);
 
+// Value head `head` of kernels::gated_delta_rule; head_state: [k_dim, v_dim] of that head.
+using GatedDeltaHeadFn = void(const GatedDeltaInputs& inputs, GatedDeltaShape shape, std::size_t head,
+                              std::size_t first_position, std::size_t chunk_size, std::span<float> head_state,
+                              std::span<float> out);
+
 template <class Fn>
 struct Variant {
   std::string_view name;
@@ -82,6 +88,7 @@ struct OpVariants {
   std::span<const Variant<CachedAttentionHeadFn>> cached_attention_head;
   std::span<const Variant<RmsNormFn>> rms_norm;
   std::span<const Variant<SiluMulFn>> silu_mul;
+  std::span<const Variant<GatedDeltaHeadFn>> gated_delta_head;
 };
 [[nodiscard]] const OpVariants& op_variants();
 
@@ -96,6 +103,7 @@ struct SelectedVariants {
   Variant<CachedAttentionHeadFn> cached_attention_head;
   Variant<RmsNormFn> rms_norm;
   Variant<SiluMulFn> silu_mul;
+  Variant<GatedDeltaHeadFn> gated_delta_head;
 };
 [[nodiscard]] const SelectedVariants& selected_variants();
 

@@ -21,6 +21,7 @@
 #include "kernels/parallel.h"
 #include "kernels/pooling.h"
 #include "kernels/reference/decoder.h"
+#include "kernels/reference/gated_delta.h"
 #include "kernels/reference/reference.h"
 #include "kernels/softmax.h"
 #include "kernels/variants.h"
@@ -335,6 +336,66 @@ TEST(KernelsConsistency, CachedAttentionHeadVariants) {
         // Padding between rows is never written.
         for (std::size_t i = 0; i < c.m; ++i)
           for (std::size_t col = c.head_dim; col < out_stride; ++col) ASSERT_EQ(got[i * out_stride + col], 7.0F);
+      }
+    }
+  }
+}
+
+// The chunked delta rule in fp32 against the reference's float64 chunks: the UT transform
+// (I + A)⁻¹ amplifies rounding by its norm, a few units for L2-normalised keys and β < 1 (measured
+// worst over these cases: 2.8e-5 of the RMS).
+constexpr double gated_delta_tolerance = 1e-4;
+
+TEST(KernelsConsistency, GatedDeltaHeadVariants) {
+  unsigned seed = 700;
+  struct Case {
+    std::size_t k_heads, v_heads, k_dim, v_dim, rows, first_position, chunk;
+    float decay_scale;  // g uniform in [−decay_scale, 0)
+  };
+  // The real 128 × 128 heads over several chunks, odd head sizes (masked vector tails), grouped
+  // value heads, starts off the chunk grid, a single decode row, small chunks and strong decay.
+  const Case cases[] = {{1, 1, 128, 128, 200, 0, 64, 0.3F}, {2, 4, 16, 12, 130, 0, 64, 0.3F},
+                        {1, 2, 7, 20, 70, 37, 64, 0.3F},     {2, 2, 33, 17, 5, 62, 64, 0.3F},
+                        {1, 1, 128, 128, 1, 300, 64, 0.3F},  {1, 1, 40, 24, 100, 10, 16, 0.3F},
+                        {1, 1, 64, 64, 128, 0, 64, 8.0F},    {1, 2, 128, 128, 67, 61, 64, 0.05F}};
+  for (const auto& variant : op_variants().gated_delta_head) {
+    if (!runnable(variant)) continue;
+    for (const Case& c : cases) {
+      const GatedDeltaShape shape{.k_heads = c.k_heads, .v_heads = c.v_heads, .k_dim = c.k_dim, .v_dim = c.v_dim};
+      const std::size_t qk_width = c.k_heads * c.k_dim;
+      const std::size_t value_stride = c.v_heads * c.v_dim + 5;  // values inside a wider fused row
+      auto query = random_values(c.rows * qk_width, 1.0F, ++seed);
+      auto key = random_values(c.rows * qk_width, 1.0F, ++seed);
+      reference::l2_norm_scaled(query, c.k_dim, 1e-6F, 1.0F / std::sqrt(static_cast<float>(c.k_dim)), query);
+      reference::l2_norm_scaled(key, c.k_dim, 1e-6F, 1.0F, key);
+      const auto value = random_values(c.rows * value_stride, 1.0F, ++seed);
+      std::mt19937 generator(++seed);
+      std::uniform_real_distribution<float> unit(0.0F, 1.0F);
+      std::vector<float> g(c.rows * c.v_heads), beta(c.rows * c.v_heads);
+      for (float& x : g) x = -c.decay_scale * unit(generator) - 1e-3F;
+      for (float& x : beta) x = unit(generator);
+      const GatedDeltaInputs inputs{.query = query, .key = key, .value = value, .value_stride = value_stride,
+                                    .g = g, .beta = beta, .rows = c.rows};
+      const auto initial = random_values(c.k_dim * c.v_dim, 0.5F, ++seed);
+      const std::size_t out_width = c.v_heads * c.v_dim;
+      for (std::size_t head = 0; head < c.v_heads; ++head) {
+        std::vector<float> expected_state = initial, got_state = initial;
+        std::vector<float> expected(c.rows * out_width, 7.0F), got(c.rows * out_width, 7.0F);
+        reference::gated_delta_rule_head(inputs, shape, head, c.first_position, c.chunk, expected_state, expected);
+        variant.run(inputs, shape, head, c.first_position, c.chunk, got_state, got);
+        const std::string what = std::string(variant.name) + " k_dim " + std::to_string(c.k_dim) + " v_dim " +
+                                 std::to_string(c.v_dim) + " rows " + std::to_string(c.rows) + " first " +
+                                 std::to_string(c.first_position) + " head " + std::to_string(head);
+        expect_close(got, expected, gated_delta_tolerance, what + " output");
+        expect_close(got_state, expected_state, gated_delta_tolerance, what + " state");
+        // Other heads' columns are never written.
+        for (std::size_t r = 0; r < c.rows; ++r) {
+          for (std::size_t col = 0; col < out_width; ++col) {
+            if (col / c.v_dim != head) {
+              ASSERT_EQ(got[r * out_width + col], 7.0F) << what;
+            }
+          }
+        }
       }
     }
   }

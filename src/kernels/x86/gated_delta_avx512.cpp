@@ -1,0 +1,232 @@
+// AVX-512 chunked gated delta rule for one value head, in fp32. Per chunk of up to chunk_size
+// tokens (Transformers' torch_chunk_gated_delta_rule, as matrix products):
+//   d = cumsum(g);  A = tril₋₁(diag(β) K Kᵀ ∘ exp(dᵢ − dⱼ));  T = (I + A)⁻¹;
+//   U = T (β V) − T (β eᵈ K) S;  out = (eᵈ Q) S + tril(Q Kᵀ ∘ exp(dᵢ − dⱼ)) U;
+//   S ← e^{d_last} S + (exp(d_last − d) K)ᵀ U.
+// Every product goes through one register-blocked kernel (4 rows × 64 columns), so the chunk costs
+// a few dense passes over L1/L2-resident buffers instead of the reference's row-by-row scalar loops.
+
+#include "kernels/x86/gated_delta_avx512.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <vector>
+
+#include "kernels/x86/avx512_math.h"
+
+namespace s1::kernels::x86 {
+namespace {
+
+constexpr std::size_t lanes = 16;
+constexpr std::size_t block_rows = 4;
+constexpr std::size_t block_vectors = 4;
+
+// C[r][0, 16·vectors) ±= Σ_p A[r][p] · B[p][·] for `rows` rows; the last vector loads/stores only
+// the lanes in `tail`.
+template <std::size_t rows, std::size_t vectors, bool subtract>
+void block_product(const float* a, std::size_t lda, const float* b, std::size_t ldb, float* c, std::size_t ldc,
+                   std::size_t depth, __mmask16 tail) {
+  const auto mask = [tail](std::size_t v) { return v + 1 == vectors ? tail : static_cast<__mmask16>(0xFFFF); };
+  __m512 acc[rows][vectors];
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t v = 0; v < vectors; ++v) acc[r][v] = _mm512_maskz_loadu_ps(mask(v), c + r * ldc + v * lanes);
+  for (std::size_t p = 0; p < depth; ++p) {
+    __m512 column[vectors];
+    for (std::size_t v = 0; v < vectors; ++v) column[v] = _mm512_maskz_loadu_ps(mask(v), b + p * ldb + v * lanes);
+    for (std::size_t r = 0; r < rows; ++r) {
+      const __m512 scalar = _mm512_set1_ps(a[r * lda + p]);
+      for (std::size_t v = 0; v < vectors; ++v) {
+        acc[r][v] = subtract ? _mm512_fnmadd_ps(scalar, column[v], acc[r][v])
+                             : _mm512_fmadd_ps(scalar, column[v], acc[r][v]);
+      }
+    }
+  }
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t v = 0; v < vectors; ++v) _mm512_mask_storeu_ps(c + r * ldc + v * lanes, mask(v), acc[r][v]);
+}
+
+template <std::size_t rows, bool subtract>
+void row_block_product(const float* a, std::size_t lda, const float* b, std::size_t ldb, float* c, std::size_t ldc,
+                       std::size_t columns, std::size_t depth) {
+  for (std::size_t col = 0; col < columns; col += block_vectors * lanes) {
+    const std::size_t width = std::min(columns - col, block_vectors * lanes);
+    const std::size_t vectors = (width + lanes - 1) / lanes;
+    const __mmask16 tail = first_lanes(width - (vectors - 1) * lanes);
+    switch (vectors) {
+      case 1:
+        block_product<rows, 1, subtract>(a, lda, b + col, ldb, c + col, ldc, depth, tail);
+        break;
+      case 2:
+        block_product<rows, 2, subtract>(a, lda, b + col, ldb, c + col, ldc, depth, tail);
+        break;
+      case 3:
+        block_product<rows, 3, subtract>(a, lda, b + col, ldb, c + col, ldc, depth, tail);
+        break;
+      default:
+        block_product<rows, 4, subtract>(a, lda, b + col, ldb, c + col, ldc, depth, tail);
+        break;
+    }
+  }
+}
+
+// C[m, n] ±= A[m, depth(i)] · B[depth(i), n], where row i of A reads only its first depth(i)
+// entries: `depth` for a full A, i + 1 + depth_offset (capped at `depth`) for a lower-triangular one
+// whose later entries are zero.
+struct Product {
+  const float* a;
+  std::size_t lda;
+  const float* b;
+  std::size_t ldb;
+  float* c;
+  std::size_t ldc;
+  std::size_t m, n, depth;
+  bool lower_triangular = false;
+};
+
+template <bool subtract>
+void multiply(const Product& p) {
+  for (std::size_t i = 0; i < p.m; i += block_rows) {
+    const std::size_t rows = std::min(block_rows, p.m - i);
+    const std::size_t depth = p.lower_triangular ? std::min(p.depth, i + rows) : p.depth;
+    const float* a = p.a + i * p.lda;
+    float* c = p.c + i * p.ldc;
+    switch (rows) {
+      case 1:
+        row_block_product<1, subtract>(a, p.lda, p.b, p.ldb, c, p.ldc, p.n, depth);
+        break;
+      case 2:
+        row_block_product<2, subtract>(a, p.lda, p.b, p.ldb, c, p.ldc, p.n, depth);
+        break;
+      case 3:
+        row_block_product<3, subtract>(a, p.lda, p.b, p.ldb, c, p.ldc, p.n, depth);
+        break;
+      default:
+        row_block_product<4, subtract>(a, p.lda, p.b, p.ldb, c, p.ldc, p.n, depth);
+        break;
+    }
+  }
+}
+
+// y[0, n) = x[0, n) · factor.
+void scale_row(const float* x, float factor, std::size_t n, float* y) {
+  const __m512 f = _mm512_set1_ps(factor);
+  for (std::size_t c = 0; c < n; c += lanes) {
+    const __mmask16 m = first_lanes(n - c);
+    _mm512_mask_storeu_ps(y + c, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + c), f));
+  }
+}
+
+}  // namespace
+
+void gated_delta_rule_head_avx512(const GatedDeltaInputs& inputs, GatedDeltaShape shape, std::size_t head,
+                                  std::size_t first_position, std::size_t chunk_size, std::span<float> head_state,
+                                  std::span<float> out) {
+  const std::size_t dk = shape.k_dim;
+  const std::size_t dv = shape.v_dim;
+  const std::size_t key_head = head / (shape.v_heads / shape.k_heads);
+  const std::size_t qk_stride = shape.k_heads * dk;
+  const std::size_t out_stride = shape.v_heads * dv;
+  assert(chunk_size > 0 && head_state.size() == dk * dv);
+  const std::size_t capacity = std::min(chunk_size, inputs.rows);
+  // Row stride of the chunk-square matrices and of transposed keys: whole vectors.
+  const std::size_t square = (capacity + lanes - 1) / lanes * lanes;
+
+  std::vector<float> decay(capacity);
+  std::vector<float> keys_t(dk * square);     // Kᵀ: [dk, L]
+  std::vector<float> gram(capacity * square);  // K Kᵀ, then A, then T = (I + A)⁻¹
+  std::vector<float> scores(capacity * square);  // Q Kᵀ, then the decay-masked P
+  std::vector<float> triangle(capacity * square);
+  std::vector<float> scaled_values(capacity * dv);  // β V
+  std::vector<float> scaled_keys(capacity * dk);    // β eᵈ K, then eᵈ Q
+  std::vector<float> new_values(capacity * dv);     // U
+  std::vector<float> keys_w(capacity * dk);         // W = T (β eᵈ K)
+  std::vector<float> weighted_keys_t(dk * square);  // (exp(d_last − d) K)ᵀ
+  float* state = head_state.data();
+
+  for (std::size_t start = 0; start < inputs.rows;) {
+    const std::size_t position = first_position + start;
+    const std::size_t length = std::min(chunk_size - position % chunk_size, inputs.rows - start);
+    const auto q = [&](std::size_t i) { return inputs.query.data() + (start + i) * qk_stride + key_head * dk; };
+    const auto k = [&](std::size_t i) { return inputs.key.data() + (start + i) * qk_stride + key_head * dk; };
+    const auto v = [&](std::size_t i) { return inputs.value.data() + (start + i) * inputs.value_stride + head * dv; };
+    const auto beta = [&](std::size_t i) { return inputs.beta[(start + i) * shape.v_heads + head]; };
+    float running = 0.0F;
+    for (std::size_t i = 0; i < length; ++i) {
+      running += inputs.g[(start + i) * shape.v_heads + head];
+      decay[i] = running;
+    }
+
+    for (std::size_t a = 0; a < dk; ++a) {
+      float* row = keys_t.data() + a * square;
+      for (std::size_t j = 0; j < length; ++j) row[j] = k(j)[a];
+    }
+    // K Kᵀ and Q Kᵀ, lower triangles (with diagonal) only.
+    std::fill(gram.begin(), gram.end(), 0.0F);
+    std::fill(scores.begin(), scores.end(), 0.0F);
+    for (std::size_t i = 0; i < length; i += block_rows) {
+      const std::size_t rows = std::min(block_rows, length - i);
+      multiply<false>(Product{k(i), qk_stride, keys_t.data(), square, gram.data() + i * square, square, rows, i + rows,
+                              dk});
+      multiply<false>(Product{q(i), qk_stride, keys_t.data(), square, scores.data() + i * square, square, rows,
+                              i + rows, dk});
+    }
+    // Decay weights exp(dᵢ − dⱼ) for j ≤ i; A keeps j < i scaled by βᵢ, P keeps j ≤ i.
+    for (std::size_t i = 0; i < length; ++i) {
+      const __m512 di = _mm512_set1_ps(decay[i]);
+      const __m512 bi = _mm512_set1_ps(beta(i));
+      float* a_row = gram.data() + i * square;
+      float* p_row = scores.data() + i * square;
+      for (std::size_t j = 0; j <= i; j += lanes) {
+        const __mmask16 below = first_lanes(i - j);     // j' < i
+        const __mmask16 upto = first_lanes(i + 1 - j);  // j' ≤ i
+        const __m512 weight = exp_vector(_mm512_sub_ps(di, _mm512_maskz_loadu_ps(upto, decay.data() + j)));
+        _mm512_storeu_ps(a_row + j,
+                         _mm512_maskz_mul_ps(below, _mm512_mul_ps(_mm512_loadu_ps(a_row + j), weight), bi));
+        _mm512_storeu_ps(p_row + j, _mm512_maskz_mul_ps(upto, _mm512_loadu_ps(p_row + j), weight));
+      }
+    }
+    // T = (I + A)⁻¹ row by row: Tᵢ = eᵢ − Σ_{j<i} A_ij T_j (T is unit lower triangular).
+    std::fill(triangle.begin(), triangle.end(), 0.0F);
+    for (std::size_t i = 0; i < length; ++i) {
+      float* t_row = triangle.data() + i * square;
+      t_row[i] = 1.0F;
+      multiply<true>(Product{gram.data() + i * square, square, triangle.data(), square, t_row, square, 1, i, i});
+    }
+
+    for (std::size_t i = 0; i < length; ++i) {
+      scale_row(v(i), beta(i), dv, scaled_values.data() + i * dv);
+      scale_row(k(i), beta(i) * std::exp(decay[i]), dk, scaled_keys.data() + i * dk);
+    }
+    std::fill_n(new_values.begin(), length * dv, 0.0F);
+    std::fill_n(keys_w.begin(), length * dk, 0.0F);
+    multiply<false>(Product{triangle.data(), square, scaled_values.data(), dv, new_values.data(), dv, length, dv,
+                            length, true});
+    multiply<false>(
+        Product{triangle.data(), square, scaled_keys.data(), dk, keys_w.data(), dk, length, dk, length, true});
+    // The part of each value the carried state already predicts is not written again (delta rule).
+    multiply<true>(Product{keys_w.data(), dk, state, dv, new_values.data(), dv, length, dv, dk});
+
+    for (std::size_t i = 0; i < length; ++i) {
+      scale_row(q(i), std::exp(decay[i]), dk, scaled_keys.data() + i * dk);
+      std::fill_n(out.data() + (start + i) * out_stride + head * dv, dv, 0.0F);
+    }
+    float* out_rows = out.data() + start * out_stride + head * dv;
+    multiply<false>(Product{scaled_keys.data(), dk, state, dv, out_rows, out_stride, length, dv, dk});
+    multiply<false>(
+        Product{scores.data(), square, new_values.data(), dv, out_rows, out_stride, length, dv, length, true});
+
+    const float last = decay[length - 1];
+    for (std::size_t j = 0; j < length; ++j) {
+      const float key_gain = std::exp(last - decay[j]);
+      for (std::size_t a = 0; a < dk; ++a) weighted_keys_t[a * square + j] = key_gain * k(j)[a];
+    }
+    for (std::size_t a = 0; a < dk; ++a) scale_row(state + a * dv, std::exp(last), dv, state + a * dv);
+    multiply<false>(Product{weighted_keys_t.data(), square, new_values.data(), dv, state, dv, dk, dv, length});
+    start += length;
+  }
+}
+
+}  // namespace s1::kernels::x86
