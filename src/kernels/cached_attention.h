@@ -3,6 +3,8 @@
 #include <cstddef>
 #include <span>
 
+#include "kernels/precision.h"
+
 namespace s1::kernels {
 
 struct CachedAttentionShape {
@@ -10,6 +12,8 @@ struct CachedAttentionShape {
   std::size_t kv_heads = 0;  // key/value heads; query head h reads kv head h / (heads / kv_heads)
   std::size_t head_dim = 0;
   float scale = 1.0F;  // multiplies Q·K before the softmax (usually 1/√head_dim)
+  // bf16 lets Q·Kᵀ and P·V round their operands to bf16 (on AMX); the softmax stays fp32.
+  Precision precision = Precision::fp32;
 };
 
 // Grouped-query attention of m query rows against n cached key/value rows of ONE sequence: a

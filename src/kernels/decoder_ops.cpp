@@ -68,7 +68,8 @@ void cached_attention(std::span<const float> q, std::size_t q_stride, std::size_
   assert(m == 0 || q.size() >= (m - 1) * q_stride + out_stride);
   assert(!causal || first_query_position + m <= n);
   if (m == 0) return;
-  CachedAttentionHeadFn* run = selected_variants().cached_attention_head.run;
+  CachedAttentionHeadFn* run = shape.precision == Precision::bf16 ? selected_variants().cached_attention_head_bf16.run
+                                                                   : selected_variants().cached_attention_head.run;
   const std::size_t group = shape.heads / shape.kv_heads;
   // Items are (head, block of query rows): a long prefill spreads over threads even with few heads,
   // while each item still reuses its transposed keys for many rows.

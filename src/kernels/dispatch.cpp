@@ -45,7 +45,8 @@ constexpr std::array<Variant<AttentionHeadFn>, 3> attention_head_variants{{
     {"avx512", Isa::avx512, &x86::attention_head_avx512},
     {"reference", Isa::portable, &reference::attention_head},
 }};
-constexpr std::array<Variant<CachedAttentionHeadFn>, 2> cached_attention_head_variants{{
+constexpr std::array<Variant<CachedAttentionHeadFn>, 3> cached_attention_head_variants{{
+    {"amx_bf16", Isa::amx_bf16, &x86::cached_attention_head_amx_bf16, true},
     {"avx512", Isa::avx512, &x86::cached_attention_head_avx512},
     {"reference", Isa::portable, &reference::cached_attention_head},
 }};
@@ -125,7 +126,8 @@ const SelectedVariants& selected_variants() {
       first_supported(layer_norm_variants),     first_supported(gelu_variants),
       first_supported(softmax_variants),        first_supported(convert_variants),
       first_supported(attention_head_variants), first_supported(attention_head_variants, Precision::bf16),
-      first_supported(cached_attention_head_variants), first_supported(rms_norm_variants),
+      first_supported(cached_attention_head_variants),
+      first_supported(cached_attention_head_variants, Precision::bf16), first_supported(rms_norm_variants),
       first_supported(silu_mul_variants),       first_supported(gated_delta_head_variants)};
   return selected;
 }

@@ -101,6 +101,7 @@ struct SelectedVariants {
   Variant<AttentionHeadFn> attention_head;
   Variant<AttentionHeadFn> attention_head_bf16;
   Variant<CachedAttentionHeadFn> cached_attention_head;
+  Variant<CachedAttentionHeadFn> cached_attention_head_bf16;
   Variant<RmsNormFn> rms_norm;
   Variant<SiluMulFn> silu_mul;
   Variant<GatedDeltaHeadFn> gated_delta_head;

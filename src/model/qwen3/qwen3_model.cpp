@@ -298,7 +298,8 @@ void Qwen3Decoder::attention_block(const Layer& layer, std::size_t layer_index, 
   const kernels::CachedAttentionShape shape{.heads = heads_,
                                             .kv_heads = kv_heads_,
                                             .head_dim = head_dim_,
-                                            .scale = 1.0F / std::sqrt(static_cast<float>(head_dim_))};
+                                            .scale = 1.0F / std::sqrt(static_cast<float>(head_dim_)),
+                                            .precision = info_.precision};
   const std::size_t width = kv_width();
   for (std::size_t b = 0; b < rows.size(); ++b) {
     // The sequence's keys and values in one block: the prefix's segments, then this branch's rows.

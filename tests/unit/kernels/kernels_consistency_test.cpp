@@ -298,7 +298,8 @@ TEST(KernelsConsistency, CachedAttentionHeadVariants) {
   // Prefills (m = n), branches after a prefix (m < n, some with keys past the last query), single
   // decode steps; head_dim below, at and above one and two vectors, odd ones included.
   const Case cases[] = {{1, 1, 0, 32},   {9, 9, 0, 16},    {17, 40, 23, 7},  {5, 70, 50, 40},
-                        {1, 130, 129, 13}, {64, 64, 0, 128}, {33, 100, 60, 80}, {70, 200, 100, 64}};
+                        {1, 130, 129, 13}, {64, 64, 0, 128}, {33, 100, 60, 80}, {70, 200, 100, 64},
+                        {40, 240, 200, 128}, {16, 16, 0, 32},  {48, 60, 5, 96}};
   for (const auto& variant : op_variants().cached_attention_head) {
     if (!runnable(variant)) continue;
     for (const Case& c : cases) {
@@ -328,7 +329,7 @@ TEST(KernelsConsistency, CachedAttentionHeadVariants) {
         reference::cached_attention_head(task);
         task.out = got.data();
         variant.run(task);
-        expect_close(got, expected, fp32_tolerance,
+        expect_close(got, expected, variant.bf16_arithmetic ? bf16_tolerance : fp32_tolerance,
                      std::string(variant.name) + " m " + std::to_string(c.m) + " n " + std::to_string(c.n) +
                          " first " + std::to_string(c.first_query_position) + " head_dim " +
                          std::to_string(c.head_dim) + (causal ? " causal" : ""),

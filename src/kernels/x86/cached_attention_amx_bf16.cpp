@@ -1,0 +1,225 @@
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cassert>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "kernels/x86/avx512_math.h"
+#include "kernels/x86/decoder.h"
+
+namespace s1::kernels::x86 {
+namespace {
+
+// The tiling of attention_amx_bf16.cpp (BERT's encoder attention): 16×32 bf16 operand tiles, 16×16
+// fp32 accumulators; tile 0 = A, 1 and 2 = B alternating so a load overlaps the previous product,
+// 4–7 = four independent accumulators.
+constexpr std::size_t tile_rows = 16;
+constexpr std::size_t tile_depth = 32;
+
+struct alignas(64) TileConfig {
+  std::uint8_t palette = 1;
+  std::uint8_t start_row = 0;
+  std::uint8_t reserved[14] = {};
+  std::uint16_t bytes_per_row[16] = {};
+  std::uint8_t rows[16] = {};
+};
+static_assert(sizeof(TileConfig) == 64);
+
+// RAII: configure the tiles for this call, release them (and the AMX state) on return.
+class TileScope {
+ public:
+  TileScope() {
+    TileConfig config;
+    for (int tile = 0; tile < 8; ++tile) {
+      config.bytes_per_row[tile] = 64;
+      config.rows[tile] = tile_rows;
+    }
+    _tile_loadconfig(&config);
+  }
+  ~TileScope() { _tile_release(); }
+  TileScope(const TileScope&) = delete;
+  TileScope& operator=(const TileScope&) = delete;
+};
+
+struct Scratch {
+  std::vector<std::uint16_t> queries;       // [16][d] bf16, pre-scaled
+  std::vector<std::uint32_t> keys_pairs;    // [d/2][padded] pairs (k[j][2p], k[j][2p+1])
+  std::vector<std::uint32_t> values_pairs;  // [padded/2][d] pairs (v[2q][c], v[2q+1][c])
+  std::vector<float> scores;                // [16][padded]
+  std::vector<std::uint16_t> weights;       // [16][padded] bf16 softmax numerators
+  std::vector<float> block_out;             // [16][d]
+  std::vector<std::uint16_t> key_row;       // [d] one key in bf16
+};
+
+Scratch& thread_scratch() {
+  thread_local Scratch scratch;
+  return scratch;
+}
+
+// Word i of the result takes word interleave_pairs[i]: (a0, b0, a1, b1, …) from (a0..a15, b0..b15).
+constexpr std::array<std::uint16_t, 32> interleave_pairs = [] {
+  std::array<std::uint16_t, 32> indices{};
+  for (std::uint16_t k = 0; k < 16; ++k) {
+    indices[2 * k] = k;
+    indices[2 * k + 1] = static_cast<std::uint16_t>(16 + k);
+  }
+  return indices;
+}();
+
+// 32 floats → 32 bf16 (round to nearest even), stored contiguously.
+inline void store_bf16_32(std::uint16_t* destination, __m512 low, __m512 high) {
+  _mm512_storeu_si512(destination, std::bit_cast<__m512i>(_mm512_cvtne2ps_pbh(high, low)));
+}
+
+// C[4 + n] += A · B_n for n < count (1 to 4), A in tile 0, B_n 16×64 bytes at b + n·b_step bytes.
+inline void multiply_accumulate(const std::uint8_t* b, std::size_t b_step, std::size_t b_stride, std::size_t count) {
+  const auto stride = static_cast<long>(b_stride);
+  _tile_loadd(1, b, stride);
+  _tile_dpbf16ps(4, 0, 1);
+  if (count > 1) {
+    _tile_loadd(2, b + b_step, stride);
+    _tile_dpbf16ps(5, 0, 2);
+  }
+  if (count > 2) {
+    _tile_loadd(1, b + 2 * b_step, stride);
+    _tile_dpbf16ps(6, 0, 1);
+  }
+  if (count > 3) {
+    _tile_loadd(2, b + 3 * b_step, stride);
+    _tile_dpbf16ps(7, 0, 2);
+  }
+}
+
+inline void zero_accumulators() {
+  _tile_zero(4);
+  _tile_zero(5);
+  _tile_zero(6);
+  _tile_zero(7);
+}
+
+// Stores accumulator n (n < count) at c + n·16 floats, rows c_stride bytes apart.
+inline void store_accumulators(float* c, std::size_t c_stride, std::size_t count) {
+  const auto stride = static_cast<long>(c_stride);
+  _tile_stored(4, c, stride);
+  if (count > 1) _tile_stored(5, c + 16, stride);
+  if (count > 2) _tile_stored(6, c + 32, stride);
+  if (count > 3) _tile_stored(7, c + 48, stride);
+}
+
+}  // namespace
+
+void cached_attention_head_amx_bf16(const CachedAttentionHeadTask& task) {
+  const std::size_t d = task.head_dim;
+  // A tile's depth must divide head_dim; a block of fewer than 16 rows would mostly multiply
+  // padding (a decode step, a short branch): both stay on the fp32 AVX-512 kernel.
+  if (d % tile_depth != 0 || task.m < tile_rows) {
+    cached_attention_head_avx512(task);
+    return;
+  }
+  assert(!task.causal || task.first_query_position + task.m <= task.n);
+  // Keys any row of this task can see; each row's own limit is applied by the softmax mask.
+  const std::size_t key_count = task.causal ? task.first_query_position + task.m : task.n;
+  const std::size_t padded = (key_count + tile_depth - 1) / tile_depth * tile_depth;
+  Scratch& scratch = thread_scratch();
+  scratch.queries.resize(tile_rows * d);
+  // Padding keys and values stay zero: their scores are masked, and 0 · 0 adds nothing to P·V.
+  scratch.keys_pairs.assign(d / 2 * padded, 0U);
+  scratch.values_pairs.assign(padded / 2 * d, 0U);
+  scratch.scores.resize(tile_rows * padded);
+  scratch.weights.resize(tile_rows * padded);
+  scratch.block_out.resize(tile_rows * d);
+
+  // K into the B layout of Q·Kᵀ: row p of a tile holds the channel pair (2p, 2p+1) of 16 keys.
+  scratch.key_row.resize(d);
+  std::uint16_t* row = scratch.key_row.data();
+  for (std::size_t j = 0; j < key_count; ++j) {
+    const float* k = task.keys + j * task.kv_stride;
+    for (std::size_t c = 0; c < d; c += 32)
+      store_bf16_32(row + c, _mm512_loadu_ps(k + c), _mm512_loadu_ps(k + c + 16));
+    for (std::size_t p = 0; p < d / 2; ++p) {
+      std::uint32_t pair = 0;
+      std::memcpy(&pair, row + 2 * p, sizeof pair);
+      scratch.keys_pairs[p * padded + j] = pair;
+    }
+  }
+  // V into the B layout of P·V: row q of a tile holds keys (2q, 2q+1) of 16 channels, interleaved.
+  const __m512i interleave = _mm512_loadu_si512(interleave_pairs.data());
+  for (std::size_t j = 0; j < key_count; j += 2) {
+    const float* v0 = task.values + j * task.kv_stride;
+    const float* v1 = v0 + task.kv_stride;
+    for (std::size_t c = 0; c < d; c += 16) {
+      const __m512 first = _mm512_loadu_ps(v0 + c);
+      const __m512 second = j + 1 < key_count ? _mm512_loadu_ps(v1 + c) : _mm512_setzero_ps();
+      const __m512i both = std::bit_cast<__m512i>(_mm512_cvtne2ps_pbh(second, first));
+      _mm512_storeu_si512(scratch.values_pairs.data() + (j / 2) * d + c, _mm512_permutexvar_epi16(interleave, both));
+    }
+  }
+
+  const TileScope tiles;
+  const __m512 scale = _mm512_set1_ps(task.scale);
+  for (std::size_t i0 = 0; i0 < task.m; i0 += tile_rows) {
+    const std::size_t rows = std::min(tile_rows, task.m - i0);
+    for (std::size_t r = 0; r < tile_rows; ++r) {
+      std::uint16_t* q_out = scratch.queries.data() + r * d;
+      if (r >= rows) {
+        std::fill_n(q_out, d, std::uint16_t{0});
+        continue;
+      }
+      const float* q = task.q + (i0 + r) * task.q_stride;
+      for (std::size_t c = 0; c < d; c += 32)
+        store_bf16_32(q_out + c, _mm512_mul_ps(_mm512_loadu_ps(q + c), scale),
+                      _mm512_mul_ps(_mm512_loadu_ps(q + c + 16), scale));
+    }
+    // Keys this block can see, rounded up to whole tiles (padding keys are zero, then masked).
+    const std::size_t end = task.causal ? task.first_query_position + i0 + rows : key_count;
+    const std::size_t end_padded = (end + tile_depth - 1) / tile_depth * tile_depth;
+
+    // Scores, 16 keys per accumulator, up to 64 keys per pass.
+    for (std::size_t j0 = 0; j0 < end_padded; j0 += 64) {
+      const std::size_t count = std::min<std::size_t>(4, (end_padded - j0) / 16);
+      zero_accumulators();
+      for (std::size_t c = 0; c < d; c += tile_depth) {
+        _tile_loadd(0, scratch.queries.data() + c, static_cast<long>(d * sizeof(std::uint16_t)));
+        multiply_accumulate(reinterpret_cast<const std::uint8_t*>(scratch.keys_pairs.data() + (c / 2) * padded + j0),
+                            16 * sizeof(std::uint32_t), padded * sizeof(std::uint32_t), count);
+      }
+      store_accumulators(scratch.scores.data() + j0, padded * sizeof(float), count);
+    }
+
+    float inverse_sum[tile_rows] = {};
+    for (std::size_t r = 0; r < tile_rows; ++r) {
+      float* scores = scratch.scores.data() + r * padded;
+      std::uint16_t* weights = scratch.weights.data() + r * padded;
+      if (r < rows) {
+        const std::size_t visible = task.causal ? task.first_query_position + i0 + r + 1 : key_count;
+        inverse_sum[r] = softmax_numerators(scores, visible, end_padded);
+        for (std::size_t j = 0; j < end_padded; j += 32)
+          store_bf16_32(weights + j, _mm512_loadu_ps(scores + j), _mm512_loadu_ps(scores + j + 16));
+      } else {
+        std::fill_n(weights, end_padded, std::uint16_t{0});
+      }
+    }
+
+    // Output, 16 channels per accumulator, up to 64 channels per pass (d is a multiple of 32).
+    for (std::size_t c0 = 0; c0 < d; c0 += 64) {
+      const std::size_t count = std::min<std::size_t>(4, (d - c0) / 16);
+      zero_accumulators();
+      for (std::size_t j = 0; j < end_padded; j += tile_depth) {
+        _tile_loadd(0, scratch.weights.data() + j, static_cast<long>(padded * sizeof(std::uint16_t)));
+        multiply_accumulate(reinterpret_cast<const std::uint8_t*>(scratch.values_pairs.data() + (j / 2) * d + c0),
+                            16 * sizeof(std::uint32_t), d * sizeof(std::uint32_t), count);
+      }
+      store_accumulators(scratch.block_out.data() + c0, d * sizeof(float), count);
+    }
+    for (std::size_t r = 0; r < rows; ++r) {
+      float* out = task.out + (i0 + r) * task.out_stride;
+      const __m512 normaliser = _mm512_set1_ps(inverse_sum[r]);
+      for (std::size_t c = 0; c < d; c += 16)
+        _mm512_storeu_ps(out + c, _mm512_mul_ps(_mm512_loadu_ps(scratch.block_out.data() + r * d + c), normaliser));
+    }
+  }
+}
+
+}  // namespace s1::kernels::x86
