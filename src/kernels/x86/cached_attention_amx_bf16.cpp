@@ -50,7 +50,7 @@ struct Scratch {
   std::vector<float> scores;                // [16][padded]
   std::vector<std::uint16_t> weights;       // [16][padded] bf16 softmax numerators
   std::vector<float> block_out;             // [16][d]
-  std::vector<std::uint16_t> key_row;       // [d] one key in bf16
+  std::vector<std::uint16_t> key_rows;      // [16][d] 16 keys in bf16
 };
 
 Scratch& thread_scratch() {
@@ -124,27 +124,40 @@ void cached_attention_head_amx_bf16(const CachedAttentionHeadTask& task) {
   const std::size_t padded = (key_count + tile_depth - 1) / tile_depth * tile_depth;
   Scratch& scratch = thread_scratch();
   scratch.queries.resize(tile_rows * d);
-  // Padding keys and values stay zero: their scores are masked, and 0 · 0 adds nothing to P·V.
-  scratch.keys_pairs.assign(d / 2 * padded, 0U);
-  scratch.values_pairs.assign(padded / 2 * d, 0U);
+  scratch.keys_pairs.resize(d / 2 * padded);
+  scratch.values_pairs.resize(padded / 2 * d);
   scratch.scores.resize(tile_rows * padded);
   scratch.weights.resize(tile_rows * padded);
   scratch.block_out.resize(tile_rows * d);
 
   // K into the B layout of Q·Kᵀ: row p of a tile holds the channel pair (2p, 2p+1) of 16 keys.
-  scratch.key_row.resize(d);
-  std::uint16_t* row = scratch.key_row.data();
-  for (std::size_t j = 0; j < key_count; ++j) {
-    const float* k = task.keys + j * task.kv_stride;
-    for (std::size_t c = 0; c < d; c += 32)
-      store_bf16_32(row + c, _mm512_loadu_ps(k + c), _mm512_loadu_ps(k + c + 16));
-    for (std::size_t p = 0; p < d / 2; ++p) {
-      std::uint32_t pair = 0;
-      std::memcpy(&pair, row + 2 * p, sizeof pair);
-      scratch.keys_pairs[p * padded + j] = pair;
+  // 16 keys at a time go to bf16 rows, then one gather per pair index moves a pair of all 16 into
+  // place (a scalar scatter wrote a different cache line of keys_pairs on every store and cost
+  // more than the products for a 40-row branch over a 200-token prefix). Padding keys are zero:
+  // their scores are masked anyway.
+  scratch.key_rows.resize(tile_rows * d);
+  std::uint16_t* key_rows = scratch.key_rows.data();
+  const std::size_t pairs = d / 2;
+  const __m512i pair_offsets = _mm512_mullo_epi32(
+      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(static_cast<int>(pairs)));
+  for (std::size_t j0 = 0; j0 < padded; j0 += tile_rows) {
+    for (std::size_t j = 0; j < tile_rows; ++j) {
+      std::uint16_t* row = key_rows + j * d;
+      if (j0 + j >= key_count) {
+        std::fill_n(row, d, std::uint16_t{0});
+        continue;
+      }
+      const float* k = task.keys + (j0 + j) * task.kv_stride;
+      for (std::size_t c = 0; c < d; c += 32)
+        store_bf16_32(row + c, _mm512_loadu_ps(k + c), _mm512_loadu_ps(k + c + 16));
     }
+    for (std::size_t p = 0; p < pairs; ++p)
+      _mm512_storeu_si512(scratch.keys_pairs.data() + p * padded + j0,
+                          _mm512_i32gather_epi32(_mm512_add_epi32(pair_offsets, _mm512_set1_epi32(static_cast<int>(p))),
+                                                 key_rows, 4));
   }
-  // V into the B layout of P·V: row q of a tile holds keys (2q, 2q+1) of 16 channels, interleaved.
+  // V into the B layout of P·V: row q of a tile holds keys (2q, 2q+1) of 16 channels, interleaved;
+  // pairs past the last key are zero, so padding adds 0 · 0.
   const __m512i interleave = _mm512_loadu_si512(interleave_pairs.data());
   for (std::size_t j = 0; j < key_count; j += 2) {
     const float* v0 = task.values + j * task.kv_stride;
@@ -156,6 +169,8 @@ void cached_attention_head_amx_bf16(const CachedAttentionHeadTask& task) {
       _mm512_storeu_si512(scratch.values_pairs.data() + (j / 2) * d + c, _mm512_permutexvar_epi16(interleave, both));
     }
   }
+  std::fill(scratch.values_pairs.begin() + static_cast<std::ptrdiff_t>((key_count + 1) / 2 * d),
+            scratch.values_pairs.end(), 0U);
 
   const TileScope tiles;
   const __m512 scale = _mm512_set1_ps(task.scale);
