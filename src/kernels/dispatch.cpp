@@ -62,6 +62,10 @@ constexpr std::array<Variant<GatedDeltaHeadFn>, 2> gated_delta_head_variants{{
     {"avx512", Isa::avx512, &x86::gated_delta_rule_head_avx512},
     {"reference", Isa::portable, &reference::gated_delta_rule_head},
 }};
+constexpr std::array<Variant<CausalConv1dSiluFn>, 2> causal_conv1d_silu_variants{{
+    {"avx512", Isa::avx512, &x86::causal_conv1d_silu_avx512},
+    {"reference", Isa::portable, &reference::causal_conv1d_silu},
+}};
 
 template <class Fn, std::size_t count>
 Variant<Fn> first_supported(const std::array<Variant<Fn>, count>& variants,
@@ -117,7 +121,8 @@ std::string_view isa_name(Isa isa) {
 const OpVariants& op_variants() {
   static const OpVariants variants{layer_norm_variants, gelu_variants, softmax_variants, convert_variants,
                                    attention_head_variants, cached_attention_head_variants, rms_norm_variants,
-                                   silu_mul_variants, gated_delta_head_variants};
+                                   silu_mul_variants, gated_delta_head_variants,
+                                   causal_conv1d_silu_variants};
   return variants;
 }
 
@@ -128,7 +133,8 @@ const SelectedVariants& selected_variants() {
       first_supported(attention_head_variants), first_supported(attention_head_variants, Precision::bf16),
       first_supported(cached_attention_head_variants),
       first_supported(cached_attention_head_variants, Precision::bf16), first_supported(rms_norm_variants),
-      first_supported(silu_mul_variants),       first_supported(gated_delta_head_variants)};
+      first_supported(silu_mul_variants),       first_supported(gated_delta_head_variants),
+      first_supported(causal_conv1d_silu_variants)};
   return selected;
 }
 

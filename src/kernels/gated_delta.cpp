@@ -1,5 +1,5 @@
 // Entry points of the Gated DeltaNet ops: split channels, rows or value heads across the shared
-// OpenMP pool and run the selected variant (the delta rule) or the reference on each piece.
+// OpenMP pool and run the selected variant (conv, delta rule) or the reference (norms) on each piece.
 
 #include "kernels/gated_delta.h"
 
@@ -25,9 +25,10 @@ void causal_conv1d_silu(std::span<const float> x, std::size_t rows, std::size_t 
   assert(kernel > 0 && weight.size() % kernel == 0);
   const std::size_t channels = weight.size() / kernel;
   const std::size_t channel_work = std::max<std::size_t>(rows * kernel, 1);
+  CausalConv1dSiluFn* run = selected_variants().causal_conv1d_silu.run;
   parallel_for(channels, (min_elements_per_thread + channel_work - 1) / channel_work,
                [&](std::size_t begin, std::size_t end) {
-                 reference::causal_conv1d_silu(x, rows, x_stride, weight, kernel, tail, y, begin, end);
+                 run(x, rows, x_stride, weight, kernel, tail, y, begin, end);
                });
 }
 

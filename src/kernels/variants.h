@@ -69,6 +69,10 @@ using CachedAttentionHeadFn = void(const CachedAttentionHeadTask& task);
 using GatedDeltaHeadFn = void(const GatedDeltaInputs& inputs, GatedDeltaShape shape, std::size_t head,
                               std::size_t first_position, std::size_t chunk_size, std::span<float> head_state,
                               std::span<float> out);
+// Channels [channel_begin, channel_end) of kernels::causal_conv1d_silu.
+using CausalConv1dSiluFn = void(std::span<const float> x, std::size_t rows, std::size_t x_stride,
+                                std::span<const float> weight, std::size_t kernel, std::span<float> tail,
+                                std::span<float> y, std::size_t channel_begin, std::size_t channel_end);
 
 template <class Fn>
 struct Variant {
@@ -89,6 +93,7 @@ struct OpVariants {
   std::span<const Variant<RmsNormFn>> rms_norm;
   std::span<const Variant<SiluMulFn>> silu_mul;
   std::span<const Variant<GatedDeltaHeadFn>> gated_delta_head;
+  std::span<const Variant<CausalConv1dSiluFn>> causal_conv1d_silu;
 };
 [[nodiscard]] const OpVariants& op_variants();
 
@@ -105,6 +110,7 @@ struct SelectedVariants {
   Variant<RmsNormFn> rms_norm;
   Variant<SiluMulFn> silu_mul;
   Variant<GatedDeltaHeadFn> gated_delta_head;
+  Variant<CausalConv1dSiluFn> causal_conv1d_silu;
 };
 [[nodiscard]] const SelectedVariants& selected_variants();
 

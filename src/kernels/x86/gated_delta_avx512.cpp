@@ -258,4 +258,48 @@ void gated_delta_rule_head_avx512(const GatedDeltaInputs& inputs, GatedDeltaShap
   }
 }
 
+void causal_conv1d_silu_avx512(std::span<const float> x, std::size_t rows, std::size_t x_stride,
+                               std::span<const float> weight, std::size_t kernel, std::span<float> tail,
+                               std::span<float> y, std::size_t channel_begin, std::size_t channel_end) {
+  const std::size_t channels = weight.size() / kernel;
+  const std::size_t history = kernel - 1;
+  assert(kernel >= 1 && tail.size() == history * channels && y.size() >= rows * channels);
+  assert(rows == 0 || x.size() >= (rows - 1) * x_stride + channels);
+  // Row s of the padded sequence for channels [c, c + 16): s < 0 reads the carried tail.
+  const auto input = [&](std::ptrdiff_t s, std::size_t c, __mmask16 m) {
+    if (s < 0) {
+      return _mm512_maskz_loadu_ps(
+          m, tail.data() + static_cast<std::size_t>(static_cast<std::ptrdiff_t>(history) + s) * channels + c);
+    }
+    return _mm512_maskz_loadu_ps(m, x.data() + static_cast<std::size_t>(s) * x_stride + c);
+  };
+  std::vector<float> taps(kernel * lanes);  // tap j of the current 16 channels at taps[16·j]
+  for (std::size_t c = channel_begin; c < channel_end; c += lanes) {
+    const __mmask16 m = first_lanes(channel_end - c);
+    const __m512i rows_of_weight = _mm512_mullo_epi32(
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+        _mm512_set1_epi32(static_cast<int>(kernel)));
+    for (std::size_t j = 0; j < kernel; ++j) {
+      _mm512_storeu_ps(taps.data() + j * lanes, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, rows_of_weight,
+                                                                        weight.data() + c * kernel + j, 4));
+    }
+    for (std::size_t t = 0; t < rows; ++t) {
+      __m512 sum = _mm512_setzero_ps();
+      for (std::size_t j = 0; j < kernel; ++j) {
+        const std::ptrdiff_t s = static_cast<std::ptrdiff_t>(t + j) - static_cast<std::ptrdiff_t>(history);
+        sum = _mm512_fmadd_ps(_mm512_loadu_ps(taps.data() + j * lanes), input(s, c, m), sum);
+      }
+      const __m512 silu = _mm512_div_ps(
+          sum, _mm512_add_ps(_mm512_set1_ps(1.0F), exp_vector(_mm512_sub_ps(_mm512_setzero_ps(), sum))));
+      _mm512_mask_storeu_ps(y.data() + t * channels + c, m, silu);
+    }
+    // New tail row i = padded row rows − history + i; reading tail rows above i, so ascending i never
+    // overwrites a row still to be read.
+    for (std::size_t i = 0; i < history; ++i) {
+      const __m512 row = input(static_cast<std::ptrdiff_t>(rows + i) - static_cast<std::ptrdiff_t>(history), c, m);
+      _mm512_mask_storeu_ps(tail.data() + i * channels + c, m, row);
+    }
+  }
+}
+
 }  // namespace s1::kernels::x86

@@ -1,6 +1,6 @@
 #pragma once
 
-// AVX-512 variant of the gated delta rule (kernels/gated_delta.h); dispatch.cpp chooses it from CPUID.
+// AVX-512 variants of the Gated DeltaNet ops (kernels/gated_delta.h); dispatch.cpp chooses them from CPUID.
 
 #include <cstddef>
 #include <span>
@@ -13,5 +13,10 @@ namespace s1::kernels::x86 {
 void gated_delta_rule_head_avx512(const GatedDeltaInputs& inputs, GatedDeltaShape shape, std::size_t head,
                                   std::size_t first_position, std::size_t chunk_size, std::span<float> head_state,
                                   std::span<float> out);
+
+// Same contract as reference::causal_conv1d_silu (channels [channel_begin, channel_end)), fp32 sums.
+void causal_conv1d_silu_avx512(std::span<const float> x, std::size_t rows, std::size_t x_stride,
+                               std::span<const float> weight, std::size_t kernel, std::span<float> tail,
+                               std::span<float> y, std::size_t channel_begin, std::size_t channel_end);
 
 }  // namespace s1::kernels::x86

@@ -402,6 +402,44 @@ TEST(KernelsConsistency, GatedDeltaHeadVariants) {
   }
 }
 
+TEST(KernelsConsistency, CausalConv1dSiluVariants) {
+  unsigned seed = 800;
+  struct Case {
+    std::size_t channels, kernel, rows, channel_begin, channel_end;
+  };
+  // Fewer rows than the history (the tail shifts), whole and partial vectors of channels, channel
+  // ranges starting off a vector boundary (as the dispatcher's split hands them out).
+  const Case cases[] = {{37, 4, 1, 0, 37},  {37, 4, 2, 0, 37},   {16, 4, 64, 0, 16},   {100, 4, 19, 3, 98},
+                        {40, 3, 7, 0, 40},  {33, 1, 5, 0, 33},   {300, 4, 130, 17, 300}};
+  for (const auto& variant : op_variants().causal_conv1d_silu) {
+    if (!runnable(variant)) continue;
+    for (const Case& c : cases) {
+      const std::size_t x_stride = c.channels + 9;  // conv channels inside a wider fused row
+      const auto x = random_values(c.rows * x_stride, 2.0F, ++seed);
+      const auto weight = random_values(c.channels * c.kernel, 0.7F, ++seed);
+      const auto initial_tail = random_values((c.kernel - 1) * c.channels, 2.0F, ++seed);
+      std::vector<float> expected_tail = initial_tail, got_tail = initial_tail;
+      std::vector<float> expected(c.rows * c.channels, 7.0F), got(c.rows * c.channels, 7.0F);
+      reference::causal_conv1d_silu(x, c.rows, x_stride, weight, c.kernel, expected_tail, expected, c.channel_begin,
+                                    c.channel_end);
+      variant.run(x, c.rows, x_stride, weight, c.kernel, got_tail, got, c.channel_begin, c.channel_end);
+      const std::string what = std::string(variant.name) + " channels " + std::to_string(c.channels) + " kernel " +
+                               std::to_string(c.kernel) + " rows " + std::to_string(c.rows) + " range " +
+                               std::to_string(c.channel_begin) + ".." + std::to_string(c.channel_end);
+      expect_close(got, expected, fp32_tolerance, what + " output");
+      // The tail is a copy of inputs: exact, and untouched outside the range.
+      EXPECT_EQ(got_tail, expected_tail) << what;
+      for (std::size_t t = 0; t < c.rows; ++t) {
+        for (std::size_t ch = 0; ch < c.channels; ++ch) {
+          if (ch < c.channel_begin || ch >= c.channel_end) {
+            ASSERT_EQ(got[t * c.channels + ch], 7.0F) << what;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_F(ThreadCounts, PublicOpsMatchReference) {
   for (const int threads : {1, 2}) {
     set_thread_count(threads);
