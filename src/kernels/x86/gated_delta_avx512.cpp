@@ -273,26 +273,28 @@ void causal_conv1d_silu_avx512(std::span<const float> x, std::size_t rows, std::
     }
     return _mm512_maskz_loadu_ps(m, x.data() + static_cast<std::size_t>(s) * x_stride + c);
   };
-  std::vector<float> taps(kernel * lanes);  // tap j of the current 16 channels at taps[16·j]
-  for (std::size_t c = channel_begin; c < channel_end; c += lanes) {
-    const __mmask16 m = first_lanes(channel_end - c);
-    const __m512i rows_of_weight = _mm512_mullo_epi32(
-        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-        _mm512_set1_epi32(static_cast<int>(kernel)));
-    for (std::size_t j = 0; j < kernel; ++j) {
-      _mm512_storeu_ps(taps.data() + j * lanes, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, rows_of_weight,
-                                                                        weight.data() + c * kernel + j, 4));
-    }
-    for (std::size_t t = 0; t < rows; ++t) {
+  // Rows outer, channels inner: a channel-outer walk would touch one page per fused input row
+  // (tens of KB apart) for every 16 channels, and TLB misses dominated.
+  const std::size_t width = channel_end - channel_begin;
+  std::vector<float> taps(kernel * width);  // taps[j·width + c − channel_begin] = weight[c, j]
+  for (std::size_t c = 0; c < width; ++c)
+    for (std::size_t j = 0; j < kernel; ++j) taps[j * width + c] = weight[(channel_begin + c) * kernel + j];
+  for (std::size_t t = 0; t < rows; ++t) {
+    for (std::size_t c = channel_begin; c < channel_end; c += lanes) {
+      const __mmask16 m = first_lanes(channel_end - c);
       __m512 sum = _mm512_setzero_ps();
       for (std::size_t j = 0; j < kernel; ++j) {
         const std::ptrdiff_t s = static_cast<std::ptrdiff_t>(t + j) - static_cast<std::ptrdiff_t>(history);
-        sum = _mm512_fmadd_ps(_mm512_loadu_ps(taps.data() + j * lanes), input(s, c, m), sum);
+        sum = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, taps.data() + j * width + (c - channel_begin)), input(s, c, m),
+                              sum);
       }
       const __m512 silu = _mm512_div_ps(
           sum, _mm512_add_ps(_mm512_set1_ps(1.0F), exp_vector(_mm512_sub_ps(_mm512_setzero_ps(), sum))));
       _mm512_mask_storeu_ps(y.data() + t * channels + c, m, silu);
     }
+  }
+  for (std::size_t c = channel_begin; c < channel_end; c += lanes) {
+    const __mmask16 m = first_lanes(channel_end - c);
     // New tail row i = padded row rows − history + i; reading tail rows above i, so ascending i never
     // overwrites a row still to be read.
     for (std::size_t i = 0; i < history; ++i) {
