@@ -1,9 +1,11 @@
 #include "decide/contract_table.h"
 
 #include "decide/contracts/embedding_similarity.h"
+#include "decide/contracts/label_token.h"
 #include "decide/contracts/mock.h"
 #include "model/checkpoint/config_reader.h"
 #include "model/checkpoint/load_error.h"
+#include "model/decoder/families.h"
 #include "text/tokenizer.h"
 
 #include <filesystem>
@@ -14,21 +16,35 @@ namespace {
 constexpr std::string_view decision_file_name = "s1serve.json";
 
 // A model directory: a Hugging Face checkpoint plus s1serve.json, whose "contract" picks the row.
-LoadedModel load_directory(const std::filesystem::path& dir, const std::string& source) {
+LoadedModel load_directory_contract(const std::filesystem::path& dir, const std::string& source) {
   const std::filesystem::path decision_file = dir / decision_file_name;
   if (!std::filesystem::exists(decision_file)) {
-    throw ModelLoadError("cannot load model '" + source + "': " + decision_file.string() +
-                         " is missing (a model directory needs an s1serve decision file naming its contract; "
-                         "see docs/models.md)");
-  }
-  try {
-    checkpoint::ConfigReader reader = checkpoint::ConfigReader::from_file(decision_file);
-    const std::string contract = reader.required<std::string>("contract");
-    if (contract == embedding_similarity_contract) {
-      const EmbeddingSimilaritySettings settings = read_embedding_similarity_settings(reader);
-      return LoadedModel{settings.name, settings.aliases, make_embedding_similarity_engine(dir, settings)};
+    if (decoder::decoder_family_of(dir)) {
+      // A plain chat checkpoint (config.json of a decoder family we run, tokenizer.json, chat
+      // template): the generic label-token contract, as SGLang's decision endpoint serves any model.
+      const LabelTokenSettings settings = default_label_token_settings(dir);
+      return LoadedModel{settings.name, settings.aliases, make_label_token_engine(dir, settings)};
     }
-    reader.reject("contract", "'" + contract + "' is not a known contract (known: embedding-similarity)");
+    throw ModelLoadError("cannot load model '" + source + "': " + decision_file.string() +
+                         " is missing (a model directory needs an s1serve decision file naming its contract, "
+                         "or a config.json of a decoder family s1serve runs; see docs/models.md)");
+  }
+  checkpoint::ConfigReader reader = checkpoint::ConfigReader::from_file(decision_file);
+  const std::string contract = reader.required<std::string>("contract");
+  if (contract == embedding_similarity_contract) {
+    const EmbeddingSimilaritySettings settings = read_embedding_similarity_settings(reader);
+    return LoadedModel{settings.name, settings.aliases, make_embedding_similarity_engine(dir, settings)};
+  }
+  if (contract == label_token_contract) {
+    const LabelTokenSettings settings = read_label_token_settings(reader, dir);
+    return LoadedModel{settings.name, settings.aliases, make_label_token_engine(dir, settings)};
+  }
+  reader.reject("contract", "'" + contract + "' is not a known contract (known: embedding-similarity, label-token)");
+}
+
+LoadedModel load_directory(const std::filesystem::path& dir, const std::string& source) {
+  try {
+    return load_directory_contract(dir, source);
   } catch (const checkpoint::LoadError& error) {
     throw ModelLoadError("cannot load model '" + source + "': " + error.what());
   } catch (const text::TokenizerLoadError& error) {

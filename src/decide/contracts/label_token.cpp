@@ -1,0 +1,219 @@
+#include "decide/contracts/label_token.h"
+
+#include <algorithm>
+#include <span>
+#include <stdexcept>
+
+#include "decide/answer_math.h"
+#include "decide/contracts/embedding_similarity.h"
+#include "decide/prompt.h"
+#include "decide/token_budget.h"
+#include "kernels/linear.h"
+#include "model/checkpoint/load_error.h"
+#include "model/decoder/families.h"
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
+
+namespace s1::decide {
+
+LabelTokenSettings default_label_token_settings(const std::filesystem::path& model_dir) {
+  LabelTokenSettings settings;
+  settings.name = std::filesystem::absolute(model_dir).lexically_normal().filename().string();
+  if (settings.name.empty()) settings.name = std::filesystem::absolute(model_dir).parent_path().filename().string();
+  settings.description = "Chat decoder answering by label-token scores (label-token contract)";
+  settings.precision =
+      kernels::linear_supported(kernels::Precision::bf16) ? kernels::Precision::bf16 : kernels::Precision::fp32;
+  return settings;
+}
+
+LabelTokenSettings read_label_token_settings(checkpoint::ConfigReader& decision_file,
+                                             const std::filesystem::path& model_dir) {
+  LabelTokenSettings settings = default_label_token_settings(model_dir);
+  settings.name = decision_file.optional<std::string>("name", settings.name);
+  if (settings.name.empty()) decision_file.reject("name", "must not be empty");
+  settings.aliases = decision_file.optional<std::vector<std::string>>("aliases", {});
+  settings.description = decision_file.optional<std::string>("description", settings.description);
+  settings.system_prompt = decision_file.optional<std::string>("system_prompt");
+  settings.temperature = decision_file.optional<double>("temperature", 1.0);
+  if (!(settings.temperature > 0.0)) decision_file.reject("temperature", "must be a number above 0");
+  if (auto precision = decision_file.optional<std::string>("precision")) {
+    const auto parsed = parse_precision(*precision);
+    if (!parsed) decision_file.reject("precision", "must be \"fp32\" or \"bf16\"");
+    if (!kernels::linear_supported(*parsed)) decision_file.reject("precision", "bf16 needs a CPU with AMX-BF16");
+    settings.precision = *parsed;
+  }
+  const int64_t context = decision_file.optional<int64_t>("context_tokens", 0);
+  if (context < 0) decision_file.reject("context_tokens", "must not be negative");
+  settings.context_tokens = static_cast<std::size_t>(context);
+  decision_file.finish();
+  return settings;
+}
+
+std::size_t shared_prefix_length(const std::vector<std::vector<int32_t>>& sequences, std::size_t granularity) {
+  if (sequences.empty()) return 0;
+  std::size_t length = sequences.front().size();
+  for (const auto& sequence : sequences) {
+    length = std::min(length, sequence.size());
+    const auto mismatch = std::mismatch(sequences.front().begin(), sequences.front().begin() + static_cast<ptrdiff_t>(length),
+                                        sequence.begin());
+    length = static_cast<std::size_t>(mismatch.first - sequences.front().begin());
+  }
+  for (const auto& sequence : sequences) {
+    if (!sequence.empty()) length = std::min(length, sequence.size() - 1);
+  }
+  return granularity > 1 ? length / granularity * granularity : length;
+}
+
+namespace {
+
+class LabelTokenPlan : public runtime::Plan {
+ public:
+  std::vector<int32_t> prefix;
+  std::vector<std::vector<int32_t>> suffixes;  // per question, after the prefix
+  std::vector<std::vector<int32_t>> label_ids;  // per question, in label order
+};
+
+// The single token a label text encodes to, or nullopt.
+std::optional<int32_t> single_token(const text::Tokenizer& tokenizer, std::string_view label) {
+  text::EncodeOptions options;
+  options.add_special_tokens = false;
+  const text::Encoding encoding = tokenizer.encode(label, options);
+  if (encoding.ids.size() != 1) return std::nullopt;
+  return encoding.ids.front();
+}
+
+class LabelTokenEngine : public runtime::Engine {
+ public:
+  LabelTokenEngine(const std::filesystem::path& model_dir, LabelTokenSettings settings)
+      : settings_(std::move(settings)),
+        tokenizer_(text::Tokenizer::from_file(model_dir / "tokenizer.json")),
+        chat_template_(text::ChatTemplate::from_model_dir(model_dir)),
+        decoder_(decoder::load_causal_decoder(model_dir, settings_.precision)) {
+    const decoder::DecoderInfo& model = decoder_->info();
+    context_tokens_ = settings_.context_tokens == 0 ? model.max_positions
+                                                     : std::min(settings_.context_tokens, model.max_positions);
+    const auto required = [&](const std::string& label) {
+      const auto id = single_token(tokenizer_, label);
+      if (!id || static_cast<std::size_t>(*id) >= model.vocab_size) {
+        throw checkpoint::LoadError(model_dir.string() + ": the label '" + label +
+                                    "' is not a single token of tokenizer.json within the model's vocabulary, so "
+                                    "the label-token contract cannot read it");
+      }
+      return *id;
+    };
+    for (std::size_t i = 0; i < api::max_choice_options; ++i) {
+      const std::string label = letter_label(i);
+      const auto id = i < 26 ? std::optional<int32_t>(required(label)) : single_token(tokenizer_, label);
+      // Labels continue past Z only while every one of them is a single token (§5.3).
+      if (!id || static_cast<std::size_t>(*id) >= model.vocab_size) break;
+      letter_ids_.push_back(*id);
+    }
+    for (std::size_t level = 0; level < api::max_score_levels; ++level) digit_ids_.push_back(required(std::to_string(level)));
+    noul_ids_ = {required("yes"), required("no")};
+  }
+
+  runtime::ModelInfo info() const override {
+    runtime::ModelInfo model;
+    model.description = settings_.description;
+    model.question_types = {api::QuestionType::choice, api::QuestionType::noul, api::QuestionType::score};
+    model.max_choice_options = letter_ids_.size();
+    model.context_tokens = static_cast<int64_t>(context_tokens_);
+    model.confidence_method = std::string(confidence_method_name(ConfidenceMethod::linear));
+    return model;
+  }
+
+  api::Result<std::unique_ptr<runtime::Plan>> prepare(const api::DecisionRequest& request,
+                                                      const runtime::PrepareLimits& limits) const override {
+    auto plan = std::make_unique<LabelTokenPlan>();
+    const std::string state_prefix = default_state_prefix(request.state);
+    std::vector<std::vector<int32_t>> prompts;
+    for (const api::Question& question : request.questions) {
+      if (question.type == api::QuestionType::choice && question.options.size() > letter_ids_.size()) {
+        return api::ApiError::make(api::ErrorCode::too_many_options,
+                                   "This model accepts at most " + std::to_string(letter_ids_.size()) +
+                                       " options per question (each label must be a single token)");
+      }
+      plan->label_ids.push_back(labels_of(question));
+      std::vector<text::ChatMessage> messages;
+      if (settings_.system_prompt) messages.push_back({"system", *settings_.system_prompt});
+      messages.push_back({"user", state_prefix + default_question_block(question)});
+      const std::string prompt = chat_template_.render(messages, true, text::Thinking::disabled);
+      text::EncodeOptions options;
+      options.add_special_tokens = false;
+      prompts.push_back(tokenizer_.encode(prompt, options).ids);
+      if (auto error = check_sequence_fits(static_cast<int64_t>(prompts.back().size()),
+                                           static_cast<int64_t>(context_tokens_))) {
+        return *error;
+      }
+    }
+    const std::size_t prefix_length = shared_prefix_length(prompts, decoder_->info().prefix_granularity);
+    plan->prefix.assign(prompts.front().begin(), prompts.front().begin() + static_cast<ptrdiff_t>(prefix_length));
+    plan->input_tokens = static_cast<int64_t>(prefix_length);
+    for (auto& prompt : prompts) {
+      plan->suffixes.emplace_back(prompt.begin() + static_cast<ptrdiff_t>(prefix_length), prompt.end());
+      plan->input_tokens += static_cast<int64_t>(plan->suffixes.back().size());
+    }
+    if (auto error = check_request_budget(plan->input_tokens, limits.token_budget)) return *error;
+    return std::unique_ptr<runtime::Plan>(std::move(plan));
+  }
+
+  api::Result<runtime::RawOutputs> run(runtime::Plan& base_plan) override {
+    const auto& plan = static_cast<const LabelTokenPlan&>(base_plan);
+    std::unique_ptr<decoder::SequenceState> prefix;
+    if (!plan.prefix.empty()) prefix = decoder_->run_prefix(plan.prefix);
+    std::vector<std::size_t> last_positions;
+    last_positions.reserve(plan.suffixes.size());
+    for (const auto& suffix : plan.suffixes) last_positions.push_back(suffix.size() - 1);
+    std::vector<decoder::Branch> branches;
+    for (std::size_t q = 0; q < plan.suffixes.size(); ++q) {
+      branches.push_back({plan.suffixes[q], std::span<const std::size_t>(&last_positions[q], 1)});
+    }
+    const auto outputs = decoder_->forward(prefix.get(), branches, false);
+    runtime::RawOutputs raw;
+    for (std::size_t q = 0; q < outputs.size(); ++q) {
+      raw.label_scores.push_back(decoder_->lm_head().gather_logits(outputs[q].hidden, plan.label_ids[q]));
+    }
+    return raw;
+  }
+
+  api::Result<std::vector<api::Answer>> finish(const api::DecisionRequest& request, const runtime::Plan& /*plan*/,
+                                               runtime::RawOutputs outputs) const override {
+    std::vector<api::Answer> answers;
+    for (std::size_t q = 0; q < request.questions.size(); ++q) {
+      auto answer = make_answer(request.questions[q].type, outputs.label_scores[q], settings_.temperature,
+                                ConfidenceMethod::linear);
+      if (!answer) return answer.error();
+      answers.push_back(std::move(answer.value()));
+    }
+    return answers;
+  }
+
+ private:
+  std::vector<int32_t> labels_of(const api::Question& question) const {
+    switch (question.type) {
+      case api::QuestionType::choice:
+        return {letter_ids_.begin(), letter_ids_.begin() + static_cast<ptrdiff_t>(question.options.size())};
+      case api::QuestionType::score:
+        return {digit_ids_.begin(), digit_ids_.begin() + static_cast<ptrdiff_t>(question.levels.size())};
+      case api::QuestionType::noul:
+        return noul_ids_;
+    }
+    throw std::logic_error("unknown question type");
+  }
+
+  LabelTokenSettings settings_;
+  text::Tokenizer tokenizer_;
+  text::ChatTemplate chat_template_;
+  std::unique_ptr<decoder::CausalDecoder> decoder_;
+  std::size_t context_tokens_ = 0;
+  std::vector<int32_t> letter_ids_, digit_ids_, noul_ids_;
+};
+
+}  // namespace
+
+std::unique_ptr<runtime::Engine> make_label_token_engine(const std::filesystem::path& model_dir,
+                                                         const LabelTokenSettings& settings) {
+  return std::make_unique<LabelTokenEngine>(model_dir, settings);
+}
+
+}  // namespace s1::decide

@@ -1,0 +1,63 @@
+#pragma once
+// The label-token contract (API contract §5.1 and §5.3): any chat decoder answers by the score of one
+// label token at the answer position.
+//
+//   prompt   per question: one user turn = rendered state + blank line + question block (default
+//            prompt), an optional system turn from the decision file, the chat template with the
+//            generation prompt and thinking off;
+//   labels   choice A–Z then AA, AB, … (only while each is a single token: past that 400
+//            too_many_options), score digits 0–9, noul yes/no (true side first);
+//   score    the label token's logit at the last prompt position (the log-probability up to a
+//            constant per position, which the per-question softmax cancels);
+//   answers  softmax(s / T) per question with T from the decision file (default 1), linear confidence.
+//
+// The questions' prompts are tokenised whole; their longest common token prefix (normally the chat
+// header and the state) runs once and every question branches from it, all branches in one batch.
+// usage.input_tokens counts the shared prefix once plus every branch's own tokens.
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/precision.h"
+#include "model/checkpoint/config_reader.h"
+#include "runtime/engine.h"
+
+namespace s1::decide {
+
+inline constexpr std::string_view label_token_contract = "label-token";
+
+struct LabelTokenSettings {
+  std::string name;
+  std::vector<std::string> aliases;
+  std::string description;
+  std::optional<std::string> system_prompt;
+  double temperature = 1.0;
+  kernels::Precision precision = kernels::Precision::fp32;
+  // 0: the checkpoint's max_position_embeddings.
+  std::size_t context_tokens = 0;
+};
+
+// Defaults for a checkpoint directory served without a decision file: named after the directory,
+// bf16 where the CPU multiplies bf16 natively (AMX), else fp32.
+LabelTokenSettings default_label_token_settings(const std::filesystem::path& model_dir);
+
+// Reads this contract's members of an s1serve.json whose "contract" member was already read; unknown
+// members are load errors naming the file and key.
+LabelTokenSettings read_label_token_settings(checkpoint::ConfigReader& decision_file,
+                                             const std::filesystem::path& model_dir);
+
+// Loads the decoder, tokenizer.json and chat template of `model_dir`. Throws checkpoint::LoadError or
+// text::TokenizerLoadError naming the file and the problem (e.g. a label that is not a single token).
+std::unique_ptr<runtime::Engine> make_label_token_engine(const std::filesystem::path& model_dir,
+                                                         const LabelTokenSettings& settings);
+
+// Splits token sequences into a shared prefix and per-sequence suffixes: the longest common prefix,
+// rounded down to a multiple of `granularity`, and always leaving each sequence at least one token.
+std::size_t shared_prefix_length(const std::vector<std::vector<int32_t>>& sequences, std::size_t granularity);
+
+}  // namespace s1::decide

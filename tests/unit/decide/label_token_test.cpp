@@ -1,0 +1,28 @@
+#include "decide/contracts/label_token.h"
+
+#include <gtest/gtest.h>
+
+namespace s1::decide {
+namespace {
+
+TEST(SharedPrefixLength, LongestCommonPrefixLeavingEveryBranchAToken) {
+  EXPECT_EQ(shared_prefix_length({{1, 2, 3, 4}, {1, 2, 3, 5}, {1, 2, 3, 4, 6}}, 1), 3U);
+  // Identical prompts still keep their last token in the branch, where the readout happens.
+  EXPECT_EQ(shared_prefix_length({{1, 2, 3}, {1, 2, 3}}, 1), 2U);
+  EXPECT_EQ(shared_prefix_length({{1, 2, 3}}, 1), 2U);
+  EXPECT_EQ(shared_prefix_length({{7, 2}, {8, 2}}, 1), 0U);
+  EXPECT_EQ(shared_prefix_length({}, 1), 0U);
+}
+
+TEST(SharedPrefixLength, RoundsDownToTheModelsGranularity) {
+  std::vector<int32_t> common(150, 9);
+  std::vector<int32_t> first = common, second = common;
+  first.push_back(1);
+  second.push_back(2);
+  EXPECT_EQ(shared_prefix_length({first, second}, 64), 128U);
+  EXPECT_EQ(shared_prefix_length({first, second}, 1), 150U);
+  EXPECT_EQ(shared_prefix_length({{1, 2, 3, 4}, {1, 2, 3, 5}}, 64), 0U);
+}
+
+}  // namespace
+}  // namespace s1::decide
