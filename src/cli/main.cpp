@@ -1,6 +1,7 @@
 #include "cli/bench.h"
 #include "cli/compare.h"
 #include "cli/embed.h"
+#include "cli/logits.h"
 #include "cli/serve.h"
 
 #include <CLI/CLI.hpp>
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   s1::cli::add_serve_command(app);
   s1::cli::add_embed_command(app);
+  s1::cli::add_logits_command(app);
   s1::cli::add_compare_command(app);
   s1::cli::add_bench_command(app);
   CLI11_PARSE(app, argc, argv);
