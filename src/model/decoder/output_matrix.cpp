@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "model/checkpoint/checkpoint.h"
 #include "model/checkpoint/load_error.h"
 
 namespace s1::decoder {
@@ -15,6 +16,17 @@ OutputMatrix::OutputMatrix(const checkpoint::TensorView& tensor, std::size_t hid
   }
   rows_ = static_cast<std::size_t>(tensor.shape[0]);
   values_ = checkpoint::to_float(tensor);
+}
+
+OutputMatrix OutputMatrix::from_side_file(const std::filesystem::path& path, std::string_view name, std::size_t hidden,
+                                          kernels::Precision precision) {
+  const checkpoint::Checkpoint file = checkpoint::Checkpoint::open(path);
+  const checkpoint::TensorView& tensor = file.get(name);  // its errors name the file already
+  try {
+    return OutputMatrix(tensor, hidden, precision);
+  } catch (const checkpoint::LoadError& error) {
+    throw checkpoint::LoadError(path.string() + ": " + error.what());
+  }
 }
 
 OutputMatrix::~OutputMatrix() = default;

@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
+#include <string_view>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -21,6 +23,10 @@ class OutputMatrix {
   // tensor: [rows, hidden] F32/F16/BF16 (copied to fp32). Throws checkpoint::LoadError on a shape
   // that is not 2-D or does not have `hidden` columns.
   OutputMatrix(const checkpoint::TensorView& tensor, std::size_t hidden, kernels::Precision precision);
+  // A readout matrix kept beside a headless backbone (D3, pplx-decider): tensor `name` of the
+  // safetensors file `path`. Throws checkpoint::LoadError naming the file and the tensor.
+  static OutputMatrix from_side_file(const std::filesystem::path& path, std::string_view name, std::size_t hidden,
+                                     kernels::Precision precision);
   ~OutputMatrix();
   OutputMatrix(OutputMatrix&&) noexcept;
   OutputMatrix& operator=(OutputMatrix&&) noexcept;
