@@ -10,7 +10,8 @@ the tiny Qwen-style tokenizer and its chat template, s1serve.json asking for fp3
 2. a multi-question request costs fewer input tokens than its questions asked one by one;
 3. more options than there are single-token labels: 400 too_many_options;
 4. the same checkpoint without s1serve.json is served under its directory name (the generic path);
-5. `s1serve logits --chat --top 5` prints the reference's token ids and top logits.
+5. `s1serve logits --chat --top 5` prints the reference's token ids and top logits, and
+   `--tokens … --positions all --out F.npy` writes them all.
 
     python3 tests/e2e/decoder_e2e.py --binary build/s1serve
 """
@@ -21,6 +22,7 @@ import argparse
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -112,6 +114,33 @@ def check_family(binary, family, problems):
             problems.append(f"{family} logits: {got_id}:{got_value} vs reference {want_id}:{want_value}")
     if [i for i, _ in top[:1]] != [i for i, _ in reference_top[:1]]:
         problems.append(f"{family} logits: top token {top[0]} vs reference {reference_top[0]}")
+
+    # The same ids given directly, every position, all logits to .npy: the last row holds the same top logit.
+    with tempfile.TemporaryDirectory() as temp:
+        out = os.path.join(temp, "logits.npy")
+        ids = logits_expected["token_ids"]
+        output = subprocess.run([binary, "logits", "--model", model_dir, "--tokens", ",".join(map(str, ids)),
+                                 "--positions", "all", "--top", "1", "--out", out],
+                                capture_output=True, text=True, timeout=120)
+        if output.returncode != 0:
+            problems.append(f"{family} logits --out: exit {output.returncode}: {output.stderr[:300]}")
+            return
+        with open(out, "rb") as f:
+            data = f.read()
+        header_length = int.from_bytes(data[8:10], "little")
+        header = data[10:10 + header_length].decode("latin-1")
+        vocab = json.load(open(os.path.join(model_dir, "config.json")))["vocab_size"]
+        if data[:6] != b"\x93NUMPY" or f"'shape': ({len(ids)}, {vocab})" not in header:
+            problems.append(f"{family} logits --out: header {header!r}")
+            return
+        values = struct.unpack(f"<{len(ids) * vocab}f", data[10 + header_length:])
+        last = values[(len(ids) - 1) * vocab:]
+        want_id, want_value = reference_top[0]
+        if abs(last[want_id] - want_value) > LOGIT_TOLERANCE * max(1.0, scale) or max(last) != last[want_id]:
+            problems.append(f"{family} logits --out: last row [{want_id}] = {last[want_id]}, reference {want_value}")
+        positions = [json.loads(line)["position"] for line in output.stdout.splitlines()[1:]]
+        if positions != list(range(len(ids))):
+            problems.append(f"{family} logits --positions all: positions {positions}")
 
 
 def main() -> int:
