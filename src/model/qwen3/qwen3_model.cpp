@@ -304,18 +304,25 @@ void Qwen3Decoder::attention_block(const Layer& layer, std::size_t layer_index, 
                                             .scale = 1.0F / std::sqrt(static_cast<float>(head_dim_)),
                                             .precision = info_.precision};
   const std::size_t width = kv_width();
-  for (std::size_t b = 0; b < rows.size(); ++b) {
-    // The sequence's keys and values in one block: the prefix's segments, then this branch's rows.
-    const std::size_t n = start + rows[b].length;
-    branch_keys_.resize(n * width);
-    branch_values_.resize(n * width);
+  // The sequence's keys and values in one block: the prefix's segments, then a branch's rows. The
+  // prefix part is gathered once per layer and shared by every branch, which only overwrites the
+  // rows after it.
+  std::size_t longest = 0;
+  for (const BranchRows& branch : rows) longest = std::max(longest, branch.length);
+  branch_keys_.resize((start + longest) * width);
+  branch_values_.resize((start + longest) * width);
+  if (prefix != nullptr) {
     auto key_out = branch_keys_.begin();
     auto value_out = branch_values_.begin();
-    if (prefix != nullptr)
-      for (const auto& segment : prefix->segments()) {
-        key_out = std::copy(segment->keys[layer_index].begin(), segment->keys[layer_index].end(), key_out);
-        value_out = std::copy(segment->values[layer_index].begin(), segment->values[layer_index].end(), value_out);
-      }
+    for (const auto& segment : prefix->segments()) {
+      key_out = std::copy(segment->keys[layer_index].begin(), segment->keys[layer_index].end(), key_out);
+      value_out = std::copy(segment->values[layer_index].begin(), segment->values[layer_index].end(), value_out);
+    }
+  }
+  for (std::size_t b = 0; b < rows.size(); ++b) {
+    const std::size_t n = start + rows[b].length;
+    auto key_out = branch_keys_.begin() + static_cast<std::ptrdiff_t>(start * width);
+    auto value_out = branch_values_.begin() + static_cast<std::ptrdiff_t>(start * width);
     for (std::size_t t = 0; t < rows[b].length; ++t) {
       const float* row = qkv_.data() + (rows[b].offset + t) * qkv_stride;
       key_out = std::copy(row + q_width(), row + q_width() + width, key_out);
@@ -323,8 +330,9 @@ void Qwen3Decoder::attention_block(const Layer& layer, std::size_t layer_index, 
     }
     if (!own_segments.empty()) {
       const auto own = static_cast<std::ptrdiff_t>(start * width);
-      own_segments[b]->keys[layer_index].assign(branch_keys_.begin() + own, branch_keys_.end());
-      own_segments[b]->values[layer_index].assign(branch_values_.begin() + own, branch_values_.end());
+      const auto own_end = static_cast<std::ptrdiff_t>(n * width);
+      own_segments[b]->keys[layer_index].assign(branch_keys_.begin() + own, branch_keys_.begin() + own_end);
+      own_segments[b]->values[layer_index].assign(branch_values_.begin() + own, branch_values_.begin() + own_end);
     }
     kernels::cached_attention(
         std::span<const float>(qkv_).subspan(rows[b].offset * qkv_stride), qkv_stride, rows[b].length, branch_keys_,
