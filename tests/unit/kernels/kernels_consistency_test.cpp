@@ -4,6 +4,7 @@
 // with a message.
 
 #include <gtest/gtest.h>
+#include <xmmintrin.h>
 
 #include <algorithm>
 #include <cmath>
@@ -383,7 +384,10 @@ TEST(KernelsConsistency, GatedDeltaHeadVariants) {
         std::vector<float> expected_state = initial, got_state = initial;
         std::vector<float> expected(c.rows * out_width, 7.0F), got(c.rows * out_width, 7.0F);
         reference::gated_delta_rule_head(inputs, shape, head, c.first_position, c.chunk, expected_state, expected);
+        const unsigned control = _mm_getcsr();
         variant.run(inputs, shape, head, c.first_position, c.chunk, got_state, got);
+        // A variant may flush subnormals while it runs, never for its caller.
+        EXPECT_EQ(_mm_getcsr(), control);
         const std::string what = std::string(variant.name) + " k_dim " + std::to_string(c.k_dim) + " v_dim " +
                                  std::to_string(c.v_dim) + " rows " + std::to_string(c.rows) + " first " +
                                  std::to_string(c.first_position) + " head " + std::to_string(head);
