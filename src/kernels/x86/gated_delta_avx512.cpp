@@ -164,9 +164,9 @@ void gated_delta_rule_head_avx512(const GatedDeltaInputs& inputs, GatedDeltaShap
 
   std::vector<float> decay(capacity);
   std::vector<float> keys_t(dk * square);     // Kᵀ: [dk, L]
-  std::vector<float> gram(capacity * square);  // K Kᵀ, then A, then T = (I + A)⁻¹
-  std::vector<float> scores(capacity * square);  // Q Kᵀ, then the decay-masked P
-  std::vector<float> triangle(capacity * square);
+  std::vector<float> gram(capacity * square);      // K Kᵀ, then A
+  std::vector<float> scores(capacity * square);    // Q Kᵀ, then the decay-masked P
+  std::vector<float> triangle(capacity * square);  // T = (I + A)⁻¹
   std::vector<float> scaled_values(capacity * dv);  // β V
   std::vector<float> scaled_keys(capacity * dk);    // β eᵈ K, then eᵈ Q
   std::vector<float> new_values(capacity * dv);     // U
