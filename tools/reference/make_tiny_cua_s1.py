@@ -1,0 +1,88 @@
+"""Write the tiny Cua-S1 stand-in checkpoint, its prompt goldens and its reference answers.
+
+    /work/.venv-ref/bin/python tools/reference/make_tiny_cua_s1.py
+
+tests/fixtures/tiny-cua-s1/ gets a random Qwen3_5ForCausalLM shaped like Qwen3.5-4B scaled down
+(8 layers with full attention every 4th, tied embeddings; the real merged checkpoint is the same
+class with the LoRA folded into its weights), the tiny Qwen3.5 tokenizer and chat template of
+tests/fixtures/qwen-tiny-tokenizer/qwen3_5 (A..Z single tokens), and s1serve.json asking for the
+cua-s1-text contract in fp32. Weights are perturbed after init (make_tiny_chat_models.perturb) and
+stored as BF16 to keep the files small; the reference runs them upcast to fp32.
+
+Then tools/reference/cua_s1_contract.py over tests/fixtures/tiny-cua-s1/requests.jsonl writes
+prompts.jsonl (rendered text and token ids per question: the prompt goldens) and expected.jsonl
+(answers with BF16-rounded letter logits, the format `s1serve validate --reference` reads).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+
+import torch
+from transformers import AutoTokenizer, Qwen3_5ForCausalLM, Qwen3_5TextConfig
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cua_s1_contract import CuaS1Decider  # noqa: E402
+from make_tiny_chat_models import perturb  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOKENIZER_DIR = os.path.join(REPO, "tests", "fixtures", "qwen-tiny-tokenizer", "qwen3_5")
+OUT = os.path.join(REPO, "tests", "fixtures", "tiny-cua-s1")
+
+
+def build(vocab: int) -> torch.nn.Module:
+    config = Qwen3_5TextConfig(
+        vocab_size=vocab, hidden_size=32, intermediate_size=48, num_hidden_layers=8, num_attention_heads=2,
+        num_key_value_heads=1, head_dim=32, linear_conv_kernel_dim=4, linear_key_head_dim=16,
+        linear_value_head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4, max_position_embeddings=4096,
+        rms_norm_eps=1e-6, hidden_act="silu", tie_word_embeddings=True, full_attention_interval=4,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000000.0, "partial_rotary_factor": 0.25,
+                         "mrope_section": [2, 1, 1]},
+    )
+    return Qwen3_5ForCausalLM(config)
+
+
+def main() -> None:
+    torch.manual_seed(7)
+    for name in ("config.json", "model.safetensors", "generation_config.json"):
+        if os.path.exists(os.path.join(OUT, name)):
+            os.remove(os.path.join(OUT, name))
+    model = build(len(AutoTokenizer.from_pretrained(TOKENIZER_DIR)))
+    perturb(model, 300)
+    model.to(torch.bfloat16).save_pretrained(OUT, safe_serialization=True)
+    generation_config = os.path.join(OUT, "generation_config.json")
+    if os.path.exists(generation_config):
+        os.remove(generation_config)
+    for file in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(TOKENIZER_DIR, file), os.path.join(OUT, file))
+    decision_file = {
+        "contract": "cua-s1-text",
+        "name": "tiny-cua-s1",
+        "aliases": ["tiny-cua-s1-4b-0.2"],
+        "description": "Random tiny Qwen3.5 stand-in for Cua-S1 4B 0.2 text (tests)",
+        "precision": "fp32",
+    }
+    with open(os.path.join(OUT, "s1serve.json"), "w") as f:
+        json.dump(decision_file, f, indent=2)
+        f.write("\n")
+
+    decider = CuaS1Decider(OUT)
+    with open(os.path.join(OUT, "requests.jsonl"), encoding="utf-8") as f:
+        requests = [json.loads(line) for line in f if line.strip()]
+    with open(os.path.join(OUT, "prompts.jsonl"), "w", encoding="utf-8") as f:
+        for number, request in enumerate(requests):
+            for key, question in request["questions"].items():
+                rendered, ids = decider.prompt(request["state"], question)
+                f.write(json.dumps({"request": number, "question": key, "text": rendered, "ids": ids},
+                                   ensure_ascii=False) + "\n")
+    with open(os.path.join(OUT, "expected.jsonl"), "w", encoding="utf-8") as f:
+        for request in requests:
+            f.write(json.dumps(decider.decide(request), ensure_ascii=False) + "\n")
+    print(f"wrote {OUT}")
+
+
+if __name__ == "__main__":
+    main()
