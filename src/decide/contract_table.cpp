@@ -1,5 +1,6 @@
 #include "decide/contract_table.h"
 
+#include "decide/contracts/cua_s1.h"
 #include "decide/contracts/embedding_similarity.h"
 #include "decide/contracts/label_token.h"
 #include "decide/contracts/mock.h"
@@ -39,7 +40,12 @@ LoadedModel load_directory_contract(const std::filesystem::path& dir, const std:
     const LabelTokenSettings settings = read_label_token_settings(reader, dir);
     return LoadedModel{settings.name, settings.aliases, make_label_token_engine(dir, settings)};
   }
-  reader.reject("contract", "'" + contract + "' is not a known contract (known: embedding-similarity, label-token)");
+  if (contract == cua_s1_contract) {
+    const CuaS1Settings settings = read_cua_s1_settings(reader);
+    return LoadedModel{settings.name, settings.aliases, make_cua_s1_engine(dir, settings)};
+  }
+  reader.reject("contract", "'" + contract +
+                                "' is not a known contract (known: cua-s1-text, embedding-similarity, label-token)");
 }
 
 LoadedModel load_directory(const std::filesystem::path& dir, const std::string& source) {

@@ -76,7 +76,14 @@ void append_python_float(std::string& out, double value) {
   }
 }
 
-void append_python_json(std::string& out, const api::Json& value) {
+struct Separators {
+  std::string_view item;
+  std::string_view key;
+};
+constexpr Separators compact_separators{",", ":"};
+constexpr Separators default_separators{", ", ": "};
+
+void append_python_json(std::string& out, const api::Json& value, const Separators& separators) {
   switch (value.type()) {
     case api::Json::value_t::null: out += "null"; break;
     case api::Json::value_t::boolean: out += value.get<bool>() ? "true" : "false"; break;
@@ -88,9 +95,9 @@ void append_python_json(std::string& out, const api::Json& value) {
       out += '[';
       bool first = true;
       for (const auto& element : value) {
-        if (!first) out += ',';
+        if (!first) out += separators.item;
         first = false;
-        append_python_json(out, element);
+        append_python_json(out, element, separators);
       }
       out += ']';
       break;
@@ -99,11 +106,11 @@ void append_python_json(std::string& out, const api::Json& value) {
       out += '{';
       bool first = true;
       for (const auto& [key, element] : value.items()) {
-        if (!first) out += ',';
+        if (!first) out += separators.item;
         first = false;
         append_python_string(out, key);
-        out += ':';
-        append_python_json(out, element);
+        out += separators.key;
+        append_python_json(out, element, separators);
       }
       out += '}';
       break;
@@ -117,8 +124,20 @@ void append_python_json(std::string& out, const api::Json& value) {
 
 std::string python_compact_json(const api::Json& value) {
   std::string out;
-  append_python_json(out, value);
+  append_python_json(out, value, compact_separators);
   return out;
+}
+
+std::string python_json(const api::Json& value) {
+  std::string out;
+  append_python_json(out, value, default_separators);
+  return out;
+}
+
+std::string python_escaped_string_body(std::string_view text) {
+  std::string out;
+  append_python_string(out, text);
+  return out.substr(1, out.size() - 2);
 }
 
 std::string render_text(const api::Json& value) {

@@ -5,12 +5,21 @@
 #include "api/request.h"
 
 #include <string>
+#include <string_view>
 
 namespace s1::decide {
 
 // Python's json.dumps(value, ensure_ascii=False, separators=(",", ":")): member order kept, raw
 // non-ASCII, Python's float repr (1e-05, 1e+16, 100.0).
 std::string python_compact_json(const api::Json& value);
+
+// Python's json.dumps(value, ensure_ascii=False) with its default separators ", " and ": " (what
+// Cua-S1's reference renders structured state with); otherwise as python_compact_json.
+std::string python_json(const api::Json& value);
+
+// The body of a JSON string as Python's json.dumps(text, ensure_ascii=False)[1:-1] writes it: quotes,
+// backslashes and control characters escaped, everything else raw.
+std::string python_escaped_string_body(std::string_view text);
 
 // A string is used as-is; objects and arrays become Python-compatible compact JSON.
 std::string render_text(const api::Json& value);

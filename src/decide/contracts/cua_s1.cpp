@@ -1,0 +1,240 @@
+#include "decide/contracts/cua_s1.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+
+#include "decide/answer_math.h"
+#include "decide/contracts/embedding_similarity.h"
+#include "decide/contracts/label_token.h"
+#include "decide/prompt.h"
+#include "decide/token_budget.h"
+#include "kernels/linear.h"
+#include "model/checkpoint/load_error.h"
+#include "model/decoder/families.h"
+#include "text/tokenizer.h"
+
+namespace s1::decide {
+namespace {
+
+// Upstream's SYSTEM_PROMPT (trycua/cua 0e75660c libs/cua-s1/python/src/cua_s1/four_b.py).
+constexpr std::string_view system_message =
+    "You are a one-pass computer-use decision model. You are shown the current state of a screen and a fixed, "
+    "closed list of candidate (element, action) options, each given a single letter. Choose exactly one option: "
+    "the single best next action to take. Answer with ONLY that option's letter -- no words, no punctuation, "
+    "no explanation.";
+
+// A string as-is; an object or array as Python's json.dumps(value, ensure_ascii=False).
+std::string python_text(const api::Json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  return python_json(value);
+}
+
+}  // namespace
+
+CuaS1Settings default_cua_s1_settings() {
+  CuaS1Settings settings;
+  settings.precision =
+      kernels::linear_supported(kernels::Precision::bf16) ? kernels::Precision::bf16 : kernels::Precision::fp32;
+  return settings;
+}
+
+CuaS1Settings read_cua_s1_settings(checkpoint::ConfigReader& decision_file) {
+  CuaS1Settings settings = default_cua_s1_settings();
+  settings.name = decision_file.optional<std::string>("name", settings.name);
+  if (settings.name.empty()) decision_file.reject("name", "must not be empty");
+  settings.aliases = decision_file.optional<std::vector<std::string>>("aliases", {});
+  settings.description = decision_file.optional<std::string>("description", settings.description);
+  if (auto precision = decision_file.optional<std::string>("precision")) {
+    const auto parsed = parse_precision(*precision);
+    if (!parsed) decision_file.reject("precision", "must be \"fp32\" or \"bf16\"");
+    if (!kernels::linear_supported(*parsed)) decision_file.reject("precision", "bf16 needs a CPU with AMX-BF16");
+    settings.precision = *parsed;
+  }
+  if (auto rounding = decision_file.optional<std::string>("logit_rounding")) {
+    if (*rounding == "bf16") {
+      settings.logit_rounding = LogitRounding::bf16;
+    } else if (*rounding == "none") {
+      settings.logit_rounding = LogitRounding::none;
+    } else {
+      decision_file.reject("logit_rounding", "must be \"bf16\" or \"none\"");
+    }
+  }
+  decision_file.finish();
+  return settings;
+}
+
+std::string_view cua_s1_system_message() { return system_message; }
+
+std::string cua_s1_option_label(const api::ChoiceOption& option) {
+  return python_escaped_string_body(option.description.is_null() ? option.name : python_text(option.description));
+}
+
+std::vector<text::ChatMessage> cua_s1_messages(const api::Json& state, const api::Question& question) {
+  if (question.type != api::QuestionType::choice || question.options.empty() ||
+      question.options.size() > cua_s1_max_options) {
+    throw std::invalid_argument("Cua-S1 renders choice questions with 1 to 26 options only");
+  }
+  const std::string goal = question.instructions.is_null() ? std::string() : python_text(question.instructions);
+  std::string user;
+  if (!goal.empty()) user += "Goal: " + goal + "\n\n";
+  user += "App: Cua Driver\nTask family: closed-candidate decision\n\nAccessibility tree:\n";
+  user += python_text(state);
+  user += "\n\nOptions:\n";
+  for (std::size_t i = 0; i < question.options.size(); ++i) {
+    if (i > 0) user += '\n';
+    user += letter_label(i) + ". Decision \"" + cua_s1_option_label(question.options[i]) + "\" -> select";
+  }
+  user += "\n\nAnswer with a single letter.";
+  return {{"system", std::string(system_message)}, {"user", std::move(user)}};
+}
+
+double round_logit_to_bf16(double logit) {
+  const auto bits = std::bit_cast<uint32_t>(static_cast<float>(logit));
+  if ((bits & 0x7F800000U) == 0x7F800000U) return static_cast<float>(logit);  // inf and NaN stay as they are
+  // Round to nearest, ties to even, on the upper 16 bits of the fp32 pattern.
+  const uint32_t rounded = (bits + 0x7FFFU + ((bits >> 16) & 1U)) & 0xFFFF0000U;
+  return static_cast<double>(std::bit_cast<float>(rounded));
+}
+
+api::Result<api::Answer> cua_s1_answer(std::span<const double> letter_logits, LogitRounding rounding) {
+  std::vector<double> scores(letter_logits.begin(), letter_logits.end());
+  if (rounding == LogitRounding::bf16) {
+    for (double& score : scores) score = round_logit_to_bf16(score);
+  }
+  return make_answer(api::QuestionType::choice, scores, 1.0, ConfidenceMethod::entropy);
+}
+
+namespace {
+
+class CuaS1Plan : public runtime::Plan {
+ public:
+  std::vector<int32_t> prefix;
+  std::vector<std::vector<int32_t>> suffixes;  // per question, after the prefix
+};
+
+class CuaS1Engine : public runtime::Engine {
+ public:
+  CuaS1Engine(const std::filesystem::path& model_dir, CuaS1Settings settings)
+      : settings_(std::move(settings)),
+        tokenizer_(text::Tokenizer::from_file(model_dir / "tokenizer.json")),
+        chat_template_(text::ChatTemplate::from_model_dir(model_dir)),
+        decoder_(decoder::load_causal_decoder(model_dir, settings_.precision)) {
+    const decoder::DecoderInfo& model = decoder_->info();
+    context_tokens_ = std::min(cua_s1_max_prompt_tokens, model.max_positions);
+    text::EncodeOptions options;
+    options.add_special_tokens = false;
+    for (std::size_t i = 0; i < cua_s1_max_options; ++i) {
+      const std::string letter = letter_label(i);
+      // The reference reads the vocabulary entry of each letter; the readout only makes sense when
+      // the letter alone also encodes to exactly that token.
+      const std::optional<int32_t> id = tokenizer_.token_to_id(letter);
+      const std::vector<int32_t> encoded = tokenizer_.encode(letter, options).ids;
+      if (!id || encoded.size() != 1 || encoded.front() != *id || static_cast<std::size_t>(*id) >= model.vocab_size) {
+        throw checkpoint::LoadError(model_dir.string() + ": the letter '" + letter +
+                                    "' is not a single token of tokenizer.json within the model's vocabulary, so "
+                                    "the cua-s1-text contract cannot read it");
+      }
+      letter_ids_.push_back(*id);
+    }
+  }
+
+  runtime::ModelInfo info() const override {
+    runtime::ModelInfo model;
+    model.description = settings_.description;
+    model.question_types = {api::QuestionType::choice};
+    model.max_choice_options = cua_s1_max_options;
+    model.context_tokens = static_cast<int64_t>(context_tokens_);
+    model.confidence_method = std::string(confidence_method_name(ConfidenceMethod::entropy));
+    return model;
+  }
+
+  api::Result<std::unique_ptr<runtime::Plan>> prepare(const api::DecisionRequest& request,
+                                                      const runtime::PrepareLimits& limits) const override {
+    // Contract checks first, over every question in request order (API contract §4.4 step 10).
+    for (const api::Question& question : request.questions) {
+      if (question.type != api::QuestionType::choice) {
+        return api::ApiError::make(api::ErrorCode::unsupported_question_type,
+                                   "This model answers only choice questions (Cua-S1 was trained on closed-option "
+                                   "choices)");
+      }
+      if (question.options.size() > cua_s1_max_options) {
+        return api::ApiError::make(api::ErrorCode::too_many_options,
+                                   "This model accepts at most 26 options per question (letters A to Z)");
+      }
+    }
+    auto plan = std::make_unique<CuaS1Plan>();
+    std::vector<std::vector<int32_t>> prompts;
+    text::EncodeOptions options;
+    options.add_special_tokens = false;
+    for (const api::Question& question : request.questions) {
+      const std::string prompt = chat_template_.render(cua_s1_messages(request.state, question), true,
+                                                       text::Thinking::enabled);
+      prompts.push_back(tokenizer_.encode(prompt, options).ids);
+      if (auto error = check_sequence_fits(static_cast<int64_t>(prompts.back().size()),
+                                           static_cast<int64_t>(context_tokens_))) {
+        return *error;
+      }
+    }
+    const std::size_t prefix_length = shared_prefix_length(prompts, decoder_->info().prefix_granularity);
+    plan->prefix.assign(prompts.front().begin(), prompts.front().begin() + static_cast<ptrdiff_t>(prefix_length));
+    plan->input_tokens = static_cast<int64_t>(prefix_length);
+    for (auto& prompt : prompts) {
+      plan->suffixes.emplace_back(prompt.begin() + static_cast<ptrdiff_t>(prefix_length), prompt.end());
+      plan->input_tokens += static_cast<int64_t>(plan->suffixes.back().size());
+    }
+    if (auto error = check_request_budget(plan->input_tokens, limits.token_budget)) return *error;
+    return std::unique_ptr<runtime::Plan>(std::move(plan));
+  }
+
+  api::Result<runtime::RawOutputs> run(runtime::Plan& base_plan) override {
+    const auto& plan = static_cast<const CuaS1Plan&>(base_plan);
+    std::unique_ptr<decoder::SequenceState> prefix;
+    if (!plan.prefix.empty()) prefix = decoder_->run_prefix(plan.prefix);
+    std::vector<std::size_t> last_positions;
+    last_positions.reserve(plan.suffixes.size());
+    for (const auto& suffix : plan.suffixes) last_positions.push_back(suffix.size() - 1);
+    std::vector<decoder::Branch> branches;
+    for (std::size_t q = 0; q < plan.suffixes.size(); ++q) {
+      branches.push_back({plan.suffixes[q], std::span<const std::size_t>(&last_positions[q], 1)});
+    }
+    // Only the final-norm row of each last position comes back: never full-vocabulary logits.
+    const auto outputs = decoder_->forward(prefix.get(), branches, false);
+    runtime::RawOutputs raw;
+    for (const auto& output : outputs) {
+      raw.label_scores.push_back(decoder_->lm_head().gather_logits(output.hidden, letter_ids_));
+    }
+    return raw;
+  }
+
+  api::Result<std::vector<api::Answer>> finish(const api::DecisionRequest& request, const runtime::Plan& /*plan*/,
+                                               runtime::RawOutputs outputs) const override {
+    std::vector<api::Answer> answers;
+    for (std::size_t q = 0; q < request.questions.size(); ++q) {
+      const std::span<const double> logits(outputs.label_scores[q].data(), request.questions[q].options.size());
+      auto answer = cua_s1_answer(logits, settings_.logit_rounding);
+      if (!answer) return answer.error();
+      answers.push_back(std::move(answer.value()));
+    }
+    return answers;
+  }
+
+ private:
+  CuaS1Settings settings_;
+  text::Tokenizer tokenizer_;
+  text::ChatTemplate chat_template_;
+  std::unique_ptr<decoder::CausalDecoder> decoder_;
+  std::size_t context_tokens_ = 0;
+  std::vector<int32_t> letter_ids_;
+};
+
+}  // namespace
+
+std::unique_ptr<runtime::Engine> make_cua_s1_engine(const std::filesystem::path& model_dir,
+                                                    const CuaS1Settings& settings) {
+  return std::make_unique<CuaS1Engine>(model_dir, settings);
+}
+
+}  // namespace s1::decide

@@ -1,0 +1,199 @@
+#include "decide/contracts/cua_s1.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "api/request.h"
+#include "decide/contract_table.h"
+#include "decide/prompt.h"
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
+
+namespace s1::decide {
+namespace {
+
+std::filesystem::path fixture_dir() {
+  const char* source = std::getenv("S1SERVE_SOURCE_DIR");
+  return std::filesystem::path(source != nullptr ? source : ".") / "tests" / "fixtures" / "tiny-cua-s1";
+}
+
+std::vector<api::Json> read_jsonl(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::vector<api::Json> lines;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) lines.push_back(api::Json::parse(line));
+  }
+  return lines;
+}
+
+api::DecisionRequest typed_request(const api::Json& body) {
+  api::RequestLimits limits;
+  limits.has_default_model = true;
+  auto request = api::validate_system_one_request(body, limits);
+  if (!request) throw std::runtime_error("fixture request rejected: " + request.error().message);
+  return request.value();
+}
+
+api::Question choice(std::vector<api::ChoiceOption> options, api::Json instructions = nullptr) {
+  api::Question question;
+  question.type = api::QuestionType::choice;
+  question.key = "q";
+  question.instructions = std::move(instructions);
+  question.options = std::move(options);
+  return question;
+}
+
+TEST(PythonJson, DefaultSeparatorsKeyOrderAndRawNonAscii) {
+  // What json.dumps(value, ensure_ascii=False) prints.
+  EXPECT_EQ(python_json(api::Json::parse(R"({"b":[1,{"é":null}],"a":1e16,"c":"x\"y"})")),
+            "{\"b\": [1, {\"\xc3\xa9\": null}], \"a\": 1e+16, \"c\": \"x\\\"y\"}");
+  EXPECT_EQ(python_json(api::Json::parse("[[], {}, 0.0001, 1e-05, -0.0, \"\\u0001\\n\"]")),
+            "[[], {}, 0.0001, 1e-05, -0.0, \"\\u0001\\n\"]");
+  EXPECT_EQ(python_escaped_string_body("say \"hi\"\\\n\t\xe6\x97\xa5"), "say \\\"hi\\\"\\\\\\n\\t\xe6\x97\xa5");
+}
+
+TEST(CuaS1Prompt, OptionLabelsEscapeTheValueOrTheName) {
+  EXPECT_EQ(cua_s1_option_label({"type \"x\"", nullptr}), "type \\\"x\\\"");
+  EXPECT_EQ(cua_s1_option_label({"ignored", "line\nbreak"}), "line\\nbreak");
+  EXPECT_EQ(cua_s1_option_label({"ignored", api::Json::parse(R"({"role":"button","n":[1,2]})")}),
+            "{\\\"role\\\": \\\"button\\\", \\\"n\\\": [1, 2]}");
+}
+
+TEST(CuaS1Prompt, UserMessageLayout) {
+  const auto messages = cua_s1_messages("Screen", choice({{"a", "Click A"}, {"b", nullptr}}, "Do it."));
+  ASSERT_EQ(messages.size(), 2U);
+  EXPECT_EQ(messages[0].role, "system");
+  EXPECT_EQ(messages[0].content, cua_s1_system_message());
+  EXPECT_EQ(messages[1].content,
+            "Goal: Do it.\n\nApp: Cua Driver\nTask family: closed-candidate decision\n\nAccessibility tree:\nScreen\n\n"
+            "Options:\nA. Decision \"Click A\" -> select\nB. Decision \"b\" -> select\n\nAnswer with a single letter.");
+  // No goal line for null or empty instructions.
+  EXPECT_TRUE(cua_s1_messages("S", choice({{"a", nullptr}}, "")).at(1).content.starts_with("App: Cua Driver\n"));
+  EXPECT_TRUE(cua_s1_messages("S", choice({{"a", nullptr}})).at(1).content.starts_with("App: Cua Driver\n"));
+  api::Question score = choice({{"a", nullptr}});
+  score.type = api::QuestionType::score;
+  EXPECT_THROW(cua_s1_messages("S", score), std::invalid_argument);
+  EXPECT_THROW(cua_s1_messages("S", choice(std::vector<api::ChoiceOption>(27, {"x", nullptr}))),
+               std::invalid_argument);
+}
+
+// Bytes and token ids of every question of requests.jsonl against Transformers' apply_chat_template
+// and tokenizer (tools/reference/make_tiny_cua_s1.py wrote prompts.jsonl).
+TEST(CuaS1Prompt, MatchesTransformersGoldens) {
+  const auto requests = read_jsonl(fixture_dir() / "requests.jsonl");
+  const auto goldens = read_jsonl(fixture_dir() / "prompts.jsonl");
+  const auto chat_template = text::ChatTemplate::from_model_dir(fixture_dir());
+  const auto tokenizer = text::Tokenizer::from_file(fixture_dir() / "tokenizer.json");
+  text::EncodeOptions options;
+  options.add_special_tokens = false;
+  std::size_t checked = 0;
+  for (const api::Json& golden : goldens) {
+    const api::DecisionRequest request = typed_request(requests.at(golden["request"].get<std::size_t>()));
+    const std::string key = golden["question"].get<std::string>();
+    const auto question = std::find_if(request.questions.begin(), request.questions.end(),
+                                       [&](const api::Question& q) { return q.key == key; });
+    ASSERT_NE(question, request.questions.end()) << key;
+    const std::string prompt = chat_template.render(cua_s1_messages(request.state, *question), true,
+                                                    text::Thinking::enabled);
+    EXPECT_EQ(prompt, golden["text"].get<std::string>()) << key;
+    EXPECT_TRUE(prompt.ends_with("<|im_start|>assistant\n<think>\n"));
+    EXPECT_EQ(tokenizer.encode(prompt, options).ids, golden["ids"].get<std::vector<int32_t>>()) << key;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 9U);
+}
+
+TEST(CuaS1Readout, RoundsLogitsToBf16NearestEven) {
+  EXPECT_EQ(round_logit_to_bf16(1.0), 1.0);
+  EXPECT_EQ(round_logit_to_bf16(1.00390625), 1.0);         // halfway, even neighbour below
+  EXPECT_EQ(round_logit_to_bf16(1.01171875), 1.015625);    // halfway, even neighbour above
+  EXPECT_EQ(round_logit_to_bf16(1.005), 1.0078125);
+  EXPECT_EQ(round_logit_to_bf16(-2.3), -2.296875);
+  EXPECT_EQ(round_logit_to_bf16(0.0), 0.0);
+  EXPECT_TRUE(std::isinf(round_logit_to_bf16(INFINITY)));
+}
+
+TEST(CuaS1Readout, SoftmaxWithoutTemperatureAndEntropyConfidence) {
+  // API contract §5.2's worked values (sᵢ = −i shifted by 2: the softmax is shift-free).
+  const std::vector<double> logits{2.0, 1.0, 0.0};
+  const auto answer = cua_s1_answer(logits, LogitRounding::bf16);
+  ASSERT_TRUE(answer);
+  EXPECT_NEAR(answer.value().probabilities[0], 0.6652409557748218, 1e-12);
+  EXPECT_NEAR(answer.value().probabilities[2], 0.09003057317038046, 1e-12);
+  EXPECT_NEAR(answer.value().confidence, 0.24232088933841778, 1e-12);
+  EXPECT_EQ(answer.value().choice_index, 0U);
+
+  // 1.005 reaches the softmax as 1.0078125: p = 1/(1 + e^−1.0078125), confidence 1 − H(p)/ln 2.
+  const std::vector<double> near{1.005, 0.0};
+  const auto rounded = cua_s1_answer(near, LogitRounding::bf16);
+  EXPECT_NEAR(rounded.value().probabilities[0], 0.7325918338117745, 1e-12);
+  EXPECT_NEAR(rounded.value().confidence, 0.1622791171492357, 1e-12);
+  EXPECT_GT(std::abs(cua_s1_answer(near, LogitRounding::none).value().probabilities[0] - 0.7325918338117745), 1e-4);
+
+  // Logits equal after rounding: the earliest option wins with zero confidence; unrounded, the later.
+  const std::vector<double> tie{0.5, 0.5 + 1e-9};
+  EXPECT_EQ(cua_s1_answer(tie, LogitRounding::bf16).value().choice_index, 0U);
+  EXPECT_EQ(cua_s1_answer(tie, LogitRounding::bf16).value().confidence, 0.0);
+  EXPECT_EQ(cua_s1_answer(tie, LogitRounding::none).value().choice_index, 1U);
+
+  const std::vector<double> one{-3.0};
+  EXPECT_EQ(cua_s1_answer(one, LogitRounding::bf16).value().confidence, 1.0);
+  EXPECT_EQ(cua_s1_answer(one, LogitRounding::bf16).value().probabilities, std::vector<double>{1.0});
+
+  const std::vector<double> broken{NAN, 0.0};
+  EXPECT_EQ(cua_s1_answer(broken, LogitRounding::bf16).error().code, api::ErrorCode::internal_error);
+}
+
+TEST(CuaS1Engine, AnswersLikeTheTransformersReference) {
+  LoadedModel model = load_model(fixture_dir().string());
+  EXPECT_EQ(model.name, "tiny-cua-s1");
+  const runtime::ModelInfo info = model.engine->info();
+  EXPECT_EQ(info.question_types, std::vector{api::QuestionType::choice});
+  EXPECT_EQ(info.max_choice_options, 26U);
+  EXPECT_EQ(info.confidence_method, "entropy");
+  for (const api::Json& line : read_jsonl(fixture_dir() / "expected.jsonl")) {
+    const api::DecisionRequest request = typed_request(line["request"]);
+    auto plan = model.engine->prepare(request, {});
+    ASSERT_TRUE(plan) << plan.error().message;
+    EXPECT_EQ(plan.value()->input_tokens, line["input_tokens"].get<int64_t>());
+    auto raw = model.engine->run(*plan.value());
+    ASSERT_TRUE(raw);
+    auto answers = model.engine->finish(request, *plan.value(), std::move(raw.value()));
+    ASSERT_TRUE(answers);
+    for (std::size_t q = 0; q < request.questions.size(); ++q) {
+      const api::Json& expected = line["answers"][request.questions[q].key];
+      const api::Answer& got = answers.value()[q];
+      EXPECT_EQ(request.questions[q].options[got.choice_index].name, expected["choice"].get<std::string>());
+      EXPECT_NEAR(got.confidence, expected["confidence"].get<double>(), 1e-5);
+      std::size_t i = 0;
+      for (const auto& [name, p] : expected["probabilities"].items()) {
+        EXPECT_NEAR(got.probabilities.at(i++), p.get<double>(), 1e-5) << request.questions[q].key << "/" << name;
+      }
+    }
+  }
+}
+
+TEST(CuaS1Engine, RefusesOtherQuestionTypesAndTooManyOptions) {
+  LoadedModel model = load_model(fixture_dir().string());
+  const auto refused = [&](const char* body) {
+    auto plan = model.engine->prepare(typed_request(api::Json::parse(body)), {});
+    return plan ? api::ErrorCode::internal_error : plan.error().code;
+  };
+  EXPECT_EQ(refused(R"({"state":"s","questions":{"a":{"type":"choice","criteria":{"x":null}},"b":{"type":"noul"}}})"),
+            api::ErrorCode::unsupported_question_type);
+  EXPECT_EQ(refused(R"({"state":"s","questions":{"a":{"type":"score","criteria":["lo","hi"]}}})"),
+            api::ErrorCode::unsupported_question_type);
+  api::Json many = api::Json::parse(R"({"state":"s","questions":{"a":{"type":"choice","criteria":{}}}})");
+  for (int i = 0; i < 27; ++i) many["questions"]["a"]["criteria"]["o" + std::to_string(i)] = nullptr;
+  EXPECT_EQ(refused(many.dump().c_str()), api::ErrorCode::too_many_options);
+}
+
+}  // namespace
+}  // namespace s1::decide
