@@ -3,6 +3,7 @@
 #include "cli/embed.h"
 #include "cli/logits.h"
 #include "cli/serve.h"
+#include "cli/validate.h"
 
 #include <CLI/CLI.hpp>
 #include <spdlog/cfg/env.h>
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
   s1::cli::add_logits_command(app);
   s1::cli::add_compare_command(app);
   s1::cli::add_bench_command(app);
+  s1::cli::add_validate_command(app);
   CLI11_PARSE(app, argc, argv);
   if (app.get_subcommands().empty()) {
     std::cout << app.help() << std::endl;
