@@ -111,8 +111,7 @@ namespace {
 
 class CuaS1Plan : public runtime::Plan {
  public:
-  std::vector<int32_t> prefix;
-  std::vector<std::vector<int32_t>> suffixes;  // per question, after the prefix
+  SharedPrefixPrompts prompts;  // one per question
 };
 
 class CuaS1Engine : public runtime::Engine {
@@ -178,33 +177,17 @@ class CuaS1Engine : public runtime::Engine {
         return *error;
       }
     }
-    const std::size_t prefix_length = shared_prefix_length(prompts, decoder_->info().prefix_granularity);
-    plan->prefix.assign(prompts.front().begin(), prompts.front().begin() + static_cast<ptrdiff_t>(prefix_length));
-    plan->input_tokens = static_cast<int64_t>(prefix_length);
-    for (auto& prompt : prompts) {
-      plan->suffixes.emplace_back(prompt.begin() + static_cast<ptrdiff_t>(prefix_length), prompt.end());
-      plan->input_tokens += static_cast<int64_t>(plan->suffixes.back().size());
-    }
+    plan->prompts = split_at_shared_prefix(prompts, decoder_->info().prefix_granularity);
+    plan->input_tokens = plan->prompts.input_tokens;
     if (auto error = check_request_budget(plan->input_tokens, limits.token_budget)) return *error;
     return std::unique_ptr<runtime::Plan>(std::move(plan));
   }
 
   api::Result<runtime::RawOutputs> run(runtime::Plan& base_plan) override {
     const auto& plan = static_cast<const CuaS1Plan&>(base_plan);
-    std::unique_ptr<decoder::SequenceState> prefix;
-    if (!plan.prefix.empty()) prefix = decoder_->run_prefix(plan.prefix);
-    std::vector<std::size_t> last_positions;
-    last_positions.reserve(plan.suffixes.size());
-    for (const auto& suffix : plan.suffixes) last_positions.push_back(suffix.size() - 1);
-    std::vector<decoder::Branch> branches;
-    for (std::size_t q = 0; q < plan.suffixes.size(); ++q) {
-      branches.push_back({plan.suffixes[q], std::span<const std::size_t>(&last_positions[q], 1)});
-    }
-    // Only the final-norm row of each last position comes back: never full-vocabulary logits.
-    const auto outputs = decoder_->forward(prefix.get(), branches, false);
     runtime::RawOutputs raw;
-    for (const auto& output : outputs) {
-      raw.label_scores.push_back(decoder_->lm_head().gather_logits(output.hidden, letter_ids_));
+    for (const auto& row : last_token_hidden_rows(*decoder_, plan.prompts)) {
+      raw.label_scores.push_back(decoder_->lm_head().gather_logits(row, letter_ids_));
     }
     return raw;
   }

@@ -64,12 +64,41 @@ std::size_t shared_prefix_length(const std::vector<std::vector<int32_t>>& sequen
   return granularity > 1 ? length / granularity * granularity : length;
 }
 
+SharedPrefixPrompts split_at_shared_prefix(const std::vector<std::vector<int32_t>>& prompts, std::size_t granularity) {
+  SharedPrefixPrompts split;
+  if (prompts.empty()) return split;
+  const std::size_t prefix_length = shared_prefix_length(prompts, granularity);
+  split.prefix.assign(prompts.front().begin(), prompts.front().begin() + static_cast<ptrdiff_t>(prefix_length));
+  split.input_tokens = static_cast<int64_t>(prefix_length);
+  for (const auto& prompt : prompts) {
+    split.suffixes.emplace_back(prompt.begin() + static_cast<ptrdiff_t>(prefix_length), prompt.end());
+    split.input_tokens += static_cast<int64_t>(split.suffixes.back().size());
+  }
+  return split;
+}
+
+std::vector<std::vector<float>> last_token_hidden_rows(decoder::CausalDecoder& decoder,
+                                                       const SharedPrefixPrompts& prompts) {
+  std::unique_ptr<decoder::SequenceState> prefix;
+  if (!prompts.prefix.empty()) prefix = decoder.run_prefix(prompts.prefix);
+  std::vector<std::size_t> last_positions;
+  last_positions.reserve(prompts.suffixes.size());
+  for (const auto& suffix : prompts.suffixes) last_positions.push_back(suffix.size() - 1);
+  std::vector<decoder::Branch> branches;
+  for (std::size_t q = 0; q < prompts.suffixes.size(); ++q) {
+    branches.push_back({prompts.suffixes[q], std::span<const std::size_t>(&last_positions[q], 1)});
+  }
+  // Only the final-norm row of each last position comes back: never full-vocabulary logits.
+  std::vector<std::vector<float>> rows;
+  for (auto& output : decoder.forward(prefix.get(), branches, false)) rows.push_back(std::move(output.hidden));
+  return rows;
+}
+
 namespace {
 
 class LabelTokenPlan : public runtime::Plan {
  public:
-  std::vector<int32_t> prefix;
-  std::vector<std::vector<int32_t>> suffixes;  // per question, after the prefix
+  SharedPrefixPrompts prompts;                  // one per question
   std::vector<std::vector<int32_t>> label_ids;  // per question, in label order
 };
 
@@ -146,32 +175,18 @@ class LabelTokenEngine : public runtime::Engine {
         return *error;
       }
     }
-    const std::size_t prefix_length = shared_prefix_length(prompts, decoder_->info().prefix_granularity);
-    plan->prefix.assign(prompts.front().begin(), prompts.front().begin() + static_cast<ptrdiff_t>(prefix_length));
-    plan->input_tokens = static_cast<int64_t>(prefix_length);
-    for (auto& prompt : prompts) {
-      plan->suffixes.emplace_back(prompt.begin() + static_cast<ptrdiff_t>(prefix_length), prompt.end());
-      plan->input_tokens += static_cast<int64_t>(plan->suffixes.back().size());
-    }
+    plan->prompts = split_at_shared_prefix(prompts, decoder_->info().prefix_granularity);
+    plan->input_tokens = plan->prompts.input_tokens;
     if (auto error = check_request_budget(plan->input_tokens, limits.token_budget)) return *error;
     return std::unique_ptr<runtime::Plan>(std::move(plan));
   }
 
   api::Result<runtime::RawOutputs> run(runtime::Plan& base_plan) override {
     const auto& plan = static_cast<const LabelTokenPlan&>(base_plan);
-    std::unique_ptr<decoder::SequenceState> prefix;
-    if (!plan.prefix.empty()) prefix = decoder_->run_prefix(plan.prefix);
-    std::vector<std::size_t> last_positions;
-    last_positions.reserve(plan.suffixes.size());
-    for (const auto& suffix : plan.suffixes) last_positions.push_back(suffix.size() - 1);
-    std::vector<decoder::Branch> branches;
-    for (std::size_t q = 0; q < plan.suffixes.size(); ++q) {
-      branches.push_back({plan.suffixes[q], std::span<const std::size_t>(&last_positions[q], 1)});
-    }
-    const auto outputs = decoder_->forward(prefix.get(), branches, false);
+    const auto rows = last_token_hidden_rows(*decoder_, plan.prompts);
     runtime::RawOutputs raw;
-    for (std::size_t q = 0; q < outputs.size(); ++q) {
-      raw.label_scores.push_back(decoder_->lm_head().gather_logits(outputs[q].hidden, plan.label_ids[q]));
+    for (std::size_t q = 0; q < rows.size(); ++q) {
+      raw.label_scores.push_back(decoder_->lm_head().gather_logits(rows[q], plan.label_ids[q]));
     }
     return raw;
   }

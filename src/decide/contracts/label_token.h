@@ -25,6 +25,7 @@
 
 #include "kernels/precision.h"
 #include "model/checkpoint/config_reader.h"
+#include "model/decoder/causal_decoder.h"
 #include "runtime/engine.h"
 
 namespace s1::decide {
@@ -59,5 +60,19 @@ std::unique_ptr<runtime::Engine> make_label_token_engine(const std::filesystem::
 // Splits token sequences into a shared prefix and per-sequence suffixes: the longest common prefix,
 // rounded down to a multiple of `granularity`, and always leaving each sequence at least one token.
 std::size_t shared_prefix_length(const std::vector<std::vector<int32_t>>& sequences, std::size_t granularity);
+
+// One request's prompts split at their shared prefix (shared_prefix_length): the prefix runs once and
+// each suffix branches from it. input_tokens counts the prefix once plus every suffix.
+struct SharedPrefixPrompts {
+  std::vector<int32_t> prefix;
+  std::vector<std::vector<int32_t>> suffixes;
+  int64_t input_tokens = 0;
+};
+SharedPrefixPrompts split_at_shared_prefix(const std::vector<std::vector<int32_t>>& prompts, std::size_t granularity);
+
+// Runs the prefix once and every suffix branched from it as one batch; the final-norm hidden row at
+// each suffix's last token, in suffix order.
+std::vector<std::vector<float>> last_token_hidden_rows(decoder::CausalDecoder& decoder,
+                                                       const SharedPrefixPrompts& prompts);
 
 }  // namespace s1::decide

@@ -26,3 +26,17 @@ TEST(SharedPrefixLength, RoundsDownToTheModelsGranularity) {
 
 }  // namespace
 }  // namespace s1::decide
+
+namespace s1::decide {
+namespace {
+
+TEST(SplitAtSharedPrefix, PrefixOnceAndEachSuffixCountTowardsInputTokens) {
+  const SharedPrefixPrompts split = split_at_shared_prefix({{1, 2, 3, 4}, {1, 2, 5}}, 1);
+  EXPECT_EQ(split.prefix, (std::vector<int32_t>{1, 2}));
+  EXPECT_EQ(split.suffixes, (std::vector<std::vector<int32_t>>{{3, 4}, {5}}));
+  EXPECT_EQ(split.input_tokens, 5);
+  EXPECT_EQ(split_at_shared_prefix({}, 1).input_tokens, 0);
+}
+
+}  // namespace
+}  // namespace s1::decide
