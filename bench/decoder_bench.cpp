@@ -7,6 +7,7 @@
 //                    [--precision fp32|bf16] [--state 200] [--question 40] [--questions 5]
 // Prints one JSON object.
 
+#include "timing.h"
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -21,29 +22,9 @@
 
 namespace {
 
-struct Summary {
-  double median_ms = 0, p10_ms = 0, p90_ms = 0;
-};
-
-Summary timed(int warmup, int reps, const std::function<void()>& run) {
-  for (int i = 0; i < warmup; ++i) run();
-  std::vector<double> ms;
-  for (int i = 0; i < reps; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    run();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  const auto at = [&](double q) { return ms[static_cast<size_t>(q * static_cast<double>(ms.size() - 1) + 0.5)]; };
-  return {at(0.5), at(0.1), at(0.9)};
-}
-
-std::string json(const Summary& s) {
-  char buffer[160];
-  std::snprintf(buffer, sizeof buffer, "{\"median\": %.3f, \"p10\": %.3f, \"p90\": %.3f}", s.median_ms, s.p10_ms,
-                s.p90_ms);
-  return buffer;
-}
+using s1::bench::json;
+using s1::bench::Summary;
+using s1::bench::timed;
 
 std::vector<int32_t> random_ids(std::size_t count, std::size_t vocab, unsigned seed) {
   std::mt19937 generator(seed);

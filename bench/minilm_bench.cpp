@@ -6,6 +6,7 @@
 //   s1_minilm_bench [--model-dir DIR] [--reps 20] [--warmup 3] [--threads 2] [--precision fp32|bf16] [--b1-only 1]
 // Prints one JSON object (docs/benchmarks/minilm.md).
 
+#include "timing.h"
 #include "api/request.h"
 #include "decide/contracts/embedding_similarity.h"
 #include "kernels/linear.h"
@@ -24,28 +25,9 @@ namespace {
 
 using s1::kernels::Precision;
 
-struct Summary {
-  double median_ms = 0, p10_ms = 0, p90_ms = 0;
-};
-
-Summary timed(int warmup, int reps, const std::function<void()>& run) {
-  for (int i = 0; i < warmup; ++i) run();
-  std::vector<double> ms;
-  for (int i = 0; i < reps; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    run();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  const auto at = [&](double q) { return ms[static_cast<size_t>(q * static_cast<double>(ms.size() - 1) + 0.5)]; };
-  return {at(0.5), at(0.1), at(0.9)};
-}
-
-std::string json(const Summary& s) {
-  char buffer[160];
-  std::snprintf(buffer, sizeof buffer, "{\"median\": %.3f, \"p10\": %.3f, \"p90\": %.3f}", s.median_ms, s.p10_ms, s.p90_ms);
-  return buffer;
-}
+using s1::bench::json;
+using s1::bench::Summary;
+using s1::bench::timed;
 
 // n different texts' ids of exactly `length` tokens: [CLS] words… [SEP].
 std::vector<std::vector<int32_t>> sequences(const s1::bert::SentenceEncoder& encoder, size_t n, size_t length) {
