@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "model/checkpoint/load_error.h"
+#include "model/lfm2/lfm2_model.h"
 #include "model/qwen3/qwen3_model.h"
 #include "model/qwen3_5/qwen3_5_model.h"
 
@@ -25,6 +26,9 @@ const std::vector<Family>& families() {
       // The text model and the multimodal wrapper (its text part); Qwen3.8 checkpoints use the same types.
       {"qwen3_5", {"qwen3_5", "qwen3_5_text"}, [](const std::filesystem::path& dir, kernels::Precision precision) {
          return qwen3_5::load_qwen3_5(dir, precision);
+       }},
+      {"lfm2", {"lfm2"}, [](const std::filesystem::path& dir, kernels::Precision precision) {
+         return lfm2::load_lfm2(dir, precision);
        }},
   };
   return table;

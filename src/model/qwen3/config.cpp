@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/checkpoint/config_reader.h"
+#include "model/decoder/rope_config.h"
 
 namespace s1::qwen3 {
 namespace {
@@ -15,30 +16,6 @@ using checkpoint::ConfigReader;
 
 void require_positive(const ConfigReader& reader, std::string_view key, int64_t value) {
   if (value <= 0) reader.reject(key, "must be a positive integer");
-}
-
-// Transformers 5 writes "rope_parameters": {"rope_type": "default", "rope_theta": …}; older
-// checkpoints (the published Qwen3 ones) write a top-level "rope_theta" and "rope_scaling": null.
-// Only plain (default) RoPE is implemented: any scaling type is rejected rather than run unscaled.
-double read_rope_theta(ConfigReader& reader) {
-  std::optional<double> theta = reader.optional<double>("rope_theta");
-  for (const std::string_view key : {"rope_parameters", "rope_scaling"}) {
-    std::optional<ConfigReader> rope = reader.optional_object(key);
-    if (!rope) continue;
-    for (const std::string_view type_key : {"rope_type", "type"}) {
-      if (auto type = rope->optional<std::string>(type_key); type && *type != "default") {
-        rope->reject(type_key, "is '" + *type + "'; only default RoPE (no scaling) is supported");
-      }
-    }
-    if (auto nested = rope->optional<double>("rope_theta")) {
-      if (theta && *theta != *nested) rope->reject("rope_theta", "disagrees with the top-level rope_theta");
-      theta = nested;
-    }
-    rope->finish();
-  }
-  if (!theta) reader.reject("rope_theta", "is missing (neither top-level nor in rope_parameters)");
-  if (!(*theta > 0.0)) reader.reject("rope_theta", "must be positive");
-  return *theta;
 }
 
 }  // namespace
@@ -74,7 +51,7 @@ Qwen3Config read_qwen3_config(const std::filesystem::path& config_file) {
   if (config.head_dim % 2 != 0) reader.reject("head_dim", "must be even (RoPE rotates pairs)");
   if (config.vocab_size > INT32_MAX) reader.reject("vocab_size", "must fit 32-bit token ids");
   if (!(config.rms_norm_eps > 0.0)) reader.reject("rms_norm_eps", "must be positive");
-  config.rope_theta = read_rope_theta(reader);
+  config.rope_theta = decoder::read_default_rope_theta(reader);
 
   // Settings that change the maths: only the values this family implements are accepted.
   if (auto act = reader.optional<std::string>("hidden_act"); act && *act != "silu") {

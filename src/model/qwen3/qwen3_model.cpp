@@ -1,7 +1,6 @@
 #include "model/qwen3/qwen3_model.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -15,6 +14,7 @@
 #include "kernels/swiglu.h"
 #include "model/checkpoint/checkpoint.h"
 #include "model/checkpoint/load_error.h"
+#include "model/decoder/layer_helpers.h"
 #include "model/qwen3/config.h"
 
 namespace s1::qwen3 {
@@ -98,23 +98,9 @@ class WeightNames {
   std::string prefix_;
 };
 
-std::vector<float> concatenate(std::initializer_list<std::span<const float>> parts) {
-  std::vector<float> joined;
-  for (const std::span<const float> part : parts) joined.insert(joined.end(), part.begin(), part.end());
-  return joined;
-}
-
-// Row counts handed to oneDNN: multiples of 16 (AMX tiles), at most 8 sizes per octave, so a server
-// sees a bounded set of matmul primitives whatever the request mix while padding stays under 1/8
-// (a 200-token state runs 208 rows, not 224).
-std::size_t rounded_rows(std::size_t rows) {
-  const std::size_t granularity = std::max<std::size_t>(16, std::bit_ceil(rows) / 16);
-  return (rows + granularity - 1) / granularity * granularity;
-}
-
-void add_in_place(std::span<float> sum, std::span<const float> addend) {
-  for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += addend[i];
-}
+using decoder::add_in_place;
+using decoder::concatenate;
+using decoder::rounded_rows;
 
 struct Layer {
   std::vector<float> input_norm;

@@ -1,0 +1,459 @@
+#include "model/lfm2/lfm2_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/cached_attention.h"
+#include "kernels/linear.h"
+#include "kernels/parallel.h"
+#include "kernels/rms_norm.h"
+#include "kernels/rope.h"
+#include "kernels/short_conv.h"
+#include "kernels/swiglu.h"
+#include "model/checkpoint/checkpoint.h"
+#include "model/checkpoint/load_error.h"
+#include "model/decoder/layer_helpers.h"
+#include "model/lfm2/config.h"
+
+namespace s1::lfm2 {
+namespace {
+
+using checkpoint::Checkpoint;
+using checkpoint::LoadError;
+using decoder::add_in_place;
+using decoder::concatenate;
+using decoder::rounded_rows;
+using kernels::PackedLinear;
+
+// Resolves checkpoint names (Lfm2ForCausalLM saves "model.layers.…", a bare Lfm2Model "layers.…")
+// and records which tensors were read, so that anything left over fails the load instead of being
+// silently dropped.
+class WeightSource {
+ public:
+  explicit WeightSource(const Checkpoint& weights) : weights_(weights) {
+    if (weights.find("model.embed_tokens.weight") != nullptr) {
+      prefix_ = "model.";
+    } else if (weights.find("embed_tokens.weight") == nullptr) {
+      throw LoadError(weights.source().string() + ": no 'model.embed_tokens.weight' or 'embed_tokens.weight' tensor");
+    }
+  }
+
+  const checkpoint::TensorView& view_full(const std::string& full_name, std::initializer_list<int64_t> shape) {
+    used_.insert(full_name);
+    return weights_.get(full_name, shape);
+  }
+  const checkpoint::TensorView& view(const std::string& name, std::initializer_list<int64_t> shape) {
+    return view_full(prefix_ + name, shape);
+  }
+  std::vector<float> get(const std::string& name, std::initializer_list<int64_t> shape) {
+    return checkpoint::to_float(view(name, shape));
+  }
+  bool has(const std::string& full_name) const { return weights_.find(full_name) != nullptr; }
+
+  void check_all_used() const {
+    for (const checkpoint::TensorView& tensor : weights_.tensors()) {
+      if (!used_.contains(tensor.name)) {
+        throw LoadError(weights_.source().string() + ": unexpected tensor '" + tensor.name +
+                        "' (not part of the LFM2 decoder this config describes)");
+      }
+    }
+  }
+
+ private:
+  const Checkpoint& weights_;
+  std::string prefix_;
+  std::set<std::string, std::less<>> used_;
+};
+
+struct AttentionWeights {
+  PackedLinear qkv;  // [q heads | k heads | v heads] per row
+  PackedLinear output;
+  std::vector<float> q_norm, k_norm;
+};
+
+struct ConvWeights {
+  PackedLinear input;  // [B | C | x] per row
+  PackedLinear output;
+  std::vector<float> kernel;  // [hidden, conv_L_cache]
+  std::vector<float> bias;    // [hidden], or empty without conv_bias
+};
+
+struct Layer {
+  std::size_t slot = 0;  // index among the layers of its kind (state vectors)
+  std::vector<float> operator_norm, ffn_norm;
+  std::optional<AttentionWeights> attention;
+  std::optional<ConvWeights> conv;
+  PackedLinear gate_up;  // [w1 (gate) | w3 (up)] per row
+  PackedLinear down;     // w2
+};
+
+class Lfm2State final : public decoder::SequenceState {
+ public:
+  [[nodiscard]] std::size_t length() const override { return tokens; }
+  [[nodiscard]] std::unique_ptr<decoder::SequenceState> clone() const override {
+    return std::make_unique<Lfm2State>(*this);
+  }
+
+  const void* owner = nullptr;  // the decoder that made it: only that model's shapes fit
+  std::size_t tokens = 0;
+  std::vector<std::vector<float>> keys, values;  // per attention layer: [tokens, kv_heads·head_dim]
+  std::vector<std::vector<float>> conv_tails;    // per conv layer: [conv_L_cache − 1, hidden]
+};
+
+struct BranchRows {
+  std::size_t offset = 0;
+  std::size_t length = 0;
+};
+
+class Lfm2Decoder final : public decoder::CausalDecoder {
+ public:
+  Lfm2Decoder(const Lfm2Config& config, const Checkpoint& weights, kernels::Precision precision);
+
+  [[nodiscard]] const decoder::DecoderInfo& info() const override { return info_; }
+  [[nodiscard]] const decoder::OutputMatrix& lm_head() const override { return *lm_head_; }
+  std::vector<decoder::BranchOutput> forward(const decoder::SequenceState* prefix,
+                                             std::span<const decoder::Branch> branches, bool keep_states) override;
+
+ private:
+  [[nodiscard]] std::span<const float> embedding_row(int32_t id) const {
+    const auto row = static_cast<std::size_t>(id);
+    if (embeddings_.empty()) return lm_head_->row(row);
+    return std::span<const float>(embeddings_).subspan(row * hidden_, hidden_);
+  }
+  [[nodiscard]] std::size_t q_width() const { return heads_ * head_dim_; }
+  [[nodiscard]] std::size_t kv_width() const { return kv_heads_ * head_dim_; }
+  [[nodiscard]] std::size_t qkv_width() const { return q_width() + 2 * kv_width(); }
+  [[nodiscard]] std::size_t conv_history() const { return kernel_ - 1; }
+
+  const Lfm2State* checked_prefix(const decoder::SequenceState* prefix) const;
+  void validate(std::size_t start, std::span<const decoder::Branch> branches) const;
+  void attention_layer(const Layer& layer, const Lfm2State* base, std::span<const BranchRows> rows,
+                       std::span<std::unique_ptr<Lfm2State>> states);
+  void conv_layer(const Layer& layer, const Lfm2State* base, std::span<const BranchRows> rows,
+                  std::span<std::unique_ptr<Lfm2State>> states);
+  void mlp(const Layer& layer);
+
+  Lfm2Config config_;
+  decoder::DecoderInfo info_;
+  std::size_t hidden_;
+  std::size_t heads_;
+  std::size_t kv_heads_;
+  std::size_t head_dim_;
+  std::size_t intermediate_;
+  std::size_t kernel_;
+  float eps_;
+  std::optional<decoder::OutputMatrix> lm_head_;
+  std::vector<float> embeddings_;  // empty when tied: the LM head rows are the table
+  std::vector<float> final_norm_;
+  std::vector<Layer> layers_;
+  std::size_t attention_layers_ = 0;
+  std::size_t conv_layers_ = 0;
+
+  // Scratch reused between calls (the decoder is not thread-safe).
+  std::size_t rows_ = 0;  // real rows of the current batch
+  std::vector<int64_t> positions_;
+  std::vector<float> hidden_rows_, normed_, mixed_, projected_, context_, conv_out_, gate_up_, activated_;
+  std::vector<float> branch_keys_, branch_values_;
+};
+
+Lfm2Decoder::Lfm2Decoder(const Lfm2Config& config, const Checkpoint& weights, kernels::Precision precision)
+    : config_(config),
+      hidden_(static_cast<std::size_t>(config.hidden_size)),
+      heads_(static_cast<std::size_t>(config.num_attention_heads)),
+      kv_heads_(static_cast<std::size_t>(config.num_key_value_heads)),
+      head_dim_(static_cast<std::size_t>(config.head_dim)),
+      intermediate_(static_cast<std::size_t>(config.intermediate_size)),
+      kernel_(static_cast<std::size_t>(config.conv_kernel)),
+      eps_(static_cast<float>(config.norm_eps)) {
+  if (!kernels::linear_supported(precision)) {
+    throw LoadError(weights.source().string() + ": bf16 needs a CPU with AVX-512 (AMX preferred); use fp32");
+  }
+  WeightSource source(weights);
+  const int64_t h = config.hidden_size;
+  const auto& embedding = source.view("embed_tokens.weight", {config.vocab_size, h});
+  if (config.tie_word_embeddings) {
+    lm_head_.emplace(embedding, hidden_, precision);
+    // A saved lm_head is overwritten by the embedding table when Transformers ties them.
+    if (source.has("lm_head.weight")) source.view_full("lm_head.weight", {config.vocab_size, h});
+  } else {
+    if (!source.has("lm_head.weight")) {
+      throw LoadError(weights.source().string() +
+                      ": no tensor 'lm_head.weight' and tie_word_embeddings is false, so the LM head is missing");
+    }
+    lm_head_.emplace(source.view_full("lm_head.weight", {config.vocab_size, h}), hidden_, precision);
+    embeddings_ = checkpoint::to_float(embedding);
+  }
+  final_norm_ = source.get("embedding_norm.weight", {h});
+
+  const int64_t q_out = config.num_attention_heads * config.head_dim;
+  const int64_t kv_out = config.num_key_value_heads * config.head_dim;
+  const int64_t inner = config.intermediate_size;
+  for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
+    const std::string layer = "layers." + std::to_string(l) + ".";
+    std::optional<AttentionWeights> attention;
+    std::optional<ConvWeights> conv;
+    std::size_t slot = 0;
+    if (config.full_attention[static_cast<std::size_t>(l)]) {
+      slot = attention_layers_++;
+      const std::string a = layer + "self_attn.";
+      const std::vector<float> qkv = concatenate({source.get(a + "q_proj.weight", {q_out, h}),
+                                                  source.get(a + "k_proj.weight", {kv_out, h}),
+                                                  source.get(a + "v_proj.weight", {kv_out, h})});
+      attention.emplace(AttentionWeights{
+          .qkv = PackedLinear(qkv, {}, hidden_, qkv_width(), precision),
+          .output = PackedLinear(source.get(a + "out_proj.weight", {h, q_out}), {}, q_width(), hidden_, precision),
+          .q_norm = source.get(a + "q_layernorm.weight", {config.head_dim}),
+          .k_norm = source.get(a + "k_layernorm.weight", {config.head_dim}),
+      });
+    } else {
+      slot = conv_layers_++;
+      const std::string c = layer + "conv.";
+      std::vector<float> in_bias, out_bias, conv_bias;
+      if (config.conv_bias) {
+        in_bias = source.get(c + "in_proj.bias", {3 * h});
+        out_bias = source.get(c + "out_proj.bias", {h});
+        conv_bias = source.get(c + "conv.bias", {h});
+      }
+      conv.emplace(ConvWeights{
+          .input = PackedLinear(source.get(c + "in_proj.weight", {3 * h, h}), in_bias, hidden_, 3 * hidden_, precision),
+          .output = PackedLinear(source.get(c + "out_proj.weight", {h, h}), out_bias, hidden_, hidden_, precision),
+          .kernel = source.get(c + "conv.weight", {h, 1, config.conv_kernel}),
+          .bias = std::move(conv_bias),
+      });
+    }
+    const std::string m = layer + "feed_forward.";
+    const std::vector<float> gate_up =
+        concatenate({source.get(m + "w1.weight", {inner, h}), source.get(m + "w3.weight", {inner, h})});
+    layers_.push_back(Layer{
+        .slot = slot,
+        .operator_norm = source.get(layer + "operator_norm.weight", {h}),
+        .ffn_norm = source.get(layer + "ffn_norm.weight", {h}),
+        .attention = std::move(attention),
+        .conv = std::move(conv),
+        .gate_up = PackedLinear(gate_up, {}, hidden_, 2 * intermediate_, precision),
+        .down = PackedLinear(source.get(m + "w2.weight", {h, inner}), {}, intermediate_, hidden_, precision),
+    });
+  }
+  source.check_all_used();
+
+  info_ = decoder::DecoderInfo{.family = "lfm2",
+                               .hidden_size = hidden_,
+                               .vocab_size = static_cast<std::size_t>(config.vocab_size),
+                               .max_positions = static_cast<std::size_t>(config.max_position_embeddings),
+                               .prefix_granularity = 1,
+                               .precision = precision};
+}
+
+const Lfm2State* Lfm2Decoder::checked_prefix(const decoder::SequenceState* prefix) const {
+  if (prefix == nullptr) return nullptr;
+  const auto* state = dynamic_cast<const Lfm2State*>(prefix);
+  if (state == nullptr || state->owner != this) {
+    throw std::invalid_argument("lfm2 forward: the prefix state was not made by this model");
+  }
+  return state;
+}
+
+void Lfm2Decoder::validate(std::size_t start, std::span<const decoder::Branch> branches) const {
+  for (std::size_t b = 0; b < branches.size(); ++b) {
+    const decoder::Branch& branch = branches[b];
+    const std::string where = "lfm2 forward: branch " + std::to_string(b);
+    if (branch.tokens.empty()) throw std::invalid_argument(where + " has no tokens");
+    if (start + branch.tokens.size() > info_.max_positions) {
+      throw std::invalid_argument(
+          where + ": " + std::to_string(start) + " prefix + " + std::to_string(branch.tokens.size()) +
+          " branch tokens exceed max_position_embeddings (" + std::to_string(info_.max_positions) + ")");
+    }
+    for (const int32_t id : branch.tokens) {
+      if (id < 0 || static_cast<std::size_t>(id) >= info_.vocab_size) {
+        throw std::invalid_argument(where + ": token id " + std::to_string(id) + " is outside the vocabulary");
+      }
+    }
+    for (std::size_t i = 0; i < branch.output_positions.size(); ++i) {
+      if (branch.output_positions[i] >= branch.tokens.size() ||
+          (i > 0 && branch.output_positions[i] <= branch.output_positions[i - 1])) {
+        throw std::invalid_argument(where + ": output positions must be strictly increasing indices into its tokens");
+      }
+    }
+  }
+}
+
+std::vector<decoder::BranchOutput> Lfm2Decoder::forward(const decoder::SequenceState* prefix,
+                                                        std::span<const decoder::Branch> branches, bool keep_states) {
+  const Lfm2State* base = checked_prefix(prefix);
+  const std::size_t start = base == nullptr ? 0 : base->length();
+  validate(start, branches);
+  std::vector<decoder::BranchOutput> outputs(branches.size());
+  if (branches.empty()) return outputs;
+
+  // Every branch's rows in one matrix: the projections and the MLP run once over all of them.
+  std::vector<BranchRows> rows;
+  std::size_t total = 0;
+  for (const decoder::Branch& branch : branches) {
+    rows.push_back(BranchRows{total, branch.tokens.size()});
+    total += branch.tokens.size();
+  }
+  const std::size_t padded = rounded_rows(total);
+  rows_ = total;
+  positions_.resize(total);
+  hidden_rows_.assign(padded * hidden_, 0.0F);  // padding rows stay finite through every layer
+  for (std::size_t b = 0; b < branches.size(); ++b) {
+    for (std::size_t t = 0; t < rows[b].length; ++t) {
+      positions_[rows[b].offset + t] = static_cast<int64_t>(start + t);
+      const std::span<const float> embedding = embedding_row(branches[b].tokens[t]);
+      std::copy(embedding.begin(), embedding.end(),
+                hidden_rows_.begin() + static_cast<std::ptrdiff_t>((rows[b].offset + t) * hidden_));
+    }
+  }
+  normed_.resize(padded * hidden_);
+  mixed_.resize(padded * hidden_);
+
+  std::vector<std::unique_ptr<Lfm2State>> states(keep_states ? branches.size() : 0);
+  for (std::size_t b = 0; b < states.size(); ++b) {
+    states[b] = std::make_unique<Lfm2State>();
+    states[b]->owner = this;
+    states[b]->tokens = start + rows[b].length;
+    states[b]->keys.resize(attention_layers_);
+    states[b]->values.resize(attention_layers_);
+    states[b]->conv_tails.resize(conv_layers_);
+  }
+
+  for (const Layer& layer : layers_) {
+    kernels::rms_norm(hidden_rows_, layer.operator_norm, eps_, normed_);
+    if (layer.attention) {
+      attention_layer(layer, base, rows, states);
+    } else {
+      conv_layer(layer, base, rows, states);
+    }
+    add_in_place(hidden_rows_, mixed_);
+    mlp(layer);
+  }
+
+  for (std::size_t b = 0; b < branches.size(); ++b) {
+    std::vector<float>& hidden = outputs[b].hidden;
+    hidden.resize(branches[b].output_positions.size() * hidden_);
+    for (std::size_t i = 0; i < branches[b].output_positions.size(); ++i) {
+      const std::size_t row = rows[b].offset + branches[b].output_positions[i];
+      std::copy_n(hidden_rows_.begin() + static_cast<std::ptrdiff_t>(row * hidden_), hidden_,
+                  hidden.begin() + static_cast<std::ptrdiff_t>(i * hidden_));
+    }
+    kernels::rms_norm(hidden, final_norm_, eps_, hidden);
+    if (keep_states) outputs[b].state = std::move(states[b]);
+  }
+  return outputs;
+}
+
+void Lfm2Decoder::attention_layer(const Layer& layer, const Lfm2State* base, std::span<const BranchRows> rows,
+                                  std::span<std::unique_ptr<Lfm2State>> states) {
+  const AttentionWeights& weights = *layer.attention;
+  const std::size_t padded = hidden_rows_.size() / hidden_;
+  const std::size_t stride = qkv_width();
+  projected_.resize(padded * stride);
+  weights.qkv.forward(normed_, projected_);
+  // q_layernorm/k_layernorm normalise each head separately (the heads of a row are contiguous
+  // head_dim-wide blocks), then RoPE rotates the same rows, in one parallel region.
+  const auto theta = static_cast<float>(config_.rope_theta);
+  kernels::parallel_for(rows_, 16, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r) {
+      const std::span<float> row = std::span<float>(projected_).subspan(r * stride, stride);
+      kernels::rms_norm(row.first(q_width()), weights.q_norm, eps_, row.first(q_width()));
+      kernels::rms_norm(row.subspan(q_width(), kv_width()), weights.k_norm, eps_, row.subspan(q_width(), kv_width()));
+    }
+    const std::span<float> block = std::span<float>(projected_).subspan(begin * stride, (end - begin) * stride);
+    const std::span<const int64_t> block_positions = std::span<const int64_t>(positions_).subspan(begin, end - begin);
+    kernels::apply_rope(block, end - begin, stride, heads_, head_dim_, head_dim_, block_positions, theta);
+    kernels::apply_rope(block.subspan(q_width()), end - begin, stride, kv_heads_, head_dim_, head_dim_, block_positions,
+                        theta);
+  });
+
+  const std::size_t start = base == nullptr ? 0 : base->length();
+  const kernels::CachedAttentionShape shape{.heads = heads_,
+                                            .kv_heads = kv_heads_,
+                                            .head_dim = head_dim_,
+                                            .scale = 1.0F / std::sqrt(static_cast<float>(head_dim_)),
+                                            .precision = info_.precision};
+  const std::size_t width = kv_width();
+  // The sequence's keys and values in one block: the prefix's rows, gathered once per layer and
+  // shared by every branch, then a branch's own rows after them.
+  std::size_t longest = 0;
+  for (const BranchRows& branch : rows) longest = std::max(longest, branch.length);
+  branch_keys_.resize((start + longest) * width);
+  branch_values_.resize((start + longest) * width);
+  if (base != nullptr) {
+    std::copy(base->keys[layer.slot].begin(), base->keys[layer.slot].end(), branch_keys_.begin());
+    std::copy(base->values[layer.slot].begin(), base->values[layer.slot].end(), branch_values_.begin());
+  }
+  context_.assign(padded * q_width(), 0.0F);
+  for (std::size_t b = 0; b < rows.size(); ++b) {
+    const std::size_t n = start + rows[b].length;
+    for (std::size_t t = 0; t < rows[b].length; ++t) {
+      const float* row = projected_.data() + (rows[b].offset + t) * stride;
+      std::copy_n(row + q_width(), width, branch_keys_.data() + (start + t) * width);
+      std::copy_n(row + q_width() + width, width, branch_values_.data() + (start + t) * width);
+    }
+    kernels::cached_attention(std::span<const float>(projected_).subspan(rows[b].offset * stride), stride,
+                              rows[b].length, branch_keys_, branch_values_, n, start, /*causal=*/true, shape,
+                              std::span<float>(context_).subspan(rows[b].offset * q_width(), rows[b].length * q_width()));
+    if (!states.empty()) {
+      const auto end = static_cast<std::ptrdiff_t>(n * width);
+      states[b]->keys[layer.slot].assign(branch_keys_.begin(), branch_keys_.begin() + end);
+      states[b]->values[layer.slot].assign(branch_values_.begin(), branch_values_.begin() + end);
+    }
+  }
+  weights.output.forward(context_, mixed_);
+}
+
+void Lfm2Decoder::conv_layer(const Layer& layer, const Lfm2State* base, std::span<const BranchRows> rows,
+                             std::span<std::unique_ptr<Lfm2State>> states) {
+  const ConvWeights& weights = *layer.conv;
+  const std::size_t padded = hidden_rows_.size() / hidden_;
+  const std::size_t stride = 3 * hidden_;
+  projected_.resize(padded * stride);
+  weights.input.forward(normed_, projected_);
+  conv_out_.assign(padded * hidden_, 0.0F);
+  std::vector<float> tail;
+  for (std::size_t b = 0; b < rows.size(); ++b) {
+    if (base != nullptr) {
+      tail = base->conv_tails[layer.slot];
+    } else {
+      tail.assign(conv_history() * hidden_, 0.0F);
+    }
+    kernels::gated_short_conv(std::span<const float>(projected_).subspan(rows[b].offset * stride), rows[b].length,
+                              weights.kernel, kernel_, weights.bias, tail,
+                              std::span<float>(conv_out_).subspan(rows[b].offset * hidden_, rows[b].length * hidden_));
+    if (!states.empty()) states[b]->conv_tails[layer.slot] = tail;
+  }
+  weights.output.forward(conv_out_, mixed_);
+}
+
+void Lfm2Decoder::mlp(const Layer& layer) {
+  kernels::rms_norm(hidden_rows_, layer.ffn_norm, eps_, normed_);
+  const std::size_t padded = hidden_rows_.size() / hidden_;
+  gate_up_.resize(padded * 2 * intermediate_);
+  activated_.resize(padded * intermediate_);
+  layer.gate_up.forward(normed_, gate_up_);
+  kernels::parallel_for(padded, std::max<std::size_t>(1, 16384 / intermediate_), [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r) {
+      const std::span<const float> row =
+          std::span<const float>(gate_up_).subspan(r * 2 * intermediate_, 2 * intermediate_);
+      kernels::silu_mul(row.first(intermediate_), row.subspan(intermediate_),
+                        std::span<float>(activated_).subspan(r * intermediate_, intermediate_));
+    }
+  });
+  layer.down.forward(activated_, mixed_);
+  add_in_place(hidden_rows_, mixed_);
+}
+
+}  // namespace
+
+std::unique_ptr<decoder::CausalDecoder> load_lfm2(const std::filesystem::path& dir, kernels::Precision precision) {
+  const Lfm2Config config = read_lfm2_config(dir / "config.json");
+  const Checkpoint weights = Checkpoint::open(dir);
+  return std::make_unique<Lfm2Decoder>(config, weights, precision);
+}
+
+}  // namespace s1::lfm2
