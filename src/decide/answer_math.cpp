@@ -6,7 +6,12 @@
 namespace s1::decide {
 
 std::string_view confidence_method_name(ConfidenceMethod method) {
-  return method == ConfidenceMethod::entropy ? "entropy" : "linear";
+  switch (method) {
+    case ConfidenceMethod::linear: return "linear";
+    case ConfidenceMethod::entropy: return "entropy";
+    case ConfidenceMethod::max_probability: return "max_probability";
+  }
+  return "linear";
 }
 
 std::vector<double> softmax(std::span<const double> label_scores, double temperature) {
@@ -45,6 +50,10 @@ double entropy_confidence(std::span<const double> probabilities) {
   return std::clamp(1.0 - entropy / std::log(static_cast<double>(probabilities.size())), 0.0, 1.0);
 }
 
+double max_probability_confidence(std::span<const double> probabilities) {
+  return *std::max_element(probabilities.begin(), probabilities.end());
+}
+
 double score_confidence(std::span<const double> probabilities) {
   const size_t n = probabilities.size();
   const size_t mode = static_cast<size_t>(std::max_element(probabilities.begin(), probabilities.end()) -
@@ -75,13 +84,17 @@ api::Result<api::Answer> make_answer(api::QuestionType type, std::span<const dou
     case api::QuestionType::choice:
       // max_element returns the first maximum: the earliest option wins exact ties.
       answer.choice_index = static_cast<size_t>(std::max_element(p.begin(), p.end()) - p.begin());
-      answer.confidence = method == ConfidenceMethod::entropy ? entropy_confidence(p) : linear_confidence(p);
+      answer.confidence = method == ConfidenceMethod::entropy           ? entropy_confidence(p)
+                          : method == ConfidenceMethod::max_probability ? max_probability_confidence(p)
+                                                                        : linear_confidence(p);
       break;
     case api::QuestionType::score: {
       double expected = 0.0;
       for (size_t i = 0; i < p.size(); ++i) expected += static_cast<double>(i) * p[i];
       answer.score = std::clamp(expected, 0.0, static_cast<double>(p.size() - 1));
-      answer.confidence = method == ConfidenceMethod::entropy ? entropy_confidence(p) : score_confidence(p);
+      answer.confidence = method == ConfidenceMethod::entropy           ? entropy_confidence(p)
+                          : method == ConfidenceMethod::max_probability ? max_probability_confidence(p)
+                                                                        : score_confidence(p);
       break;
     }
   }

@@ -10,7 +10,9 @@
 
 namespace s1::decide {
 
-enum class ConfidenceMethod { linear, entropy };
+// linear and entropy are the API's (§5.4); max_probability (p_max, for choice and score alike) is
+// JEMM's reference confidence.
+enum class ConfidenceMethod { linear, entropy, max_probability };
 
 std::string_view confidence_method_name(ConfidenceMethod method);
 
@@ -20,6 +22,7 @@ std::vector<double> softmax(std::span<const double> label_scores, double tempera
 
 double linear_confidence(std::span<const double> probabilities);
 double entropy_confidence(std::span<const double> probabilities);
+double max_probability_confidence(std::span<const double> probabilities);
 double score_confidence(std::span<const double> probabilities);
 
 // One answer from one question's label scores; 500 internal_error when anything is not finite.

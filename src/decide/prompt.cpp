@@ -122,6 +122,12 @@ void append_python_json(std::string& out, const api::Json& value, const Separato
 
 }  // namespace
 
+std::string python_float_repr(double value) {
+  std::string out;
+  append_python_float(out, value);
+  return out;
+}
+
 std::string python_compact_json(const api::Json& value) {
   std::string out;
   append_python_json(out, value, compact_separators);

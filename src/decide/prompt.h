@@ -17,6 +17,9 @@ std::string python_compact_json(const api::Json& value);
 // Cua-S1's reference renders structured state with); otherwise as python_compact_json.
 std::string python_json(const api::Json& value);
 
+// Python's repr() of a float (also what json.dumps writes): 1e-05, 100.0, 1e+16.
+std::string python_float_repr(double value);
+
 // The body of a JSON string as Python's json.dumps(text, ensure_ascii=False)[1:-1] writes it: quotes,
 // backslashes and control characters escaped, everything else raw.
 std::string python_escaped_string_body(std::string_view text);

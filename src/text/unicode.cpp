@@ -74,6 +74,21 @@ bool is_whitespace(char32_t code_point) {
   }
 }
 
+bool is_python_space(char32_t code_point) {
+  return is_whitespace(code_point) || (code_point >= 0x1C && code_point <= 0x1F);
+}
+
+bool is_python_printable(char32_t code_point) {
+  if (code_point == 0x20) return true;
+  switch (utf8proc_category(static_cast<utf8proc_int32_t>(code_point))) {
+    case UTF8PROC_CATEGORY_CC: case UTF8PROC_CATEGORY_CF: case UTF8PROC_CATEGORY_CS: case UTF8PROC_CATEGORY_CO:
+    case UTF8PROC_CATEGORY_CN: case UTF8PROC_CATEGORY_ZL: case UTF8PROC_CATEGORY_ZP: case UTF8PROC_CATEGORY_ZS:
+      return false;
+    default:
+      return true;
+  }
+}
+
 bool is_bert_control(char32_t code_point) { return has_class(kBertControlRanges, kControl, code_point); }
 
 bool is_bert_punctuation(char32_t code_point) { return has_class(kBertPunctuationRanges, kPunctuation, code_point); }

@@ -26,6 +26,12 @@ bool is_regex_mark(char32_t code_point);
 bool is_regex_number(char32_t code_point);
 bool is_regex_space(char32_t code_point);
 
+// Python's str.isspace (Unicode White_Space plus U+001C–001F, which Python counts as separators).
+bool is_python_space(char32_t code_point);
+// Python's str.isprintable: not in categories Cc, Cf, Cs, Co, Cn, Zl, Zp or Zs, except U+0020
+// (categories from utf8proc, whose Unicode version may be newer than the Python's being matched).
+bool is_python_printable(char32_t code_point);
+
 int canonical_combining_class(char32_t code_point);
 
 // Canonical (NFD) decomposition of one character; utf8proc's longest canonical expansion is 4.
