@@ -1,0 +1,147 @@
+"""Write the tiny JEMM stand-in checkpoint, its prompt and coercion goldens and its reference answers.
+
+    /work/.venv-ref/bin/python tools/reference/make_tiny_jemm.py
+
+tests/fixtures/tiny-jemm/ gets a random Qwen3_5ForCausalLM shaped like the Qwen3.8 hybrid scaled down
+(8 layers with full attention every 4th, an untied LM head as in Qwen3.8-27B; the real merged
+checkpoint would be the same decoder with the LoRA folded into its weights), the tiny Qwen3.5
+tokenizer and chat template of tests/fixtures/qwen-tiny-tokenizer/qwen3_5 (A..Z and 0..5 single
+tokens), jemm_lm_head.safetensors holding the 32 label rows of the LM head as the reference export
+writes them (tensor "weight", BF16 [32, hidden]), and s1serve.json asking for the jemm contract in
+fp32. Weights are perturbed after init (make_tiny_chat_models.perturb) and stored as BF16; the
+reference runs them upcast to fp32. max_position_embeddings is 16384 so that the contract's own
+8,192-token prompt limit is what a long prompt meets.
+
+Then tools/reference/jemm_contract.py over requests.jsonl writes prompts.jsonl (rendered text and
+token ids per question), expected.jsonl (answers, the format `s1serve validate --reference` reads),
+python_coercion.jsonl (str(), repr() and flattened str() of values, as Python computes them) and
+limits.json (states whose one-question prompt is exactly 8,192 and 8,193 tokens).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+
+import torch
+from safetensors.torch import save_file
+from transformers import AutoTokenizer, Qwen3_5ForCausalLM, Qwen3_5TextConfig
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from jemm_contract import LABELS, JemmDecider, flat  # noqa: E402
+from make_tiny_chat_models import perturb  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOKENIZER_DIR = os.path.join(REPO, "tests", "fixtures", "qwen-tiny-tokenizer", "qwen3_5")
+OUT = os.path.join(REPO, "tests", "fixtures", "tiny-jemm")
+
+COERCION_VALUES = [
+    True, False, None, 0, -7, 18446744073709551615, 2.5, 1e-05, 0.0001, 1e16, 123456789012345.6, -0.0, 100.0,
+    "plain", "it's", 'say "hi"', "both ' and \"", "back\\slash", "tab\tnl\nret\r",
+    "\x00\x07\x1b\x1f\x7f\x85\xa0\xad", "\u200b\u2028\u2029\u3000\ue000\ufeff", "\u0378\U000e0001\U0001f600",
+    "caf\u00e9 e\u0301 \u65e5\u672c", "  lots \u3000 of\x1c\x1dspace\u00a0\u2028 here  ",
+    [], {}, [1, None, True, "x'y", [2.5, {"k": "v"}]], {"a": [1, None], "b'": {"c": "d\n"}, "": False},
+]
+
+# The one question of the limits probes and the state text repeated to reach the limit.
+LIMIT_QUESTION = {"type": "choice", "instructions": "Pick one.", "criteria": {"a": "first", "b": "second"}}
+
+
+def build(vocab: int) -> torch.nn.Module:
+    config = Qwen3_5TextConfig(
+        vocab_size=vocab, hidden_size=32, intermediate_size=48, num_hidden_layers=8, num_attention_heads=2,
+        num_key_value_heads=1, head_dim=32, linear_conv_kernel_dim=4, linear_key_head_dim=16,
+        linear_value_head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4, max_position_embeddings=16384,
+        rms_norm_eps=1e-6, hidden_act="silu", tie_word_embeddings=False, full_attention_interval=4,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000000.0, "partial_rotary_factor": 0.25,
+                         "mrope_section": [2, 1, 1]},
+    )
+    return Qwen3_5ForCausalLM(config)
+
+
+def limit_states(decider: JemmDecider) -> dict:
+    """States whose prompt with LIMIT_QUESTION is exactly 8,192 and 8,193 tokens."""
+    def length(state: str) -> int:
+        return len(decider.prompt(state, LIMIT_QUESTION)[1])
+
+    words = "alpha beta gamma delta "
+    count = 1
+    while length(words * count) < 8192:
+        count *= 2
+    low, high = 1, count
+    while low < high:  # the fewest repetitions reaching 8,192 tokens
+        middle = (low + high) // 2
+        if length(words * middle) >= 8192:
+            high = middle
+        else:
+            low = middle + 1
+    base = words * (low - 1)
+    result = {}
+    for suffix_length in range(0, 200):
+        state = base + "x" * suffix_length
+        tokens = length(state)
+        if tokens in (8192, 8193) and str(tokens) not in result:
+            result[str(tokens)] = state
+        if len(result) == 2:
+            break
+    if len(result) != 2:
+        raise RuntimeError(f"could not hit 8192/8193 exactly: {sorted(result)}")
+    return {"question": LIMIT_QUESTION, "fits": result["8192"], "too_long": result["8193"]}
+
+
+def main() -> None:
+    torch.manual_seed(11)
+    for name in ("config.json", "model.safetensors", "generation_config.json", "jemm_lm_head.safetensors"):
+        if os.path.exists(os.path.join(OUT, name)):
+            os.remove(os.path.join(OUT, name))
+    tokenizer = AutoTokenizer.from_pretrained(TOKENIZER_DIR)
+    model = build(len(tokenizer))
+    perturb(model, 500)
+    model = model.to(torch.bfloat16)
+    model.save_pretrained(OUT, safe_serialization=True)
+    generation_config = os.path.join(OUT, "generation_config.json")
+    if os.path.exists(generation_config):
+        os.remove(generation_config)
+    for file in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(TOKENIZER_DIR, file), os.path.join(OUT, file))
+    label_ids = [tokenizer.encode(label, add_special_tokens=False)[0] for label in LABELS]
+    rows = model.lm_head.weight.detach()[label_ids].contiguous()
+    save_file({"weight": rows}, os.path.join(OUT, "jemm_lm_head.safetensors"), metadata={"format": "pt"})
+    decision_file = {
+        "contract": "jemm",
+        "name": "tiny-jemm",
+        "aliases": ["tiny-jemm-text"],
+        "description": "Random tiny Qwen3.5 stand-in for JEMM text (tests)",
+        "precision": "fp32",
+    }
+    with open(os.path.join(OUT, "s1serve.json"), "w") as f:
+        json.dump(decision_file, f, indent=2)
+        f.write("\n")
+
+    with open(os.path.join(OUT, "python_coercion.jsonl"), "w", encoding="utf-8") as f:
+        for value in COERCION_VALUES:
+            f.write(json.dumps({"value": value, "str": str(value), "repr": repr(value), "flat": flat(str(value))},
+                               ensure_ascii=False) + "\n")
+
+    decider = JemmDecider(OUT)
+    with open(os.path.join(OUT, "requests.jsonl"), encoding="utf-8") as f:
+        requests = [json.loads(line) for line in f if line.strip()]
+    with open(os.path.join(OUT, "prompts.jsonl"), "w", encoding="utf-8") as f:
+        for number, request in enumerate(requests):
+            for key, question in request["questions"].items():
+                rendered, ids = decider.prompt(request["state"], question)
+                f.write(json.dumps({"request": number, "question": key, "text": rendered, "ids": ids},
+                                   ensure_ascii=False) + "\n")
+    with open(os.path.join(OUT, "expected.jsonl"), "w", encoding="utf-8") as f:
+        for request in requests:
+            f.write(json.dumps(decider.decide(request), ensure_ascii=False) + "\n")
+    with open(os.path.join(OUT, "limits.json"), "w", encoding="utf-8") as f:
+        json.dump(limit_states(decider), f, ensure_ascii=False)
+        f.write("\n")
+    print(f"wrote {OUT}")
+
+
+if __name__ == "__main__":
+    main()
