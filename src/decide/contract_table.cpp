@@ -2,6 +2,7 @@
 
 #include "decide/contracts/cua_s1.h"
 #include "decide/contracts/embedding_similarity.h"
+#include "decide/contracts/jemm.h"
 #include "decide/contracts/label_token.h"
 #include "decide/contracts/mock.h"
 #include "model/checkpoint/config_reader.h"
@@ -44,8 +45,12 @@ LoadedModel load_directory_contract(const std::filesystem::path& dir, const std:
     const CuaS1Settings settings = read_cua_s1_settings(reader);
     return LoadedModel{settings.name, settings.aliases, make_cua_s1_engine(dir, settings)};
   }
+  if (contract == jemm_contract) {
+    const JemmSettings settings = read_jemm_settings(reader);
+    return LoadedModel{settings.name, settings.aliases, make_jemm_engine(dir, settings)};
+  }
   reader.reject("contract", "'" + contract +
-                                "' is not a known contract (known: cua-s1-text, embedding-similarity, label-token)");
+                                "' is not a known contract (known: cua-s1-text, embedding-similarity, jemm, label-token)");
 }
 
 LoadedModel load_directory(const std::filesystem::path& dir, const std::string& source) {

@@ -1,0 +1,330 @@
+#include "decide/contracts/jemm.h"
+
+#include <algorithm>
+#include <optional>
+#include <stdexcept>
+
+#include "decide/answer_math.h"
+#include "decide/contracts/embedding_similarity.h"
+#include "decide/contracts/label_token.h"
+#include "decide/prompt.h"
+#include "decide/python_text.h"
+#include "decide/token_budget.h"
+#include "kernels/linear.h"
+#include "model/checkpoint/load_error.h"
+#include "model/decoder/families.h"
+#include "model/decoder/output_matrix.h"
+#include "text/tokenizer.h"
+
+namespace s1::decide {
+namespace {
+
+// ypcypc/JEMM 6822fe0f jemm/contract.py SYSTEM.
+constexpr std::string_view system_message =
+    "Choose the best available candidate for the question using only the supplied state. "
+    "Return exactly one candidate label.";
+
+// systemone.py _description: an object's "description" member (absent: empty), nothing for null,
+// str() of anything else.
+std::string description_of(const api::Json& spec) {
+  if (spec.is_object()) {
+    const auto member = spec.find("description");
+    return member == spec.end() ? std::string() : python_str(*member);
+  }
+  if (spec.is_null()) return {};
+  return python_str(spec);
+}
+
+// systemone.py _action + contract.py render_candidate: a candidate is a tool spec when its value's
+// "action" is an object with a "tool_name" member.
+bool is_tool_candidate(const api::Json& spec) {
+  if (!spec.is_object()) return false;
+  const auto action = spec.find("action");
+  return action != spec.end() && action->is_object() && action->contains("tool_name");
+}
+
+// contract.py _param_names.
+std::vector<std::string> parameter_names(const api::Json& parameters) {
+  if (!parameters.is_object()) return {};
+  const auto properties_member = parameters.find("properties");
+  const api::Json& properties =
+      properties_member != parameters.end() && properties_member->is_object() ? *properties_member : parameters;
+  const auto required_member = parameters.find("required");
+  const bool has_required = required_member != parameters.end() && required_member->is_array();
+  const auto is_required = [&](const std::string& key) {
+    return has_required && std::any_of(required_member->begin(), required_member->end(), [&](const api::Json& entry) {
+             return entry.is_string() && entry.get_ref<const std::string&>() == key;
+           });
+  };
+  std::vector<std::string> names;
+  for (const auto& [key, spec] : properties.items()) {
+    if ((key == "properties" || key == "required" || key == "type") && !spec.is_object()) continue;
+    std::string piece = key;
+    if (spec.is_object()) {
+      if (is_required(key)) piece += '*';
+      const auto default_value = spec.find("default");
+      if (default_value != spec.end() && !default_value->is_null() &&
+          !(default_value->is_string() && default_value->get_ref<const std::string&>().empty())) {
+        piece += '=';
+        piece += python_prefix(python_flatten_whitespace(python_str(*default_value)), 24);
+      }
+    }
+    names.push_back(std::move(piece));
+  }
+  return names;
+}
+
+std::string member_text(const api::Json& object, const char* name) {
+  const auto member = object.find(name);
+  return member == object.end() ? std::string() : python_str(*member);
+}
+
+}  // namespace
+
+JemmSettings default_jemm_settings() {
+  JemmSettings settings;
+  settings.precision =
+      kernels::linear_supported(kernels::Precision::bf16) ? kernels::Precision::bf16 : kernels::Precision::fp32;
+  return settings;
+}
+
+JemmSettings read_jemm_settings(checkpoint::ConfigReader& decision_file) {
+  JemmSettings settings = default_jemm_settings();
+  settings.name = decision_file.optional<std::string>("name", settings.name);
+  if (settings.name.empty()) decision_file.reject("name", "must not be empty");
+  settings.aliases = decision_file.optional<std::vector<std::string>>("aliases", {});
+  settings.description = decision_file.optional<std::string>("description", settings.description);
+  if (auto precision = decision_file.optional<std::string>("precision")) {
+    const auto parsed = parse_precision(*precision);
+    if (!parsed) decision_file.reject("precision", "must be \"fp32\" or \"bf16\"");
+    if (!kernels::linear_supported(*parsed)) decision_file.reject("precision", "bf16 needs a CPU with AMX-BF16");
+    settings.precision = *parsed;
+  }
+  if (auto rounding = decision_file.optional<std::string>("logit_rounding")) {
+    if (*rounding == "bf16") {
+      settings.logit_rounding = LogitRounding::bf16;
+    } else if (*rounding == "none") {
+      settings.logit_rounding = LogitRounding::none;
+    } else {
+      decision_file.reject("logit_rounding", "must be \"bf16\" or \"none\"");
+    }
+  }
+  decision_file.finish();
+  return settings;
+}
+
+std::string_view jemm_system_message() { return system_message; }
+
+std::string jemm_tool_text(std::string_view description) {
+  // Python's json.loads keeps the last of duplicate members at the first one's place, as ordered_json
+  // does. (It would also accept NaN/Infinity, which fall back to the flattened text here.)
+  const api::Json tool = api::Json::parse(description, nullptr, false);
+  if (tool.is_discarded() || !tool.is_object() || !tool.contains("name")) return python_flatten_whitespace(description);
+  std::string text = python_flatten_whitespace(member_text(tool, "name"));
+  const std::string summary = python_flatten_whitespace(member_text(tool, "description"));
+  if (!summary.empty()) text += " \u2014 " + summary;
+  const auto parameters = tool.find("parameters");
+  const std::vector<std::string> names = parameters == tool.end() ? std::vector<std::string>() : parameter_names(*parameters);
+  if (!names.empty()) {
+    text += " | params: ";
+    for (std::size_t i = 0; i < names.size(); ++i) text += (i > 0 ? ", " : "") + names[i];
+  }
+  return text;
+}
+
+std::vector<std::string> jemm_candidate_texts(const api::Question& question) {
+  std::vector<std::string> texts;
+  switch (question.type) {
+    case api::QuestionType::choice:
+      for (const api::ChoiceOption& option : question.options) {
+        const std::string description = description_of(option.description);
+        texts.push_back(is_tool_candidate(option.description) ? jemm_tool_text(description)
+                                                              : python_flatten_whitespace(description));
+      }
+      break;
+    case api::QuestionType::score:
+      for (std::size_t i = 0; i < question.levels.size(); ++i) {
+        const std::string description = description_of(question.levels[i]);
+        texts.push_back(python_flatten_whitespace(description.empty() ? "level " + std::to_string(i) : description));
+      }
+      break;
+    case api::QuestionType::noul: {
+      const std::string yes = description_of(question.noul_true);
+      const std::string no = description_of(question.noul_false);
+      texts.push_back(python_flatten_whitespace(yes.empty() ? "yes" : yes));
+      texts.push_back(python_flatten_whitespace(no.empty() ? "no" : no));
+      break;
+    }
+  }
+  return texts;
+}
+
+std::vector<text::ChatMessage> jemm_messages(const api::Json& state, const api::Question& question) {
+  const std::vector<std::string> candidates = jemm_candidate_texts(question);
+  if (candidates.size() > jemm_max_candidates) {
+    throw std::invalid_argument("JEMM renders at most 32 candidates per question");
+  }
+  const std::string state_text = state.is_string() ? state.get<std::string>() : python_compact_json(state);
+  // The reference reads str(question.get("instructions", "")); the API does not tell an explicit
+  // null from an absent member, so both render empty.
+  const std::string instructions = question.instructions.is_null() ? std::string() : python_str(question.instructions);
+  std::string user = "State:\n";
+  user += python_strip(state_text);
+  user += "\n\nQuestion: " + python_flatten_whitespace(instructions) + "\n\nCandidates:\n";
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    if (i > 0) user += '\n';
+    user += jemm_labels[i];
+    user += ") " + candidates[i];
+  }
+  user += "\n\nAnswer with exactly one candidate label.";
+  return {{"system", std::string(system_message)}, {"user", std::move(user)}};
+}
+
+api::Result<api::Answer> jemm_answer(api::QuestionType type, std::span<const double> label_logits,
+                                     LogitRounding rounding) {
+  std::vector<double> scores(label_logits.begin(), label_logits.end());
+  if (rounding == LogitRounding::bf16) {
+    for (double& score : scores) score = round_logit_to_bf16(score);
+  }
+  // Noul labels are yes (A) then no (B): the answer's p(true) is the first probability.
+  return make_answer(type, scores, jemm_text_temperature, ConfidenceMethod::max_probability);
+}
+
+namespace {
+
+class JemmPlan : public runtime::Plan {
+ public:
+  SharedPrefixPrompts prompts;  // one per question
+};
+
+class JemmEngine : public runtime::Engine {
+ public:
+  JemmEngine(const std::filesystem::path& model_dir, JemmSettings settings)
+      : settings_((refuse_unmerged_adapter(model_dir), std::move(settings))),
+        tokenizer_(text::Tokenizer::from_file(model_dir / "tokenizer.json")),
+        chat_template_(text::ChatTemplate::from_model_dir(model_dir)),
+        decoder_(decoder::load_causal_decoder(model_dir, settings_.precision)) {
+    const decoder::DecoderInfo& model = decoder_->info();
+    context_tokens_ = std::min(jemm_max_prompt_tokens, model.max_positions);
+    text::EncodeOptions options;
+    options.add_special_tokens = false;
+    std::vector<int32_t> label_ids;
+    for (const char label : jemm_labels) {
+      const std::string text(1, label);
+      const std::optional<int32_t> id = tokenizer_.token_to_id(text);
+      const std::vector<int32_t> encoded = tokenizer_.encode(text, options).ids;
+      if (!id || encoded.size() != 1 || encoded.front() != *id || static_cast<std::size_t>(*id) >= model.vocab_size) {
+        throw checkpoint::LoadError(model_dir.string() + ": the label '" + text +
+                                    "' is not a single token of tokenizer.json within the model's vocabulary, so "
+                                    "the jemm contract cannot read it");
+      }
+      label_ids.push_back(*id);
+    }
+    const std::filesystem::path side_file = model_dir / jemm_label_head_file;
+    if (std::filesystem::exists(side_file)) {
+      label_head_.emplace(decoder::OutputMatrix::from_side_file(side_file, jemm_label_head_tensor, model.hidden_size,
+                                                                settings_.precision));
+      if (label_head_->rows() != jemm_labels.size()) {
+        throw checkpoint::LoadError(side_file.string() + ": tensor '" + std::string(jemm_label_head_tensor) + "' has " +
+                                    std::to_string(label_head_->rows()) + " rows, expected 32 (labels A–Z, 0–5)");
+      }
+      for (std::size_t i = 0; i < jemm_labels.size(); ++i) head_rows_.push_back(static_cast<int32_t>(i));
+    } else {
+      head_rows_ = std::move(label_ids);
+    }
+  }
+
+  runtime::ModelInfo info() const override {
+    runtime::ModelInfo model;
+    model.description = settings_.description;
+    model.question_types = {api::QuestionType::choice, api::QuestionType::noul, api::QuestionType::score};
+    model.max_choice_options = jemm_max_candidates;
+    model.context_tokens = static_cast<int64_t>(context_tokens_);
+    model.confidence_method = std::string(confidence_method_name(ConfidenceMethod::max_probability));
+    return model;
+  }
+
+  api::Result<std::unique_ptr<runtime::Plan>> prepare(const api::DecisionRequest& request,
+                                                      const runtime::PrepareLimits& limits) const override {
+    // Contract checks first, over every question in request order (API contract §4.4 step 10).
+    for (const api::Question& question : request.questions) {
+      if (question.label_count() > jemm_max_candidates) {
+        return api::ApiError::make(api::ErrorCode::too_many_options,
+                                   "This model accepts at most 32 candidates per question (labels A to Z, 0 to 5)");
+      }
+    }
+    auto plan = std::make_unique<JemmPlan>();
+    std::vector<std::vector<int32_t>> prompts;
+    text::EncodeOptions options;
+    options.add_special_tokens = false;
+    for (const api::Question& question : request.questions) {
+      const std::string prompt =
+          chat_template_.render(jemm_messages(request.state, question), true, text::Thinking::disabled);
+      prompts.push_back(tokenizer_.encode(prompt, options).ids);
+      if (auto error = check_sequence_fits(static_cast<int64_t>(prompts.back().size()),
+                                           static_cast<int64_t>(context_tokens_))) {
+        return *error;
+      }
+    }
+    plan->prompts = split_at_shared_prefix(prompts, decoder_->info().prefix_granularity);
+    plan->input_tokens = plan->prompts.input_tokens;
+    if (auto error = check_request_budget(plan->input_tokens, limits.token_budget)) return *error;
+    return std::unique_ptr<runtime::Plan>(std::move(plan));
+  }
+
+  api::Result<runtime::RawOutputs> run(runtime::Plan& base_plan) override {
+    const auto& plan = static_cast<const JemmPlan&>(base_plan);
+    const decoder::OutputMatrix& head = label_head_ ? *label_head_ : decoder_->lm_head();
+    runtime::RawOutputs raw;
+    for (const auto& row : last_token_hidden_rows(*decoder_, plan.prompts)) {
+      raw.label_scores.push_back(head.gather_logits(row, head_rows_));
+    }
+    return raw;
+  }
+
+  api::Result<std::vector<api::Answer>> finish(const api::DecisionRequest& request, const runtime::Plan& /*plan*/,
+                                               runtime::RawOutputs outputs) const override {
+    std::vector<api::Answer> answers;
+    for (std::size_t q = 0; q < request.questions.size(); ++q) {
+      const api::Question& question = request.questions[q];
+      const std::span<const double> logits(outputs.label_scores[q].data(), question.label_count());
+      auto answer = jemm_answer(question.type, logits, settings_.logit_rounding);
+      if (!answer) return answer.error();
+      answers.push_back(std::move(answer.value()));
+    }
+    return answers;
+  }
+
+ private:
+  // The reference export keeps the FP32 LoRA unmerged and applies its A/B pairs per prompt; the
+  // decoder here runs plain weights, so serving such a directory would silently drop the adapter.
+  static void refuse_unmerged_adapter(const std::filesystem::path& model_dir) {
+    for (const char* name : {"adapter_model.safetensors", "adapter_config.json"}) {
+      const std::filesystem::path adapter = model_dir / name;
+      if (std::filesystem::exists(adapter)) {
+        throw checkpoint::LoadError(
+            adapter.string() +
+            ": an unmerged LoRA adapter; s1serve cannot apply one yet (JEMM's jemm-native/2 export keeps the FP32 "
+            "adapter unmerged). Serve a checkpoint with the adapter merged into the language weights (see "
+            "docs/models/jemm.md)");
+      }
+    }
+  }
+
+  JemmSettings settings_;
+  text::Tokenizer tokenizer_;
+  text::ChatTemplate chat_template_;
+  std::unique_ptr<decoder::CausalDecoder> decoder_;
+  std::size_t context_tokens_ = 0;
+  std::optional<decoder::OutputMatrix> label_head_;  // the side file's 32 rows, when present
+  std::vector<int32_t> head_rows_;                   // label order → row of the head in use
+};
+
+}  // namespace
+
+std::unique_ptr<runtime::Engine> make_jemm_engine(const std::filesystem::path& model_dir,
+                                                  const JemmSettings& settings) {
+  return std::make_unique<JemmEngine>(model_dir, settings);
+}
+
+}  // namespace s1::decide

@@ -1,0 +1,295 @@
+#include "decide/contracts/jemm.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "api/request.h"
+#include "decide/contract_table.h"
+#include "decide/python_text.h"
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
+
+namespace s1::decide {
+namespace {
+
+std::filesystem::path fixture_dir() {
+  const char* source = std::getenv("S1SERVE_SOURCE_DIR");
+  return std::filesystem::path(source != nullptr ? source : ".") / "tests" / "fixtures" / "tiny-jemm";
+}
+
+std::vector<api::Json> read_jsonl(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::vector<api::Json> lines;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) lines.push_back(api::Json::parse(line));
+  }
+  return lines;
+}
+
+api::DecisionRequest typed_request(const api::Json& body) {
+  api::RequestLimits limits;
+  limits.has_default_model = true;
+  auto request = api::validate_system_one_request(body, limits);
+  if (!request) throw std::runtime_error("fixture request rejected: " + request.error().message);
+  return request.value();
+}
+
+api::Question question_of(const char* json) {
+  return typed_request(api::Json::parse(std::string(R"({"state":"s","questions":{"q":)") + json + "}}"))
+      .questions.at(0);
+}
+
+TEST(JemmPythonText, MatchesPythonStrReprAndSplit) {
+  const auto cases = read_jsonl(fixture_dir() / "python_coercion.jsonl");
+  ASSERT_GE(cases.size(), 25U);
+  for (const api::Json& example : cases) {
+    const api::Json& value = example["value"];
+    EXPECT_EQ(python_str(value), example["str"].get<std::string>()) << value.dump();
+    EXPECT_EQ(python_repr(value), example["repr"].get<std::string>()) << value.dump();
+    EXPECT_EQ(python_flatten_whitespace(python_str(value)), example["flat"].get<std::string>()) << value.dump();
+  }
+}
+
+TEST(JemmPythonText, StripAndCodePointPrefix) {
+  EXPECT_EQ(python_strip(" \x1c\t a b \xe3\x80\x80\n"), "a b");
+  EXPECT_EQ(python_strip("\xc2\xa0"), "");
+  EXPECT_EQ(python_prefix("caf\xc3\xa9!", 4), "caf\xc3\xa9");
+  EXPECT_EQ(python_prefix("ab", 24), "ab");
+}
+
+TEST(JemmPrompt, UserMessageLayout) {
+  const auto messages = jemm_messages(api::Json::parse(R"({"b":[1,2.5],"a":"é"})"),
+                                      question_of(R"({"type":"choice","instructions":"Pick\n  one.",
+                                                      "criteria":{"x":"Go  left","y":null}})"));
+  ASSERT_EQ(messages.size(), 2U);
+  EXPECT_EQ(messages[0].role, "system");
+  EXPECT_EQ(messages[0].content, jemm_system_message());
+  EXPECT_EQ(messages[1].content,
+            "State:\n{\"b\":[1,2.5],\"a\":\"\xc3\xa9\"}\n\nQuestion: Pick one.\n\nCandidates:\nA) Go left\nB) \n\n"
+            "Answer with exactly one candidate label.");
+}
+
+TEST(JemmPrompt, CandidatesOfEachQuestionType) {
+  EXPECT_EQ(jemm_candidate_texts(question_of(R"({"type":"noul"})")), (std::vector<std::string>{"yes", "no"}));
+  EXPECT_EQ(jemm_candidate_texts(question_of(R"({"type":"noul","criteria":{"false":{"description":"not  so"}}})")),
+            (std::vector<std::string>{"yes", "not so"}));
+  EXPECT_EQ(jemm_candidate_texts(question_of(R"({"type":"score","criteria":["low",{"x":1},["a",true]]})")),
+            (std::vector<std::string>{"low", "level 1", "['a', True]"}));
+  std::string wide = R"({"type":"choice","criteria":{)";
+  for (int i = 0; i < 33; ++i) wide += (i > 0 ? ",\"o" : "\"o") + std::to_string(i) + "\":null";
+  EXPECT_THROW(jemm_messages("s", question_of((wide + "}}").c_str())), std::invalid_argument);
+}
+
+TEST(JemmPrompt, ToolSpecCandidates) {
+  EXPECT_EQ(jemm_tool_text(R"({"name":"f","description":"Does\n f.","parameters":{"type":"object",
+              "properties":{"a":{"type":"string"},"b":{"default":1.5},"c":{"default":""},"d":{"default":null}},
+              "required":["a",3]}})"),
+            "f \u2014 Does f. | params: a*, b=1.5, c, d");
+  EXPECT_EQ(jemm_tool_text(R"({"name":"g","parameters":{"type":"object","x":{"default":false}}})"),
+            "g | params: x=False");
+  EXPECT_EQ(jemm_tool_text(R"({"name":null,"description":""})"), "None");
+  EXPECT_EQ(jemm_tool_text("not json\n at all"), "not json at all");
+  EXPECT_EQ(jemm_tool_text(R"(["name"])"), "[\"name\"]");
+  const api::Question tools = question_of(R"({"type":"choice","criteria":{
+      "t":{"action":{"tool_name":"x"},"description":"{\"name\":\"t\",\"parameters\":{\"q\":{}}}"},
+      "u":{"action":{"other":1},"description":"{\"name\":\"u\"}"}}})");
+  EXPECT_EQ(jemm_candidate_texts(tools), (std::vector<std::string>{"t | params: q", "{\"name\":\"u\"}"}));
+}
+
+TEST(JemmPrompt, MatchesTransformersGoldens) {
+  const auto requests = read_jsonl(fixture_dir() / "requests.jsonl");
+  const auto goldens = read_jsonl(fixture_dir() / "prompts.jsonl");
+  const auto chat_template = text::ChatTemplate::from_model_dir(fixture_dir());
+  const auto tokenizer = text::Tokenizer::from_file(fixture_dir() / "tokenizer.json");
+  text::EncodeOptions options;
+  options.add_special_tokens = false;
+  std::size_t checked = 0;
+  for (const api::Json& golden : goldens) {
+    const api::DecisionRequest request = typed_request(requests.at(golden["request"].get<std::size_t>()));
+    const std::string key = golden["question"].get<std::string>();
+    const auto question = std::find_if(request.questions.begin(), request.questions.end(),
+                                       [&](const api::Question& q) { return q.key == key; });
+    ASSERT_NE(question, request.questions.end()) << key;
+    const std::string prompt =
+        chat_template.render(jemm_messages(request.state, *question), true, text::Thinking::disabled);
+    EXPECT_EQ(prompt, golden["text"].get<std::string>()) << key;
+    EXPECT_EQ(tokenizer.encode(prompt, options).ids, golden["ids"].get<std::vector<int32_t>>()) << key;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 10U);
+}
+
+TEST(JemmReadout, TemperatureSoftmaxAndMaxProbabilityConfidence) {
+  // Expected values: numpy float64 softmax(s / 1.3480874159655591), as the reference computes it.
+  const std::vector<double> logits{2.0, 1.0, 0.0};
+  const auto choice = jemm_answer(api::QuestionType::choice, logits, LogitRounding::bf16);
+  ASSERT_TRUE(choice);
+  EXPECT_NEAR(choice.value().probabilities[0], 0.5871703378200916, 1e-12);
+  EXPECT_NEAR(choice.value().probabilities[1], 0.2796456603448636, 1e-12);
+  EXPECT_NEAR(choice.value().probabilities[2], 0.13318400183504456, 1e-12);
+  EXPECT_EQ(choice.value().choice_index, 0U);
+  EXPECT_EQ(choice.value().confidence, choice.value().probabilities[0]);
+
+  const std::vector<double> levels{0.0, 1.0, 0.5};
+  const auto score = jemm_answer(api::QuestionType::score, levels, LogitRounding::bf16);
+  ASSERT_TRUE(score);
+  EXPECT_NEAR(score.value().score, 1.098716013888618, 1e-12);
+  EXPECT_NEAR(score.value().confidence, 0.4616004544667697, 1e-12);
+
+  // Noul: yes (A) first, so noul = p(yes); the logit 1 + 2^-8 rounds to BF16 1.0 (ties to even).
+  const std::vector<double> yes_no{1.00390625, 0.0};
+  const auto noul = jemm_answer(api::QuestionType::noul, yes_no, LogitRounding::bf16);
+  ASSERT_TRUE(noul);
+  EXPECT_NEAR(noul.value().probabilities[0], 0.677387518300456, 1e-12);
+  EXPECT_NEAR(jemm_answer(api::QuestionType::noul, yes_no, LogitRounding::none).value().probabilities[0],
+              0.678020420873441, 1e-12);
+
+  const std::vector<double> tie{0.5, 0.5 + 1e-9};
+  EXPECT_EQ(jemm_answer(api::QuestionType::choice, tie, LogitRounding::bf16).value().choice_index, 0U);
+  const std::vector<double> broken{NAN, 0.0};
+  EXPECT_EQ(jemm_answer(api::QuestionType::choice, broken, LogitRounding::bf16).error().code,
+            api::ErrorCode::internal_error);
+}
+
+void expect_answers_match(const api::DecisionRequest& request, const std::vector<api::Answer>& answers,
+                          const api::Json& expected_answers) {
+  for (std::size_t q = 0; q < request.questions.size(); ++q) {
+    const api::Question& question = request.questions[q];
+    const api::Json& expected = expected_answers[question.key];
+    const api::Answer& got = answers.at(q);
+    if (question.type == api::QuestionType::noul) {
+      EXPECT_NEAR(got.probabilities.at(0), expected["noul"].get<double>(), 1e-5) << question.key;
+      continue;
+    }
+    if (question.type == api::QuestionType::choice) {
+      EXPECT_EQ(question.options[got.choice_index].name, expected["choice"].get<std::string>()) << question.key;
+    } else {
+      EXPECT_NEAR(got.score, expected["score"].get<double>(), 1e-5) << question.key;
+    }
+    EXPECT_NEAR(got.confidence, expected["confidence"].get<double>(), 1e-5) << question.key;
+    std::size_t i = 0;
+    for (const auto& [name, p] : expected["probabilities"].items()) {
+      EXPECT_NEAR(got.probabilities.at(i++), p.get<double>(), 1e-5) << question.key << "/" << name;
+    }
+  }
+}
+
+TEST(JemmEngine, AnswersLikeTheTransformersReference) {
+  LoadedModel model = load_model(fixture_dir().string());
+  EXPECT_EQ(model.name, "tiny-jemm");
+  const runtime::ModelInfo info = model.engine->info();
+  EXPECT_EQ(info.question_types.size(), 3U);
+  EXPECT_EQ(info.max_choice_options, 32U);
+  EXPECT_EQ(info.context_tokens, 8192);
+  EXPECT_EQ(info.confidence_method, "max_probability");
+  const auto lines = read_jsonl(fixture_dir() / "expected.jsonl");
+  ASSERT_EQ(lines.size(), 5U);
+  for (const api::Json& line : lines) {
+    const api::DecisionRequest request = typed_request(line["request"]);
+    auto plan = model.engine->prepare(request, {});
+    ASSERT_TRUE(plan) << plan.error().message;
+    EXPECT_EQ(plan.value()->input_tokens, line["input_tokens"].get<int64_t>());
+    auto raw = model.engine->run(*plan.value());
+    ASSERT_TRUE(raw);
+    auto answers = model.engine->finish(request, *plan.value(), std::move(raw.value()));
+    ASSERT_TRUE(answers);
+    expect_answers_match(request, answers.value(), line["answers"]);
+  }
+}
+
+TEST(JemmEngine, LimitsAreRefusedNeverTruncated) {
+  LoadedModel model = load_model(fixture_dir().string());
+  const auto prepared = [&](const api::Json& body) {
+    auto plan = model.engine->prepare(typed_request(body), {});
+    return plan ? std::optional<api::ErrorCode>() : std::optional<api::ErrorCode>(plan.error().code);
+  };
+  api::Json wide = api::Json::parse(R"({"state":"s","questions":{"a":{"type":"noul"},"b":{"type":"choice","criteria":{}}}})");
+  for (int i = 0; i < 33; ++i) wide["questions"]["b"]["criteria"]["o" + std::to_string(i)] = nullptr;
+  EXPECT_EQ(prepared(wide), api::ErrorCode::too_many_options);
+  wide["questions"]["b"]["criteria"].erase("o32");
+  EXPECT_EQ(prepared(wide), std::nullopt);
+
+  std::ifstream in(fixture_dir() / "limits.json");
+  const api::Json limits = api::Json::parse(in);
+  const auto body = [&](const char* state) {
+    return api::Json{{"state", limits[state]}, {"questions", {{"q", limits["question"]}}}};
+  };
+  EXPECT_EQ(prepared(body("fits")), std::nullopt);
+  EXPECT_EQ(prepared(body("too_long")), api::ErrorCode::max_tokens_exceeded);
+}
+
+// A copy of the fixture directory that tests may change.
+class FixtureCopy {
+ public:
+  FixtureCopy()
+      : dir_(std::filesystem::temp_directory_path() / ("s1-jemm-" + std::to_string(std::random_device()()))) {
+    std::filesystem::copy(fixture_dir(), dir_);
+  }
+  ~FixtureCopy() { std::filesystem::remove_all(dir_); }
+  const std::filesystem::path& dir() const { return dir_; }
+
+ private:
+  std::filesystem::path dir_;
+};
+
+std::string load_error(const std::filesystem::path& dir) {
+  try {
+    load_model(dir.string());
+  } catch (const ModelLoadError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(JemmEngine, RefusesAnUnmergedAdapter) {
+  FixtureCopy copy;
+  std::ofstream(copy.dir() / "adapter_config.json") << R"({"peft_type":"LORA","r":16})";
+  const std::string error = load_error(copy.dir());
+  EXPECT_NE(error.find("adapter_config.json"), std::string::npos) << error;
+  EXPECT_NE(error.find("unmerged LoRA"), std::string::npos) << error;
+}
+
+TEST(JemmEngine, ReadsTheLabelRowsFromTheSideFile) {
+  FixtureCopy copy;
+  // A side file of 31 rows: a load error naming the file.
+  const std::string header = R"({"weight":{"dtype":"F32","shape":[31,32],"data_offsets":[0,3968]}})";
+  std::ofstream out(copy.dir() / jemm_label_head_file, std::ios::binary);
+  const uint64_t length = header.size();
+  out.write(reinterpret_cast<const char*>(&length), sizeof length);
+  out << header << std::string(31 * 32 * 4, '\0');
+  out.close();
+  const std::string error = load_error(copy.dir());
+  EXPECT_NE(error.find(std::string(jemm_label_head_file)), std::string::npos) << error;
+  EXPECT_NE(error.find("31 rows"), std::string::npos) << error;
+
+  // Zero rows instead: every label logit is 0, so the answers are uniform whatever the LM head says.
+  const std::string zeros = R"({"weight":{"dtype":"F32","shape":[32,32],"data_offsets":[0,4096]}})";
+  std::ofstream again(copy.dir() / jemm_label_head_file, std::ios::binary);
+  const uint64_t zeros_length = zeros.size();
+  again.write(reinterpret_cast<const char*>(&zeros_length), sizeof zeros_length);
+  again << zeros << std::string(32 * 32 * 4, '\0');
+  again.close();
+  LoadedModel model = load_model(copy.dir().string());
+  const api::DecisionRequest request = typed_request(api::Json::parse(
+      R"({"state":"s","questions":{"q":{"type":"choice","criteria":{"a":null,"b":null,"c":null}}}})"));
+  auto plan = model.engine->prepare(request, {});
+  ASSERT_TRUE(plan);
+  auto raw = model.engine->run(*plan.value());
+  ASSERT_TRUE(raw);
+  auto answers = model.engine->finish(request, *plan.value(), std::move(raw.value()));
+  ASSERT_TRUE(answers);
+  for (const double p : answers.value()[0].probabilities) EXPECT_NEAR(p, 1.0 / 3.0, 1e-12);
+}
+
+}  // namespace
+}  // namespace s1::decide
