@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""End to end: the real s1serve binary serves the tiny JEMM stand-in with the jemm contract.
+
+tests/fixtures/tiny-jemm is a random tiny untied Qwen3.5 checkpoint with the tiny Qwen3.5 tokenizer
+and chat template, the 32 label rows in jemm_lm_head.safetensors and s1serve.json {"contract": "jemm",
+"precision": "fp32"}; expected.jsonl holds the Transformers reference's answers and limits.json two
+states whose prompt is exactly 8,192 and 8,193 tokens (tools/reference/make_tiny_jemm.py).
+
+1. every request of expected.jsonl goes to POST /v1/systemone: 200 with the §8.4 shape, the
+   reference's input_tokens exactly and its answers within 1e-5 (choice, noul, score);
+2. images (top-level `images`, an image part in the state): 400 unsupported_media; 33 candidates:
+   400 too_many_options; an 8,193-token prompt: 400 max_tokens_exceeded while 8,192 tokens answer;
+   /v1/models lists the model with 32 options, all three types and max_probability confidence;
+3. `s1serve validate` on the reference file passes tight gates (exit 0, no flips) and fails on a
+   tampered reference (exit 1).
+
+    python3 tests/e2e/jemm_e2e.py --binary build/s1serve
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
+sys.path.insert(0, HERE)
+
+import s1harness  # noqa: E402
+
+MODEL_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-jemm")
+TOLERANCE = 1e-5
+
+
+def read_jsonl(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def post(server, body):
+    return s1harness.request(server, "POST", "/v1/systemone", json_body=body, timeout=120.0)
+
+
+def close(where, name, got, expected, problems):
+    if not isinstance(got, float) or abs(got - expected) > TOLERANCE:
+        problems.append(f"{where}: {name} {got} vs reference {expected}")
+
+
+def compare(where, expected, got, problems):
+    if got.get("type") != expected["type"]:
+        problems.append(f"{where}: type {got.get('type')} vs {expected['type']}")
+        return
+    if expected["type"] == "noul":
+        close(where, "noul", got.get("noul"), expected["noul"], problems)
+        return
+    if expected["type"] == "choice" and got.get("choice") != expected["choice"]:
+        problems.append(f"{where}: choice {got.get('choice')!r} vs reference {expected['choice']!r}")
+    if expected["type"] == "score":
+        close(where, "score", got.get("score"), expected["score"], problems)
+        if got.get("legend") != expected["legend"]:
+            problems.append(f"{where}: legend {got.get('legend')}")
+    close(where, "confidence", got.get("confidence"), expected["confidence"], problems)
+    if list(got.get("probabilities", {})) != list(expected["probabilities"]):
+        problems.append(f"{where}: label order {list(got.get('probabilities', {}))}")
+        return
+    for name, p in expected["probabilities"].items():
+        close(where, f"p[{name}]", got["probabilities"][name], p, problems)
+
+
+def expect_error(server, body, status, error_type, where, problems):
+    response = post(server, body)
+    got_type = response.json().get("detail", {}).get("error_type") if response.status != 200 else None
+    if response.status != status or got_type != error_type:
+        problems.append(f"{where}: {response.status} {response.body[:200]!r}, expected {status} {error_type}")
+
+
+def validate(binary, reference, *gates):
+    return subprocess.run([binary, "validate", "--model", MODEL_DIR, "--reference", reference, *gates],
+                          capture_output=True, text=True, timeout=300)
+
+
+def check_serving(binary, name, lines, problems):
+    with s1harness.Server(binary, ["--model", MODEL_DIR, "--port", "0"], name="jemm") as server:
+        for number, line in enumerate(lines):
+            body = dict(line["request"], model=name)
+            response = post(server, body)
+            where = f"request {number}"
+            if response.status != 200:
+                problems.append(f"{where}: status {response.status}: {response.body[:300]!r}")
+                continue
+            shape = []
+            s1harness.check_systemone_200(body, response, shape)
+            problems += [f"{where}: {p}" for p in shape]
+            got = response.json()
+            if got["usage"] != {"input_tokens": line["input_tokens"], "output_tokens": 0}:
+                problems.append(f"{where}: usage {got['usage']} vs reference input_tokens {line['input_tokens']}")
+            for key, answer in line["answers"].items():
+                compare(f"{where}/{key}", answer, got["answers"][key], problems)
+
+        pick = {"type": "choice", "criteria": {"a": None, "b": "Click B"}}
+        plain = {"model": name, "state": "s", "questions": {"q": pick}}
+        expect_error(server, dict(plain, images=["iVBORw0KGgo="]), 400, "unsupported_media", "images", problems)
+        image_part = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+        expect_error(server, dict(plain, state=["look:", image_part]), 400, "unsupported_media", "image part",
+                     problems)
+        many = {"type": "choice", "criteria": {f"o{i}": None for i in range(33)}}
+        expect_error(server, {"model": name, "state": "s", "questions": {"c": pick, "q": many}}, 400,
+                     "too_many_options", "33 candidates", problems)
+
+        with open(os.path.join(MODEL_DIR, "limits.json"), encoding="utf-8") as f:
+            limits = json.load(f)
+        fits = post(server, {"model": name, "state": limits["fits"], "questions": {"q": limits["question"]}})
+        if fits.status != 200 or fits.json()["usage"]["input_tokens"] != 8192:
+            problems.append(f"8,192-token prompt: {fits.status} {fits.body[:200]!r}")
+        expect_error(server, {"model": name, "state": limits["too_long"], "questions": {"q": limits["question"]}},
+                     400, "max_tokens_exceeded", "8,193-token prompt", problems)
+
+        listed = s1harness.request(server, "GET", "/v1/models").json()
+        entry = next((m for m in listed.get("models", []) if m.get("name") == name), None)
+        if (entry is None or entry.get("max_choice_options") != 32
+                or entry.get("question_types") != ["choice", "noul", "score"]
+                or entry.get("confidence_method") != "max_probability" or entry.get("context_tokens") != 8192):
+            problems.append(f"/v1/models entry {entry}")
+
+
+def check_validate(binary, lines, problems):
+    reference = os.path.join(MODEL_DIR, "expected.jsonl")
+    questions = sum(len(line["answers"]) for line in lines)
+    result = validate(binary, reference, "--max-prob-drift", str(TOLERANCE), "--max-score-drift", str(TOLERANCE),
+                      "--decision-margin", "0.0001")
+    summary = json.loads(result.stdout) if result.stdout.strip() else {}
+    if result.returncode != 0 or not summary.get("pass") or summary.get("questions") != questions:
+        problems.append(f"validate on the reference: exit {result.returncode}, {result.stdout} {result.stderr[-500:]}")
+
+    with tempfile.TemporaryDirectory() as temp:
+        # Swap the first choice's probabilities between its winner and its loser: a drift well over
+        # the gate and a decision flip.
+        tampered = json.loads(json.dumps(lines[0]))
+        answer = tampered["answers"]["action"]
+        winner = answer["choice"]
+        loser = min(answer["probabilities"], key=answer["probabilities"].get)
+        probabilities = answer["probabilities"]
+        probabilities[winner], probabilities[loser] = probabilities[loser], probabilities[winner]
+        answer["choice"] = loser
+        path = os.path.join(temp, "tampered.jsonl")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(json.dumps(tampered, ensure_ascii=False) + "\n")
+        result = validate(binary, path, "--max-prob-drift", "0.02", "--decision-margin", "0.0001")
+        summary = json.loads(result.stdout) if result.stdout.strip() else {}
+        if result.returncode != 1 or summary.get("pass") is not False or summary.get("decision_flips") != 1:
+            problems.append(f"validate on a tampered reference: exit {result.returncode}, {result.stdout}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--binary", required=True)
+    args = parser.parse_args()
+    binary = os.path.abspath(args.binary)
+    name = json.load(open(os.path.join(MODEL_DIR, "s1serve.json")))["name"]
+    lines = read_jsonl(os.path.join(MODEL_DIR, "expected.jsonl"))
+    s1harness.install_signal_handlers()
+    problems: list[str] = []
+    try:
+        check_serving(binary, name, lines, problems)
+    finally:
+        s1harness.Server.stop_all()
+    check_validate(binary, lines, problems)
+    for problem in problems:
+        print("FAIL:", problem, file=sys.stderr)
+    print(f"jemm e2e: {len(lines)} reference requests, {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
