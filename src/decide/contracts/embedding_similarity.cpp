@@ -12,30 +12,6 @@
 
 namespace s1::decide {
 
-// ---- EmbeddingCache --------------------------------------------------------------------------------
-
-const std::vector<float>* EmbeddingCache::find(std::string_view text) {
-  const auto found = index_.find(text);
-  if (found == index_.end()) return nullptr;
-  entries_.splice(entries_.begin(), entries_, found->second);
-  return &found->second->second;
-}
-
-void EmbeddingCache::insert(std::string text, std::vector<float> embedding) {
-  if (capacity_ == 0) return;
-  if (const auto found = index_.find(text); found != index_.end()) {
-    found->second->second = std::move(embedding);
-    entries_.splice(entries_.begin(), entries_, found->second);
-    return;
-  }
-  entries_.emplace_front(std::move(text), std::move(embedding));
-  index_.emplace(entries_.front().first, entries_.begin());
-  while (entries_.size() > capacity_) {
-    index_.erase(entries_.back().first);
-    entries_.pop_back();
-  }
-}
-
 // ---- settings and texts ----------------------------------------------------------------------------
 
 std::optional<kernels::Precision> parse_precision(std::string_view name) {
@@ -181,10 +157,7 @@ class EmbeddingSimilarityEngine : public runtime::Engine {
     // the reference).
     std::vector<double> similarity(plan.texts.size());
     for (size_t i = 0; i < plan.texts.size(); ++i) {
-      const float* candidate = candidates.data() + i * width;
-      double sum = 0.0;
-      for (size_t c = 0; c < width; ++c) sum += static_cast<double>(state[c]) * static_cast<double>(candidate[c]);
-      similarity[i] = sum;
+      similarity[i] = unit_vector_dot(state, std::span<const float>(candidates).subspan(i * width, width));
     }
     runtime::RawOutputs outputs;
     for (const std::vector<size_t>& labels : plan.question_labels) {

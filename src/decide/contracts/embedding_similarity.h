@@ -18,47 +18,22 @@
 // together with its state.
 
 #include "api/request.h"
+#include "decide/contracts/embedding_cache.h"
 #include "kernels/precision.h"
 #include "model/checkpoint/config_reader.h"
 #include "runtime/engine.h"
 
 #include <cstddef>
 #include <filesystem>
-#include <list>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 namespace s1::decide {
 
 inline constexpr std::string_view embedding_similarity_contract = "embedding-similarity";
-
-// A least-recently-used map from exact text to embedding with a fixed number of entries.
-// Capacity 0 caches nothing. Not thread-safe: the engine's executor thread owns it.
-class EmbeddingCache {
- public:
-  explicit EmbeddingCache(size_t capacity) : capacity_(capacity) {}
-  EmbeddingCache(const EmbeddingCache&) = delete;
-  EmbeddingCache& operator=(const EmbeddingCache&) = delete;
-
-  // The cached embedding, now the most recently used; nullptr when absent. Valid until the next
-  // insert.
-  const std::vector<float>* find(std::string_view text);
-  // Adds or replaces `text`, then evicts the least recently used entries beyond capacity.
-  void insert(std::string text, std::vector<float> embedding);
-
-  size_t size() const { return entries_.size(); }
-  size_t capacity() const { return capacity_; }
-
- private:
-  using Entry = std::pair<std::string, std::vector<float>>;
-  size_t capacity_;
-  std::list<Entry> entries_;  // most recently used first; nodes never move, so keys stay valid
-  std::unordered_map<std::string_view, std::list<Entry>::iterator> index_;
-};
 
 // The decision file's settings for this contract (s1serve.json beside the checkpoint).
 struct EmbeddingSimilaritySettings {
