@@ -1,5 +1,6 @@
 #include "decide/contract_table.h"
 
+#include "decide/contracts/clm.h"
 #include "decide/contracts/cua_s1.h"
 #include "decide/contracts/embedding_similarity.h"
 #include "decide/contracts/jemm.h"
@@ -49,8 +50,13 @@ LoadedModel load_directory_contract(const std::filesystem::path& dir, const std:
     const JemmSettings settings = read_jemm_settings(reader);
     return LoadedModel{settings.name, settings.aliases, make_jemm_engine(dir, settings)};
   }
+  if (contract == clm_contract) {
+    const ClmSettings settings = read_clm_settings(reader);
+    return LoadedModel{settings.name, settings.aliases, make_clm_engine(dir, settings)};
+  }
   reader.reject("contract", "'" + contract +
-                                "' is not a known contract (known: cua-s1-text, embedding-similarity, jemm, label-token)");
+                                "' is not a known contract (known: clm, cua-s1-text, embedding-similarity, jemm, "
+                                "label-token)");
 }
 
 LoadedModel load_directory(const std::filesystem::path& dir, const std::string& source) {

@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""End to end: the real s1serve binary serves the tiny CLM stand-in with the clm contract.
+
+tests/fixtures/tiny-clm is a random tiny Qwen3 encoder with random CLM heads converted by
+tools/convert_clm_heads.py; expected.jsonl holds the Transformers + torch reference's answers
+(tools/reference/make_tiny_clm.py, tools/reference/clm_contract.py).
+
+1. every request of expected.jsonl goes to POST /v1/systemone: 200 with the §8.4 shape, the
+   reference's input_tokens exactly and its answers within 1e-5;
+2. the same requests again, now answered from the candidate cache (and in another order, so that
+   questions meet candidates cached by other requests): byte-identical bodies, usage included;
+3. refusals: a choice option whose description renders empty (422 at its criteria location), a state
+   over the 512-token text window (400 max_tokens_exceeded); /v1/models lists the model with all three
+   question types, 255 options, the window and top-minus-mean confidence;
+4. `s1serve validate` on the reference file passes tight gates.
+
+    python3 tests/e2e/clm_e2e.py --binary build/s1serve
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
+sys.path.insert(0, HERE)
+
+import s1harness  # noqa: E402
+
+MODEL_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-clm")
+TOLERANCE = 1e-5
+
+
+def read_jsonl(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def post(server, body):
+    return s1harness.request(server, "POST", "/v1/systemone", json_body=body, timeout=60.0)
+
+
+def close(where, name, got, want, problems):
+    if not isinstance(got, (int, float)) or abs(got - want) > TOLERANCE:
+        problems.append(f"{where}: {name} {got} vs reference {want}")
+
+
+def compare(where, expected, got, problems):
+    if got.get("type") != expected["type"]:
+        problems.append(f"{where}: type {got.get('type')} vs reference {expected['type']}")
+        return
+    if expected["type"] == "noul":
+        close(where, "noul", got.get("noul"), expected["noul"], problems)
+        return
+    if expected["type"] == "choice" and got.get("choice") != expected["choice"]:
+        problems.append(f"{where}: choice {got.get('choice')!r} vs reference {expected['choice']!r}")
+    if expected["type"] == "score":
+        close(where, "score", got.get("score"), expected["score"], problems)
+    close(where, "confidence", got.get("confidence"), expected["confidence"], problems)
+    if list(got.get("probabilities", {})) != list(expected["probabilities"]):
+        problems.append(f"{where}: labels {list(got.get('probabilities', {}))}")
+        return
+    for label, p in expected["probabilities"].items():
+        close(where, f"p[{label}]", got["probabilities"][label], p, problems)
+
+
+def expect_error(server, body, status, where, problems, error_type=None, location=None):
+    response = post(server, body)
+    detail = response.json().get("detail") if response.status != 200 else None
+    if response.status != status:
+        problems.append(f"{where}: {response.status} {response.body[:300]!r}, expected {status}")
+    elif error_type is not None and (not isinstance(detail, dict) or detail.get("error_type") != error_type):
+        problems.append(f"{where}: {detail}, expected {error_type}")
+    elif location is not None and (not isinstance(detail, list) or detail[0].get("loc") != location):
+        problems.append(f"{where}: {detail}, expected an issue at {location}")
+
+
+def check_serving(binary, name, lines, problems):
+    with s1harness.Server(binary, ["--model", MODEL_DIR, "--port", "0"], name="clm") as server:
+        first = {}
+        for number, line in enumerate(lines):
+            body = dict(line["request"], model=name)
+            response = post(server, body)
+            where = f"request {number}"
+            if response.status != 200:
+                problems.append(f"{where}: status {response.status}: {response.body[:300]!r}")
+                continue
+            shape = []
+            s1harness.check_systemone_200(body, response, shape)
+            problems += [f"{where}: {p}" for p in shape]
+            got = response.json()
+            first[number] = response.body
+            if got["usage"]["input_tokens"] != line["input_tokens"]:
+                problems.append(f"{where}: input_tokens {got['usage']} vs reference {line['input_tokens']}")
+            for key, answer in line["answers"].items():
+                compare(f"{where}/{key}", answer, got["answers"][key], problems)
+
+        # Every candidate is cached now; a cache hit must not change a byte, usage included.
+        for number in reversed(range(len(lines))):
+            response = post(server, dict(lines[number]["request"], model=name))
+            if response.status != 200 or response.body != first.get(number):
+                problems.append(f"request {number} from the cache: {response.status} {response.body[:300]!r} "
+                                f"vs {first.get(number, b'')[:300]!r}")
+
+        empty = {"type": "choice", "instructions": "Pick", "criteria": {"a": None, "b": {}}}
+        expect_error(server, {"model": name, "state": "s", "questions": {"q": empty}}, 422,
+                     "an option rendering empty", problems, location=["body", "questions", "q", "criteria", "b"])
+        long_state = " ".join(f"word{i}" for i in range(600))
+        expect_error(server, {"model": name, "state": long_state, "questions": {"q": {"type": "noul"}}}, 400,
+                     "a state over the text window", problems, error_type="max_tokens_exceeded")
+
+        listed = s1harness.request(server, "GET", "/v1/models").json()
+        entry = next((m for m in listed.get("models", []) if m.get("name") == name), None)
+        if (entry is None or entry.get("max_choice_options") != 255 or entry.get("context_tokens") != 512
+                or entry.get("question_types") != ["choice", "noul", "score"]
+                or entry.get("confidence_method") != "top-minus-mean"):
+            problems.append(f"/v1/models entry {entry}")
+
+
+def check_validate(binary, problems):
+    reference = os.path.join(MODEL_DIR, "expected.jsonl")
+    result = subprocess.run([binary, "validate", "--model", MODEL_DIR, "--reference", reference,
+                             "--max-prob-drift", str(TOLERANCE), "--decision-margin", "0.0001"],
+                            capture_output=True, text=True, timeout=300)
+    summary = json.loads(result.stdout) if result.stdout.strip() else {}
+    if result.returncode != 0 or not summary.get("pass"):
+        problems.append(f"validate on the reference: exit {result.returncode}, {result.stdout} {result.stderr[-500:]}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--binary", required=True)
+    args = parser.parse_args()
+    binary = os.path.abspath(args.binary)
+    with open(os.path.join(MODEL_DIR, "s1serve.json"), encoding="utf-8") as f:
+        name = json.load(f)["name"]
+    lines = read_jsonl(os.path.join(MODEL_DIR, "expected.jsonl"))
+    s1harness.install_signal_handlers()
+    problems: list[str] = []
+    try:
+        check_serving(binary, name, lines, problems)
+    finally:
+        s1harness.Server.stop_all()
+    check_validate(binary, problems)
+    for problem in problems:
+        print("FAIL:", problem, file=sys.stderr)
+    print(f"clm e2e: {len(lines)} reference requests, {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
