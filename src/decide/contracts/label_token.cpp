@@ -65,9 +65,12 @@ std::size_t shared_prefix_length(const std::vector<std::vector<int32_t>>& sequen
 }
 
 SharedPrefixPrompts split_at_shared_prefix(const std::vector<std::vector<int32_t>>& prompts, std::size_t granularity) {
+  return split_at_prefix_length(prompts, shared_prefix_length(prompts, granularity));
+}
+
+SharedPrefixPrompts split_at_prefix_length(const std::vector<std::vector<int32_t>>& prompts, std::size_t prefix_length) {
   SharedPrefixPrompts split;
   if (prompts.empty()) return split;
-  const std::size_t prefix_length = shared_prefix_length(prompts, granularity);
   split.prefix.assign(prompts.front().begin(), prompts.front().begin() + static_cast<ptrdiff_t>(prefix_length));
   split.input_tokens = static_cast<int64_t>(prefix_length);
   for (const auto& prompt : prompts) {
@@ -81,16 +84,22 @@ std::vector<std::vector<float>> last_token_hidden_rows(decoder::CausalDecoder& d
                                                        const SharedPrefixPrompts& prompts) {
   std::unique_ptr<decoder::SequenceState> prefix;
   if (!prompts.prefix.empty()) prefix = decoder.run_prefix(prompts.prefix);
+  return last_token_hidden_rows(decoder, prefix.get(), prompts.suffixes);
+}
+
+std::vector<std::vector<float>> last_token_hidden_rows(decoder::CausalDecoder& decoder,
+                                                       const decoder::SequenceState* prefix,
+                                                       const std::vector<std::vector<int32_t>>& suffixes) {
   std::vector<std::size_t> last_positions;
-  last_positions.reserve(prompts.suffixes.size());
-  for (const auto& suffix : prompts.suffixes) last_positions.push_back(suffix.size() - 1);
+  last_positions.reserve(suffixes.size());
+  for (const auto& suffix : suffixes) last_positions.push_back(suffix.size() - 1);
   std::vector<decoder::Branch> branches;
-  for (std::size_t q = 0; q < prompts.suffixes.size(); ++q) {
-    branches.push_back({prompts.suffixes[q], std::span<const std::size_t>(&last_positions[q], 1)});
+  for (std::size_t q = 0; q < suffixes.size(); ++q) {
+    branches.push_back({suffixes[q], std::span<const std::size_t>(&last_positions[q], 1)});
   }
   // Only the final-norm row of each last position comes back: never full-vocabulary logits.
   std::vector<std::vector<float>> rows;
-  for (auto& output : decoder.forward(prefix.get(), branches, false)) rows.push_back(std::move(output.hidden));
+  for (auto& output : decoder.forward(prefix, branches, false)) rows.push_back(std::move(output.hidden));
   return rows;
 }
 

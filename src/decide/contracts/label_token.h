@@ -69,10 +69,17 @@ struct SharedPrefixPrompts {
   int64_t input_tokens = 0;
 };
 SharedPrefixPrompts split_at_shared_prefix(const std::vector<std::vector<int32_t>>& prompts, std::size_t granularity);
+// The same split after the first `prefix_length` tokens, which every prompt must share and exceed.
+SharedPrefixPrompts split_at_prefix_length(const std::vector<std::vector<int32_t>>& prompts, std::size_t prefix_length);
 
 // Runs the prefix once and every suffix branched from it as one batch; the final-norm hidden row at
 // each suffix's last token, in suffix order.
 std::vector<std::vector<float>> last_token_hidden_rows(decoder::CausalDecoder& decoder,
                                                        const SharedPrefixPrompts& prompts);
+// Every suffix branched from an existing `prefix` state (nullptr: the empty sequence) as one batch, for
+// contracts that branch again from the same state later; rows as above.
+std::vector<std::vector<float>> last_token_hidden_rows(decoder::CausalDecoder& decoder,
+                                                       const decoder::SequenceState* prefix,
+                                                       const std::vector<std::vector<int32_t>>& suffixes);
 
 }  // namespace s1::decide
