@@ -1,0 +1,98 @@
+"""Write the tiny StartLux-Decision stand-in checkpoint, its prompt goldens and its reference answers.
+
+    /work/.venv-ref/bin/python tools/reference/make_tiny_startlux.py
+
+tests/fixtures/tiny-startlux/ gets a random Qwen3_5ForCausalLM shaped like Qwen3.5-4B scaled down (8
+layers with full attention every 4th, tied embeddings; the real checkpoint is the VL class, whose
+decoder and output embedding are all the contract reads), the tiny Qwen3.5 tokenizer and chat
+template of tests/fixtures/qwen-tiny-tokenizer/qwen3_5 (A..Z single tokens), a decision_config.json
+in the real checkpoint's format (letter_token_ids from the tokenizer, made-up per-type temperatures,
+the reference's wide_choice settings) and s1serve.json asking for the startlux-instant contract in
+fp32. Weights are perturbed after init (make_tiny_chat_models.perturb) and stored as BF16 to keep the
+files small; the reference runs them upcast to fp32.
+
+Then tools/reference/startlux_contract.py over tests/fixtures/tiny-startlux/requests.jsonl writes
+prompts.jsonl (rendered text and token ids of every first-round prompt: the prompt goldens) and
+expected.jsonl (answers, the format `s1serve validate --reference` reads).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+
+import torch
+from transformers import AutoTokenizer, Qwen3_5ForCausalLM, Qwen3_5TextConfig
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_tiny_chat_models import perturb  # noqa: E402
+from startlux_contract import LETTERS, StartLuxDecider  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOKENIZER_DIR = os.path.join(REPO, "tests", "fixtures", "qwen-tiny-tokenizer", "qwen3_5")
+OUT = os.path.join(REPO, "tests", "fixtures", "tiny-startlux")
+
+
+def build(vocab: int) -> torch.nn.Module:
+    config = Qwen3_5TextConfig(
+        vocab_size=vocab, hidden_size=32, intermediate_size=48, num_hidden_layers=8, num_attention_heads=2,
+        num_key_value_heads=1, head_dim=32, linear_conv_kernel_dim=4, linear_key_head_dim=16,
+        linear_value_head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4, max_position_embeddings=8192,
+        rms_norm_eps=1e-6, hidden_act="silu", tie_word_embeddings=True, full_attention_interval=4,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000000.0, "partial_rotary_factor": 0.25,
+                         "mrope_section": [2, 1, 1]},
+    )
+    return Qwen3_5ForCausalLM(config)
+
+
+def main() -> None:
+    torch.manual_seed(11)
+    for name in ("config.json", "model.safetensors", "generation_config.json"):
+        if os.path.exists(os.path.join(OUT, name)):
+            os.remove(os.path.join(OUT, name))
+    tokenizer = AutoTokenizer.from_pretrained(TOKENIZER_DIR)
+    model = build(len(tokenizer))
+    perturb(model, 500)
+    model.to(torch.bfloat16).save_pretrained(OUT, safe_serialization=True)
+    generation_config = os.path.join(OUT, "generation_config.json")
+    if os.path.exists(generation_config):
+        os.remove(generation_config)
+    for file in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(TOKENIZER_DIR, file), os.path.join(OUT, file))
+    decision_config = {
+        "letter_token_ids": [tokenizer.convert_tokens_to_ids(letter) for letter in LETTERS],
+        "temperature_by_type": {"choice": 0.35, "noul": 0.6, "score": 0.45},
+        "wide_choice": {"group": 25, "keep": 3, "residual": 0.001},
+        "release_date": "2026-10-01",
+    }
+    with open(os.path.join(OUT, "decision_config.json"), "w") as f:
+        json.dump(decision_config, f, indent=2)
+        f.write("\n")
+    decision_file = {
+        "contract": "startlux-instant",
+        "name": "tiny-startlux",
+        "aliases": ["tiny-startlux-decision-v1.1-4b-instant"],
+        "description": "Random tiny Qwen3.5 stand-in for StartLux-Decision v1.1 4B Instant (tests)",
+        "precision": "fp32",
+    }
+    with open(os.path.join(OUT, "s1serve.json"), "w") as f:
+        json.dump(decision_file, f, indent=2)
+        f.write("\n")
+
+    decider = StartLuxDecider(OUT)
+    with open(os.path.join(OUT, "requests.jsonl"), encoding="utf-8") as f:
+        requests = [json.loads(line) for line in f if line.strip()]
+    with open(os.path.join(OUT, "prompts.jsonl"), "w", encoding="utf-8") as f:
+        for number, request in enumerate(requests):
+            for prompt in decider.prompt_lines(number, request):
+                f.write(json.dumps(prompt, ensure_ascii=False) + "\n")
+    with open(os.path.join(OUT, "expected.jsonl"), "w", encoding="utf-8") as f:
+        for request in requests:
+            f.write(json.dumps(decider.decide(request), ensure_ascii=False) + "\n")
+    print(f"wrote {OUT}")
+
+
+if __name__ == "__main__":
+    main()
