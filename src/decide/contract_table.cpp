@@ -6,6 +6,7 @@
 #include "decide/contracts/jemm.h"
 #include "decide/contracts/label_token.h"
 #include "decide/contracts/mock.h"
+#include "decide/contracts/startlux.h"
 #include "model/checkpoint/config_reader.h"
 #include "model/checkpoint/load_error.h"
 #include "model/decoder/families.h"
@@ -54,9 +55,13 @@ LoadedModel load_directory_contract(const std::filesystem::path& dir, const std:
     const ClmSettings settings = read_clm_settings(reader);
     return LoadedModel{settings.name, settings.aliases, make_clm_engine(dir, settings)};
   }
+  if (contract == startlux_contract) {
+    const StartLuxSettings settings = read_startlux_settings(reader);
+    return LoadedModel{settings.name, settings.aliases, make_startlux_engine(dir, settings)};
+  }
   reader.reject("contract", "'" + contract +
                                 "' is not a known contract (known: clm, cua-s1-text, embedding-similarity, jemm, "
-                                "label-token)");
+                                "label-token, startlux-instant)");
 }
 
 LoadedModel load_directory(const std::filesystem::path& dir, const std::string& source) {

@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""End to end: the real s1serve binary serves the tiny StartLux-Decision stand-in (startlux-instant contract).
+
+tests/fixtures/tiny-startlux is a random tiny Qwen3.5 checkpoint with the tiny Qwen3.5 tokenizer and
+chat template, a decision_config.json in the real checkpoint's format and s1serve.json
+{"contract": "startlux-instant", "precision": "fp32"}; expected.jsonl holds the Transformers
+reference's answers (tools/reference/make_tiny_startlux.py), among them choices of 26, 27, 40, 60 and
+255 options (wide-choice rounds, one of them recursive) and a one-option choice.
+
+1. every request of expected.jsonl goes to POST /v1/systemone: 200 with the API's shape, the
+   reference's input_tokens exactly and its answers within 1e-5;
+2. refusals: images 400 unsupported_media; a choice or score without instructions and a blank option
+   name 422 naming the member; /v1/models lists all three types, 255 options and the release date;
+3. `s1serve validate` on the reference file passes tight gates (exit 0), fails on a tampered reference
+   (exit 1); a checkpoint directory named as an AutoThink variant, and a decision_config.json whose
+   letter ids disagree with the tokenizer, cannot be loaded (exit 2, naming the problem).
+
+    python3 tests/e2e/startlux_e2e.py --binary build/s1serve
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
+sys.path.insert(0, HERE)
+
+import s1harness  # noqa: E402
+
+MODEL_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-startlux")
+TOLERANCE = 1e-5
+
+
+def read_jsonl(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def post(server, body):
+    return s1harness.request(server, "POST", "/v1/systemone", json_body=body, timeout=120.0)
+
+
+def close(where, name, got, expected, problems):
+    if not isinstance(got, float) or abs(got - expected) > TOLERANCE:
+        problems.append(f"{where}: {name} {got} vs reference {expected}")
+
+
+def compare(where, expected, got, problems):
+    if got.get("type") != expected["type"]:
+        problems.append(f"{where}: type {got.get('type')} vs reference {expected['type']}")
+        return
+    if expected["type"] == "noul":
+        close(where, "noul", got.get("noul"), expected["noul"], problems)
+        return
+    if expected["type"] == "choice" and got.get("choice") != expected["choice"]:
+        problems.append(f"{where}: choice {got.get('choice')!r} vs reference {expected['choice']!r}")
+    if expected["type"] == "score":
+        close(where, "score", got.get("score"), expected["score"], problems)
+        if got.get("legend") != expected["legend"]:
+            problems.append(f"{where}: legend {got.get('legend')}")
+    close(where, "confidence", got.get("confidence"), expected["confidence"], problems)
+    if list(got.get("probabilities", {})) != list(expected["probabilities"]):
+        problems.append(f"{where}: option order {list(got.get('probabilities', {}))[:5]}…")
+        return
+    for name, p in expected["probabilities"].items():
+        close(where, f"p[{name}]", got["probabilities"][name], p, problems)
+
+
+def expect_error(server, body, status, error_type, where, problems):
+    response = post(server, body)
+    detail = response.json().get("detail") if response.status != 200 else None
+    got_type = detail.get("error_type") if isinstance(detail, dict) else None
+    if response.status != status or got_type != error_type:
+        problems.append(f"{where}: {response.status} {response.body[:200]!r}, expected {status} {error_type}")
+
+
+def expect_validation(server, body, location, where, problems):
+    response = post(server, body)
+    detail = response.json().get("detail") if response.status == 422 else None
+    if not isinstance(detail, list) or not detail or detail[0].get("loc") != ["body", *location]:
+        problems.append(f"{where}: {response.status} {response.body[:300]!r}, expected 422 at {location}")
+
+
+def validate(binary, model_dir, reference, *gates):
+    return subprocess.run([binary, "validate", "--model", model_dir, "--reference", reference, *gates],
+                          capture_output=True, text=True, timeout=600)
+
+
+def check_serving(binary, name, lines, problems):
+    with s1harness.Server(binary, ["--model", MODEL_DIR, "--port", "0"], name="startlux") as server:
+        for number, line in enumerate(lines):
+            body = dict(line["request"], model=name)
+            response = post(server, body)
+            where = f"request {number}"
+            if response.status != 200:
+                problems.append(f"{where}: status {response.status}: {response.body[:300]!r}")
+                continue
+            shape = []
+            s1harness.check_systemone_200(body, response, shape)
+            problems += [f"{where}: {p}" for p in shape]
+            got = response.json()
+            if got["usage"]["input_tokens"] != line["input_tokens"]:
+                problems.append(f"{where}: input_tokens {got['usage']} vs reference {line['input_tokens']}")
+            for key, answer in line["answers"].items():
+                compare(f"{where}/{key}", answer, got["answers"][key], problems)
+
+        noul = {"type": "noul", "instructions": "Is the parcel damaged?"}
+        expect_error(server, {"model": name, "state": "Photo: <image>", "questions": {"q": noul},
+                              "images": ["iVBORw0KGgo="]}, 400, "unsupported_media", "images", problems)
+        pick = {"type": "choice", "criteria": {"a": None, "b": "Click B"}}
+        expect_validation(server, {"model": name, "state": "s", "questions": {"n": noul, "c": pick}},
+                          ["questions", "c", "instructions"], "choice without instructions", problems)
+        level = {"type": "score", "instructions": " ", "criteria": ["lo", "hi"]}
+        expect_validation(server, {"model": name, "state": "s", "questions": {"s": level}},
+                          ["questions", "s", "instructions"], "score without instructions", problems)
+        blank = {"type": "choice", "instructions": "Pick.", "criteria": {"  ": None, "b": None}}
+        expect_validation(server, {"model": name, "state": "s", "questions": {"b": blank}},
+                          ["questions", "b", "criteria", "  "], "blank option name", problems)
+
+        listed = s1harness.request(server, "GET", "/v1/models").json()
+        entry = next((m for m in listed.get("models", []) if m.get("name") == name), None)
+        if (entry is None or entry.get("max_choice_options") != 255
+                or entry.get("question_types") != ["choice", "noul", "score"]
+                or entry.get("release_date") != "2026-10-01"):
+            problems.append(f"/v1/models entry {entry}")
+
+
+def check_validate(binary, lines, problems):
+    reference = os.path.join(MODEL_DIR, "expected.jsonl")
+    result = validate(binary, MODEL_DIR, reference, "--max-prob-drift", str(TOLERANCE), "--max-score-drift",
+                      str(TOLERANCE), "--decision-margin", "0.0001")
+    summary = json.loads(result.stdout) if result.stdout.strip() else {}
+    if result.returncode != 0 or not summary.get("pass") or summary.get("questions") != 21:
+        problems.append(f"validate on the reference: exit {result.returncode}, {result.stdout} {result.stderr[-500:]}")
+
+    with tempfile.TemporaryDirectory() as temp:
+        # The 60-option request's winner loses most of its probability to the runner-up.
+        tampered = json.loads(json.dumps(lines[7]))
+        answer = tampered["answers"]["flight"]
+        ranked = sorted(answer["probabilities"], key=answer["probabilities"].get, reverse=True)
+        answer["probabilities"][ranked[0]], answer["probabilities"][ranked[1]] = 0.05, 0.6
+        answer["choice"] = ranked[1]
+        path = os.path.join(temp, "tampered.jsonl")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(json.dumps(tampered, ensure_ascii=False) + "\n")
+        result = validate(binary, MODEL_DIR, path, "--max-prob-drift", "0.02")
+        summary = json.loads(result.stdout) if result.stdout.strip() else {}
+        if result.returncode != 1 or summary.get("pass") is not False or summary.get("decision_flips") != 1:
+            problems.append(f"validate on a tampered reference: exit {result.returncode}, {result.stdout}")
+
+        autothink = os.path.join(temp, "StartLux-Decision-v1.1-4B-AutoThink")
+        shutil.copytree(MODEL_DIR, autothink)
+        result = validate(binary, autothink, reference)
+        if result.returncode != 2 or "AutoThink" not in result.stderr:
+            problems.append(f"an AutoThink directory: exit {result.returncode}, {result.stderr[-300:]}")
+
+        wrong = os.path.join(temp, "wrong-letters")
+        shutil.copytree(MODEL_DIR, wrong)
+        with open(os.path.join(wrong, "decision_config.json")) as f:
+            config = json.load(f)
+        config["letter_token_ids"][0], config["letter_token_ids"][1] = config["letter_token_ids"][1], config["letter_token_ids"][0]
+        with open(os.path.join(wrong, "decision_config.json"), "w") as f:
+            json.dump(config, f)
+        result = validate(binary, wrong, reference)
+        if result.returncode != 2 or "letter_token_ids[0]" not in result.stderr:
+            problems.append(f"swapped letter ids: exit {result.returncode}, {result.stderr[-300:]}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--binary", required=True)
+    args = parser.parse_args()
+    binary = os.path.abspath(args.binary)
+    name = json.load(open(os.path.join(MODEL_DIR, "s1serve.json")))["name"]
+    lines = read_jsonl(os.path.join(MODEL_DIR, "expected.jsonl"))
+    s1harness.install_signal_handlers()
+    problems: list[str] = []
+    try:
+        check_serving(binary, name, lines, problems)
+    finally:
+        s1harness.Server.stop_all()
+    check_validate(binary, lines, problems)
+    for problem in problems:
+        print("FAIL:", problem, file=sys.stderr)
+    print(f"startlux e2e: {len(lines)} reference requests, {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
