@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "decide/prompt.h"
+#include "decide/python_text.h"
 #include "text/unicode.h"
 #include "text/utf8.h"
 
@@ -15,11 +16,6 @@ constexpr std::string_view system_message =
 constexpr std::string_view default_noul_instructions = "Which answer fits the evidence?";
 // jevfmt's ANNOTATE_MIN: arrays this long carry each item's index.
 constexpr std::size_t annotate_min_items = 8;
-
-// Python's str.isspace(): the White_Space property plus the four information separators.
-bool python_is_space(char32_t code_point) {
-  return text::unicode::is_whitespace(code_point) || (code_point >= 0x1C && code_point <= 0x1F);
-}
 
 // Python's \d in a str pattern: the Unicode decimal digits (Nd) of Python 3.11's Unicode 14 tables.
 bool python_is_digit(char32_t code_point) {
@@ -63,16 +59,6 @@ std::string from_code_points(std::span<const char32_t> points) {
   std::string out;
   for (const char32_t c : points) out += text::encode_utf8(c).view();
   return out;
-}
-
-// Python's str.strip().
-std::string python_strip(std::string_view text) {
-  const std::vector<char32_t> points = code_points(text);
-  std::size_t begin = 0;
-  std::size_t end = points.size();
-  while (begin < end && python_is_space(points[begin])) ++begin;
-  while (end > begin && python_is_space(points[end - 1])) --end;
-  return from_code_points(std::span<const char32_t>(points).subspan(begin, end - begin));
 }
 
 bool is_blank(std::string_view text) { return python_strip(text).empty(); }
@@ -142,7 +128,7 @@ std::string_view startlux_system_message() { return system_message; }
 
 std::optional<std::string> startlux_value_text(const api::Json& value) {
   if (value.is_null()) return std::nullopt;
-  std::string text = python_strip(value.is_string() ? value.get<std::string>() : python_json(value));
+  std::string text(python_strip(value.is_string() ? value.get<std::string>() : python_json(value)));
   if (text.empty()) return std::nullopt;
   return text;
 }
@@ -157,7 +143,7 @@ std::string startlux_normalised(std::string_view text) {
   std::vector<char32_t> collapsed;
   bool in_run = false;
   for (const char32_t c : code_points(text)) {
-    if (python_is_space(c) || c == '_' || c == '-') {
+    if (text::unicode::is_python_space(c) || c == '_' || c == '-') {
       if (!in_run) collapsed.push_back(' ');
       in_run = true;
     } else {
@@ -256,7 +242,9 @@ std::string startlux_user_message(std::string_view state_text, const StartLuxQue
   }
   std::string user = "Evidence:\n";
   user += is_blank(state_text) ? std::string_view("(none)") : state_text;
-  user += "\n\nQuestion: " + python_strip(question.instructions) + "\nOptions:\n";
+  user += "\n\nQuestion: ";
+  user += python_strip(question.instructions);
+  user += "\nOptions:\n";
   for (std::size_t k = 0; k < order.size(); ++k) {
     const StartLuxOption& option = question.options.at(order[k]);
     const std::string name = question.type == api::QuestionType::noul ? (option.id == "true" ? "yes" : "no") : option.id;
