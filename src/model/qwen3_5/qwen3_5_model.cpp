@@ -46,14 +46,15 @@ std::size_t rounded_rows(std::size_t rows) {
 class WeightSource {
  public:
   explicit WeightSource(const Checkpoint& weights) : weights_(weights) {
-    for (const char* candidate : {"model.language_model.", "model."}) {
+    for (const char* candidate : {"model.language_model.", "model.", "language_model."}) {
       if (weights.find(std::string(candidate) + "embed_tokens.weight") != nullptr) {
         prefix_ = candidate;
         return;
       }
     }
     throw LoadError(weights.source().string() +
-                    ": no 'model.language_model.embed_tokens.weight' or 'model.embed_tokens.weight' tensor");
+                    ": no 'model.language_model.embed_tokens.weight', 'model.embed_tokens.weight' or "
+                    "'language_model.embed_tokens.weight' tensor");
   }
 
   const checkpoint::TensorView& view(const std::string& full_name, std::initializer_list<int64_t> shape) {
@@ -78,7 +79,7 @@ class WeightSource {
     std::size_t vision = 0;
     for (const checkpoint::TensorView& tensor : weights_.tensors()) {
       if (used_.contains(tensor.name) || tensor.name.starts_with("mtp.")) continue;
-      if (tensor.name.starts_with("model.visual.")) {
+      if (tensor.name.starts_with("model.visual.") || tensor.name.starts_with("visual.")) {
         ++vision;
         continue;
       }
@@ -147,10 +148,13 @@ struct BranchRows {
 class Qwen35Decoder final : public decoder::CausalDecoder {
  public:
   Qwen35Decoder(const Qwen35Config& config, const Checkpoint& weights, kernels::Precision precision,
-                bool noncausal_full_attention);
+                bool noncausal_full_attention, OutputHead head);
 
   [[nodiscard]] const decoder::DecoderInfo& info() const override { return info_; }
-  [[nodiscard]] const decoder::OutputMatrix& lm_head() const override { return *lm_head_; }
+  [[nodiscard]] const decoder::OutputMatrix& lm_head() const override {
+    if (!lm_head_) throw std::logic_error("qwen3_5: a headless backbone has no LM head");
+    return *lm_head_;
+  }
   std::vector<decoder::BranchOutput> forward(const decoder::SequenceState* prefix,
                                              std::span<const decoder::Branch> branches, bool keep_states) override;
 
@@ -175,7 +179,7 @@ class Qwen35Decoder final : public decoder::CausalDecoder {
   decoder::DecoderInfo info_;
   bool noncausal_;
   std::optional<decoder::OutputMatrix> lm_head_;
-  std::vector<float> embeddings_;  // empty when tied: the LM head rows are the table
+  std::vector<float> embeddings_;  // empty when tied with an LM head: the LM head rows are the table
   std::vector<float> final_norm_;
   std::vector<Layer> layers_;
   std::size_t attention_layers_ = 0;
@@ -190,7 +194,7 @@ class Qwen35Decoder final : public decoder::CausalDecoder {
 };
 
 Qwen35Decoder::Qwen35Decoder(const Qwen35Config& config, const Checkpoint& weights, kernels::Precision precision,
-                             bool noncausal_full_attention)
+                             bool noncausal_full_attention, OutputHead head)
     : config_(config), noncausal_(noncausal_full_attention) {
   if (!kernels::linear_supported(precision)) {
     throw LoadError(weights.source().string() + ": bf16 needs a CPU with AVX-512 (AMX preferred); use fp32");
@@ -202,7 +206,10 @@ Qwen35Decoder::Qwen35Decoder(const Qwen35Config& config, const Checkpoint& weigh
   const auto is = static_cast<std::size_t>(inner);
 
   const auto& embed_view = source.view(source.prefix() + "embed_tokens.weight", {config.vocab_size, h});
-  if (config.tie_word_embeddings) {
+  if (head == OutputHead::none) {
+    // A saved lm_head.weight is left unread, so check_all_used() refuses it.
+    embeddings_ = checkpoint::to_float(embed_view);
+  } else if (config.tie_word_embeddings) {
     lm_head_.emplace(embed_view, hs, precision);
     // Transformers overwrites a saved lm_head with the embedding table when tied.
     if (source.has_lm_head()) source.view("lm_head.weight", {config.vocab_size, h});
@@ -554,10 +561,10 @@ void Qwen35Decoder::delta_layer(const Layer& layer, const Qwen35State* base, std
 }  // namespace
 
 std::unique_ptr<decoder::CausalDecoder> load_qwen3_5(const std::filesystem::path& dir, kernels::Precision precision,
-                                                     bool noncausal_full_attention) {
+                                                     bool noncausal_full_attention, OutputHead head) {
   const Qwen35Config config = read_qwen3_5_config(dir / "config.json");
   const Checkpoint weights = Checkpoint::open(dir);
-  return std::make_unique<Qwen35Decoder>(config, weights, precision, noncausal_full_attention);
+  return std::make_unique<Qwen35Decoder>(config, weights, precision, noncausal_full_attention, head);
 }
 
 }  // namespace s1::qwen3_5

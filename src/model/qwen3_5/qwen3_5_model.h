@@ -10,10 +10,16 @@
 
 namespace s1::qwen3_5 {
 
+// Where output rows come from: the checkpoint's LM head (or its tied embedding table), or nowhere for
+// a headless backbone (a bare Qwen3_5Model saved beside its own readout matrix: D3, pplx-decider),
+// whose lm_head() throws std::logic_error and whose checkpoint must not hold an lm_head.weight.
+enum class OutputHead { lm_head, none };
+
 // Loads config.json + model.safetensors (or a sharded index) from `dir`: a text checkpoint
-// (Qwen3_5ForCausalLM, weights under "model.") or the text part of a multimodal one
-// (Qwen3_5ForConditionalGeneration, weights under "model.language_model."; vision weights are
-// skipped with a log line). Multi-token-prediction weights ("mtp.*") are ignored; any other tensor
+// (Qwen3_5ForCausalLM, weights under "model."), the text part of a multimodal one
+// (Qwen3_5ForConditionalGeneration, weights under "model.language_model.") or a bare Qwen3_5Model
+// (weights under "language_model.", with OutputHead::none); vision weights ("model.visual.",
+// "visual.") are skipped with a log line. Multi-token-prediction weights ("mtp.*") are ignored; any other tensor
 // the family does not use is a LoadError, as is a missing one or a wrong shape.
 //
 // Linear layers run at `precision` (PackedLinear); activations, attention and the GDN state stay fp32.
@@ -22,6 +28,7 @@ namespace s1::qwen3_5 {
 // GDN layers stay causal (D3, pplx-decider). Earlier positions then depend on later tokens, so a
 // prefix state cannot be reused: forward() with a prefix throws std::invalid_argument.
 std::unique_ptr<decoder::CausalDecoder> load_qwen3_5(const std::filesystem::path& dir, kernels::Precision precision,
-                                                     bool noncausal_full_attention = false);
+                                                     bool noncausal_full_attention = false,
+                                                     OutputHead head = OutputHead::lm_head);
 
 }  // namespace s1::qwen3_5
