@@ -7,6 +7,7 @@
 #include "decide/contracts/label_token.h"
 #include "decide/contracts/mock.h"
 #include "decide/contracts/startlux.h"
+#include "decide/contracts/readout_matrix.h"
 #include "model/checkpoint/config_reader.h"
 #include "model/checkpoint/load_error.h"
 #include "model/decoder/families.h"
@@ -59,9 +60,14 @@ LoadedModel load_directory_contract(const std::filesystem::path& dir, const std:
     const StartLuxSettings settings = read_startlux_settings(reader);
     return LoadedModel{settings.name, settings.aliases, make_startlux_engine(dir, settings)};
   }
+  if (contract == d3_contract || contract == pplx_decider_contract) {
+    const auto family = contract == d3_contract ? CodeReadoutFamily::d3 : CodeReadoutFamily::pplx;
+    const CodeReadoutSettings settings = read_code_readout_settings(reader, family);
+    return LoadedModel{settings.name, settings.aliases, make_code_readout_engine(dir, settings)};
+  }
   reader.reject("contract", "'" + contract +
-                                "' is not a known contract (known: clm, cua-s1-text, embedding-similarity, jemm, "
-                                "label-token, startlux-instant)");
+                                "' is not a known contract (known: clm, cua-s1-text, d3, embedding-similarity, jemm, "
+                                "label-token, pplx-decider, startlux-instant)");
 }
 
 LoadedModel load_directory(const std::filesystem::path& dir, const std::string& source) {
