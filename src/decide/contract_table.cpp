@@ -2,6 +2,7 @@
 
 #include "decide/contracts/clm.h"
 #include "decide/contracts/cua_s1.h"
+#include "decide/contracts/decider.h"
 #include "decide/contracts/embedding_similarity.h"
 #include "decide/contracts/jemm.h"
 #include "decide/contracts/label_token.h"
@@ -65,9 +66,13 @@ LoadedModel load_directory_contract(const std::filesystem::path& dir, const std:
     const CodeReadoutSettings settings = read_code_readout_settings(reader, family);
     return LoadedModel{settings.name, settings.aliases, make_code_readout_engine(dir, settings)};
   }
+  if (contract == decider_contract) {
+    const DeciderSettings settings = read_decider_settings(reader);
+    return LoadedModel{settings.name, settings.aliases, make_decider_engine(dir, settings)};
+  }
   reader.reject("contract", "'" + contract +
-                                "' is not a known contract (known: clm, cua-s1-text, d3, embedding-similarity, jemm, "
-                                "label-token, pplx-decider, startlux-instant)");
+                                "' is not a known contract (known: clm, cua-s1-text, d3, decider-2b, "
+                                "embedding-similarity, jemm, label-token, pplx-decider, startlux-instant)");
 }
 
 LoadedModel load_directory(const std::filesystem::path& dir, const std::string& source) {

@@ -151,6 +151,11 @@ std::string render_text(const api::Json& value) {
   return python_compact_json(value);
 }
 
+std::string python_text(const api::Json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  return python_json(value);
+}
+
 std::string letter_label(size_t index) {
   std::string label;
   if (index >= 26) label += static_cast<char>('A' + index / 26 - 1);

@@ -27,6 +27,10 @@ std::string python_escaped_string_body(std::string_view text);
 // A string is used as-is; objects and arrays become Python-compatible compact JSON.
 std::string render_text(const api::Json& value);
 
+// A string as-is; anything else as python_json (json.dumps with default separators): how the Cua-S1
+// and Decider references turn request values into prompt text.
+std::string python_text(const api::Json& value);
+
 // "A", …, "Z", "AA", "AB", …: the label of option `index`.
 std::string letter_label(size_t index);
 

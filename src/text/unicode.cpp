@@ -78,6 +78,10 @@ bool is_python_space(char32_t code_point) {
   return is_whitespace(code_point) || (code_point >= 0x1C && code_point <= 0x1F);
 }
 
+bool is_python_decimal(char32_t code_point) {
+  return utf8proc_category(static_cast<utf8proc_int32_t>(code_point)) == UTF8PROC_CATEGORY_ND;
+}
+
 bool is_python_printable(char32_t code_point) {
   if (code_point == 0x20) return true;
   switch (utf8proc_category(static_cast<utf8proc_int32_t>(code_point))) {

@@ -31,6 +31,8 @@ bool is_python_space(char32_t code_point);
 // Python's str.isprintable: not in categories Cc, Cf, Cs, Co, Cn, Zl, Zp or Zs, except U+0020
 // (categories from utf8proc, whose Unicode version may be newer than the Python's being matched).
 bool is_python_printable(char32_t code_point);
+// Python's str.isdecimal, which re's \d follows for str patterns: category Nd (from utf8proc).
+bool is_python_decimal(char32_t code_point);
 
 int canonical_combining_class(char32_t code_point);
 

@@ -26,12 +26,6 @@ constexpr std::string_view system_message =
     "the single best next action to take. Answer with ONLY that option's letter -- no words, no punctuation, "
     "no explanation.";
 
-// A string as-is; an object or array as Python's json.dumps(value, ensure_ascii=False).
-std::string python_text(const api::Json& value) {
-  if (value.is_string()) return value.get<std::string>();
-  return python_json(value);
-}
-
 }  // namespace
 
 CuaS1Settings default_cua_s1_settings() {

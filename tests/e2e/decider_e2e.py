@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""End to end: the real s1serve binary serves the tiny Decider-2B stand-in with the decider-2b contract.
+
+tests/fixtures/tiny-decider is a random tiny Qwen3.5 checkpoint laid out as Decider-2B v11 (tied
+embeddings, one model.safetensors, every label a single token of its tokenizer) with s1serve.json
+{"contract": "decider-2b", "precision": "fp32", "label_token_ids": [...]}; expected.jsonl holds the
+Transformers reference's answers (tools/reference/make_tiny_decider.py, decider_contract.py).
+
+1. every request of expected.jsonl goes to POST /v1/systemone: 200 with the §8.4 shape, the
+   reference's input_tokens exactly and its answers within 1e-4 (choice, noul, score incl. the legend);
+2. prefix sharing: a request's questions asked one per request add up to more input tokens than the
+   same questions asked together, by the shared state prefix counted once instead of each time;
+3. refusals: a one-option choice, a choice without instructions, a noul with neither instructions
+   nor descriptions: 400 unsupported_question_type; a state longer than the model's context: 400
+   max_tokens_exceeded; /v1/models lists the three types, 255 options and linear confidence;
+4. `s1serve validate` on the reference file passes tight gates (exit 0) and fails on a tampered
+   reference (exit 1).
+
+    python3 tests/e2e/decider_e2e.py --binary build/s1serve
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
+sys.path.insert(0, HERE)
+
+import s1harness  # noqa: E402
+
+MODEL_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-decider")
+TOLERANCE = 1e-4
+
+
+def read_jsonl(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def post(server, body):
+    return s1harness.request(server, "POST", "/v1/systemone", json_body=body, timeout=120.0)
+
+
+def close(where, what, got, expected, problems):
+    if not isinstance(got, (int, float)) or abs(got - expected) > TOLERANCE:
+        problems.append(f"{where}: {what} {got} vs reference {expected}")
+
+
+def compare(where, expected, got, problems):
+    if got.get("type") != expected["type"]:
+        problems.append(f"{where}: type {got.get('type')} vs reference {expected['type']}")
+        return
+    if expected["type"] == "noul":
+        close(where, "noul", got.get("noul"), expected["noul"], problems)
+        return
+    if expected["type"] == "choice" and got.get("choice") != expected["choice"]:
+        problems.append(f"{where}: choice {got.get('choice')!r} vs reference {expected['choice']!r}")
+    if expected["type"] == "score":
+        close(where, "score", got.get("score"), expected["score"], problems)
+        if got.get("legend") != expected["legend"]:
+            problems.append(f"{where}: legend {got.get('legend')} vs reference {expected['legend']}")
+    close(where, "confidence", got.get("confidence"), expected["confidence"], problems)
+    if list(got.get("probabilities", {})) != list(expected["probabilities"]):
+        problems.append(f"{where}: label order {list(got.get('probabilities', {}))}")
+        return
+    for name, p in expected["probabilities"].items():
+        close(where, f"p[{name}]", got["probabilities"][name], p, problems)
+
+
+def expect_error(server, body, status, error_type, where, problems):
+    response = post(server, body)
+    got_type = response.json().get("detail", {}).get("error_type") if response.status != 200 else None
+    if response.status != status or got_type != error_type:
+        problems.append(f"{where}: {response.status} {response.body[:200]!r}, expected {status} {error_type}")
+
+
+def validate(binary, reference, *gates):
+    return subprocess.run([binary, "validate", "--model", MODEL_DIR, "--reference", reference, *gates],
+                          capture_output=True, text=True, timeout=300)
+
+
+def check_serving(binary, name, lines, problems):
+    with s1harness.Server(binary, ["--model", MODEL_DIR, "--port", "0"], name="decider") as server:
+        for number, line in enumerate(lines):
+            body = dict(line["request"], model=name)
+            response = post(server, body)
+            where = f"request {number}"
+            if response.status != 200:
+                problems.append(f"{where}: status {response.status}: {response.body[:300]!r}")
+                continue
+            shape = []
+            s1harness.check_systemone_200(body, response, shape)
+            problems += [f"{where}: {p}" for p in shape]
+            got = response.json()
+            if got["usage"]["input_tokens"] != line["input_tokens"]:
+                problems.append(f"{where}: input_tokens {got['usage']} vs reference {line['input_tokens']}")
+            for key, answer in line["answers"].items():
+                compare(f"{where}/{key}", answer, got["answers"][key], problems)
+
+        # Request 1 asks three questions about one structured state: together the state counts once.
+        shared = lines[1]["request"]
+        alone = 0
+        for key, question in shared["questions"].items():
+            response = post(server, {"model": name, "state": shared["state"], "questions": {key: question}})
+            alone += response.json()["usage"]["input_tokens"] if response.status == 200 else 0
+        together = lines[1]["input_tokens"]
+        state_tokens = len(json.dumps(shared["state"]))  # a loose lower bound is enough: the state is long
+        if not alone - together > state_tokens // 8:
+            problems.append(f"prefix sharing: {together} input tokens together vs {alone} one by one")
+
+        for where, question in (
+                ("one-option choice", {"type": "choice", "instructions": "x", "criteria": {"only": None}}),
+                ("choice without instructions", {"type": "choice", "criteria": {"a": None, "b": None}}),
+                ("bare noul", {"type": "noul"})):
+            expect_error(server, {"model": name, "state": "s", "questions": {"q": question}}, 400,
+                         "unsupported_question_type", where, problems)
+        long_state = " ".join(f"word{i}" for i in range(3000))
+        expect_error(server, {"model": name, "state": long_state,
+                              "questions": {"q": {"type": "noul", "instructions": "Long?"}}},
+                     400, "max_tokens_exceeded", "state over the context", problems)
+
+        listed = s1harness.request(server, "GET", "/v1/models").json()
+        entry = next((m for m in listed.get("models", []) if m.get("name") == name), None)
+        if (entry is None or entry.get("max_choice_options") != 255
+                or entry.get("question_types") != ["choice", "noul", "score"]
+                or entry.get("confidence_method") != "linear"):
+            problems.append(f"/v1/models entry {entry}")
+
+
+def check_validate(binary, lines, problems):
+    reference = os.path.join(MODEL_DIR, "expected.jsonl")
+    result = validate(binary, reference, "--max-prob-drift", str(TOLERANCE), "--max-score-drift", str(TOLERANCE),
+                      "--decision-margin", "0.001")
+    summary = json.loads(result.stdout) if result.stdout.strip() else {}
+    questions = sum(len(line["answers"]) for line in lines)
+    if result.returncode != 0 or not summary.get("pass") or summary.get("questions") != questions:
+        problems.append(f"validate on the reference: exit {result.returncode}, {result.stdout} {result.stderr[-500:]}")
+
+    with tempfile.TemporaryDirectory() as temp:
+        tampered = json.loads(json.dumps(lines[0]))
+        answer = tampered["answers"]["team"]
+        loser = min(answer["probabilities"], key=answer["probabilities"].get)
+        for option in answer["probabilities"]:
+            answer["probabilities"][option] = 0.9 if option == loser else 0.05
+        answer["choice"] = loser
+        path = os.path.join(temp, "tampered.jsonl")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(json.dumps(tampered, ensure_ascii=False) + "\n")
+        result = validate(binary, path, "--max-prob-drift", "0.02")
+        summary = json.loads(result.stdout) if result.stdout.strip() else {}
+        if result.returncode != 1 or summary.get("pass") is not False or summary.get("decision_flips") != 1:
+            problems.append(f"validate on a tampered reference: exit {result.returncode}, {result.stdout}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--binary", required=True)
+    args = parser.parse_args()
+    binary = os.path.abspath(args.binary)
+    name = json.load(open(os.path.join(MODEL_DIR, "s1serve.json")))["name"]
+    lines = read_jsonl(os.path.join(MODEL_DIR, "expected.jsonl"))
+    s1harness.install_signal_handlers()
+    problems: list[str] = []
+    try:
+        check_serving(binary, name, lines, problems)
+    finally:
+        s1harness.Server.stop_all()
+    check_validate(binary, lines, problems)
+    for problem in problems:
+        print("FAIL:", problem, file=sys.stderr)
+    print(f"decider e2e: {len(lines)} reference requests, {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
