@@ -173,6 +173,58 @@ TEST(DeciderReadout, TemperaturePerTypeAndTypeSafeConfidence) {
   EXPECT_NEAR(score.value().confidence, 0.2509629555409879, 1e-12);
 }
 
+// The reference's own answer fixtures (ThinkFlowLab/system1-omni tests/decider/data/responses.json:
+// BF16-rounded logits per row in, Python-rounded answers out): s1serve's unrounded values must round
+// to the same 4 decimals (the score to 2).
+struct ReferenceCase {
+  const char* name;
+  api::QuestionType type;
+  std::vector<std::vector<double>> rows;
+  std::vector<double> probabilities;  // noul: {P(yes)}
+  double confidence;
+  double score;
+};
+
+TEST(DeciderReadout, MatchesTheReferenceAnswerFixtures) {
+  const std::vector<ReferenceCase> cases = {
+      {"choice2", api::QuestionType::choice, {{0.0, 0.25}}, {0.4465, 0.5535}, 0.107, 0.0},
+      {"choice3", api::QuestionType::choice, {{0.0, 0.25, 0.5}}, {0.2648, 0.3283, 0.4069}, 0.1104, 0.0},
+      {"choice10",
+       api::QuestionType::choice,
+       {{0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 0.0, 0.25, 0.5}},
+       {0.0544, 0.0675, 0.0836, 0.1037, 0.1285, 0.1593, 0.1975, 0.0544, 0.0675, 0.0836},
+       0.1083,
+       0.0},
+      {"noul", api::QuestionType::noul, {{1.0, 0.0}}, {0.3507}, 0.0, 0.0},
+      {"score2", api::QuestionType::score, {{0.0, 0.0}, {0.0, 0.25}}, {0.4738, 0.5262}, 0.0525, 0.53},
+      {"score3", api::QuestionType::score, {{0.0, 0.0}, {0.0, 0.25}, {0.0, 0.5}}, {0.3003, 0.3336, 0.3661}, 0.0, 1.07},
+      {"score10",
+       api::QuestionType::score,
+       {{0.0, 0.0}, {0.0, 0.25}, {0.0, 0.5}, {0.0, 0.75}, {0.0, 1.0}, {0.0, 1.25}, {0.0, 1.5}, {0.0, 1.75},
+        {0.0, 2.0}, {0.0, 2.25}},
+       {0.07, 0.0778, 0.0853, 0.0925, 0.0993, 0.1054, 0.1108, 0.1157, 0.1198, 0.1234},
+       0.0,
+       4.99},
+  };
+  constexpr double half_unit = 0.5e-4 + 1e-9;
+  for (const ReferenceCase& c : cases) {
+    auto answer = decider_answer(c.type, c.rows, {}, LogitRounding::bf16);
+    ASSERT_TRUE(answer) << c.name;
+    if (c.type == api::QuestionType::noul) {
+      EXPECT_NEAR(answer.value().probabilities[0], c.probabilities[0], half_unit) << c.name;
+      continue;
+    }
+    ASSERT_EQ(answer.value().probabilities.size(), c.probabilities.size()) << c.name;
+    for (std::size_t i = 0; i < c.probabilities.size(); ++i) {
+      EXPECT_NEAR(answer.value().probabilities[i], c.probabilities[i], half_unit) << c.name << " " << i;
+    }
+    EXPECT_NEAR(answer.value().confidence, c.confidence, half_unit) << c.name;
+    if (c.type == api::QuestionType::score) {
+      EXPECT_NEAR(answer.value().score, c.score, 0.005 + 1e-9) << c.name;
+    }
+  }
+}
+
 TEST(DeciderReadout, ScoreFitsThatAllUnderflowStayADistribution) {
   const std::vector<std::vector<double>> rows = {{0.0, -4000.0}, {0.0, -4001.0}};
   auto score = decider_answer(api::QuestionType::score, rows, {}, LogitRounding::none);
