@@ -176,10 +176,11 @@ Qwen35Config read_qwen3_5_config(const std::filesystem::path& config_file) {
     config.multimodal_wrapper = true;
     // Transformers ties the wrapper's LM head by the wrapper's own flag (default false).
     config.tie_word_embeddings = root.optional<bool>("tie_word_embeddings", false);
-    // The vision tower and its token ids belong to the multimodal front end, not to the decoder.
+    // The vision tower and its token ids belong to the multimodal front end, not to the decoder;
+    // auto_map / custom_pipelines name the remote code a published package bundles (D3's).
     root.ignore({"vision_config", "image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id",
                  "architectures", "_name_or_path", "transformers_version", "torch_dtype", "dtype", "pad_token_id",
-                 "bos_token_id", "eos_token_id", "use_cache"});
+                 "bos_token_id", "eos_token_id", "use_cache", "auto_map", "custom_pipelines"});
     root.finish();
     return config;
   }

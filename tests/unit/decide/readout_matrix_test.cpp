@@ -329,6 +329,17 @@ TEST(CodeReadoutEngine, AttentionFollowsTheCheckpoint) {
   EXPECT_GT(drift, 1e-4);
 }
 
+TEST(CodeReadoutEngine, LoadsThePublishedPackageConfig) {
+  // The d3 package builder adds the remote-code entries to config.json; they change no maths.
+  const FixtureCopy copy("tiny-d3");
+  api::Json config = read_json(copy.dir() / "config.json");
+  config["auto_map"] = api::Json::parse(R"({"AutoModel": "modeling_d3.D3Model"})");
+  config["custom_pipelines"] = api::Json::parse(
+      R"({"decision": {"impl": "pipeline_d3.D3Pipeline", "pt": ["AutoModel"], "type": "text"}})");
+  write_json(copy.dir() / "config.json", config);
+  EXPECT_EQ(load_model(copy.dir().string()).name, "tiny-d3");
+}
+
 TEST(CodeReadoutEngine, RefusesOverLengthAndBadPackages) {
   LoadedModel model = load_model(fixture_dir("tiny-d3").string());
   api::Json body = api::Json::parse(R"({"state":"","questions":{"q":{"type":"noul"}}})");
