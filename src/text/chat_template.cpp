@@ -23,6 +23,7 @@ struct KnownTemplate {
 constexpr KnownTemplate kKnownTemplates[] = {
     {0x2bfdb7aa9754484eULL, "qwen3", "Qwen3 (hybrid thinking, <think> blocks)"},
     {0xf5fadd094edeabe9ULL, "qwen3_5", "Qwen3.5"},
+    {0x6ebe17e9a93f4638ULL, "lfm2", "LFM2.5"},
 };
 
 std::string normalised(std::string_view text) {
@@ -134,12 +135,27 @@ std::optional<size_t> last_query_index(std::span<const ChatMessage> messages, bo
   return std::nullopt;
 }
 
+// A special token as tokenizer_config.json writes it: a string, or an object whose "content" is the
+// string (older AddedToken form); absent or null gives "".
+std::string special_token_text(const nlohmann::json& config, const std::string& key, const std::filesystem::path& file) {
+  const auto found = config.find(key);
+  if (found == config.end() || found->is_null()) return {};
+  if (found->is_string()) return found->get<std::string>();
+  if (found->is_object() && found->contains("content") && (*found)["content"].is_string()) {
+    return (*found)["content"].get<std::string>();
+  }
+  throw TokenizerLoadError(file.string() + ": \"" + key + "\" is neither a string nor an object with a string \"content\"");
+}
+
 }  // namespace
 
-ChatTemplate ChatTemplate::from_template_text(std::string_view jinja, std::string_view source_name) {
+ChatTemplate ChatTemplate::from_template_text(std::string_view jinja, std::string_view source_name,
+                                              std::string bos_token) {
   const uint64_t hash = fingerprint(normalised(jinja));
   for (const KnownTemplate& known : kKnownTemplates) {
-    if (known.fingerprint == hash) return ChatTemplate(known.name == "qwen3" ? Kind::qwen3 : Kind::qwen3_5);
+    if (known.fingerprint != hash) continue;
+    const Kind kind = known.name == "qwen3" ? Kind::qwen3 : known.name == "qwen3_5" ? Kind::qwen3_5 : Kind::lfm2;
+    return ChatTemplate(kind, std::move(bos_token));
   }
   std::string supported;
   for (const KnownTemplate& known : kKnownTemplates) {
@@ -152,42 +168,62 @@ ChatTemplate ChatTemplate::from_template_text(std::string_view jinja, std::strin
 }
 
 ChatTemplate ChatTemplate::from_model_dir(const std::filesystem::path& dir) {
-  const std::filesystem::path jinja = dir / "chat_template.jinja";
-  if (std::filesystem::exists(jinja)) return from_template_text(read_file(jinja), jinja.string());
   const std::filesystem::path config_path = dir / "tokenizer_config.json";
+  nlohmann::json config = nlohmann::json::object();
+  if (std::filesystem::exists(config_path)) {
+    try {
+      config = nlohmann::json::parse(read_file(config_path));
+    } catch (const nlohmann::json::exception& error) {
+      throw TokenizerLoadError(config_path.string() + ": invalid JSON: " + error.what());
+    }
+  }
+  const std::string bos_token = special_token_text(config, "bos_token", config_path);
+  const std::filesystem::path jinja = dir / "chat_template.jinja";
+  if (std::filesystem::exists(jinja)) return from_template_text(read_file(jinja), jinja.string(), bos_token);
   if (!std::filesystem::exists(config_path)) {
     throw TokenizerLoadError("no chat template in " + dir.string() + ": neither chat_template.jinja nor tokenizer_config.json");
-  }
-  nlohmann::json config;
-  try {
-    config = nlohmann::json::parse(read_file(config_path));
-  } catch (const nlohmann::json::exception& error) {
-    throw TokenizerLoadError(config_path.string() + ": invalid JSON: " + error.what());
   }
   const auto found = config.find("chat_template");
   if (found == config.end() || found->is_null()) {
     throw TokenizerLoadError(config_path.string() + " has no \"chat_template\" (and there is no chat_template.jinja)");
   }
-  if (found->is_string()) return from_template_text(found->get<std::string>(), config_path.string());
+  if (found->is_string()) return from_template_text(found->get<std::string>(), config_path.string(), bos_token);
   // The older list form: [{"name": ..., "template": ...}], of which "default" is the chat template.
   if (found->is_array()) {
     for (const nlohmann::json& entry : *found) {
       if (entry.is_object() && entry.value("name", "") == "default" && entry.contains("template") &&
           entry["template"].is_string()) {
-        return from_template_text(entry["template"].get<std::string>(), config_path.string());
+        return from_template_text(entry["template"].get<std::string>(), config_path.string(), bos_token);
       }
     }
   }
   throw TokenizerLoadError(config_path.string() + ": \"chat_template\" is neither a string nor a list with a \"default\" entry");
 }
 
-std::string_view ChatTemplate::name() const { return kind_ == Kind::qwen3 ? "qwen3" : "qwen3_5"; }
+std::string_view ChatTemplate::name() const {
+  switch (kind_) {
+    case Kind::qwen3:
+      return "qwen3";
+    case Kind::qwen3_5:
+      return "qwen3_5";
+    case Kind::lfm2:
+      return "lfm2";
+  }
+  return "";
+}
 
 std::string ChatTemplate::render(std::span<const ChatMessage> messages, bool add_generation_prompt,
                                  Thinking thinking) const {
   check_roles(messages);
-  return kind_ == Kind::qwen3 ? render_qwen3(messages, add_generation_prompt, thinking)
-                              : render_qwen3_5(messages, add_generation_prompt, thinking);
+  switch (kind_) {
+    case Kind::qwen3:
+      return render_qwen3(messages, add_generation_prompt, thinking);
+    case Kind::qwen3_5:
+      return render_qwen3_5(messages, add_generation_prompt, thinking);
+    case Kind::lfm2:
+      return render_lfm2(messages, add_generation_prompt);
+  }
+  return {};
 }
 
 std::string ChatTemplate::render_qwen3(std::span<const ChatMessage> messages, bool add_generation_prompt,
@@ -250,6 +286,35 @@ std::string ChatTemplate::render_qwen3_5(std::span<const ChatMessage> messages, 
     out += "<|im_start|>assistant\n";
     out += thinking == Thinking::disabled ? "<think>\n\n</think>\n\n" : "<think>\n";
   }
+  return out;
+}
+
+// The LFM2.5 template for plain string messages: the bos token, a system block only for a non-empty
+// leading system message, then every other message as <|im_start|>role\n…<|im_end|>\n; assistant
+// replies before the last one keep only what follows their last </think>, trimmed
+// (keep_past_thinking defaults to false). enable_thinking does not exist in this template.
+std::string ChatTemplate::render_lfm2(std::span<const ChatMessage> messages, bool add_generation_prompt) const {
+  std::string out = bos_token_;
+  std::span<const ChatMessage> rest = messages;
+  if (messages.front().role == "system") {
+    if (!messages.front().content.empty()) out += "<|im_start|>system\n" + messages.front().content + "<|im_end|>\n";
+    rest = messages.subspan(1);
+  }
+  std::optional<size_t> last_assistant;
+  for (size_t index = 0; index < rest.size(); ++index) {
+    if (rest[index].role == "assistant") last_assistant = index;
+  }
+  for (size_t index = 0; index < rest.size(); ++index) {
+    const ChatMessage& message = rest[index];
+    out += "<|im_start|>" + message.role + "\n";
+    if (message.role == "assistant" && index != last_assistant && message.content.find("</think>") != std::string::npos) {
+      out += python_trim(after_last(message.content, "</think>"));
+    } else {
+      out += message.content;
+    }
+    out += "<|im_end|>\n";
+  }
+  if (add_generation_prompt) out += "<|im_start|>assistant\n";
   return out;
 }
 

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Writes tests/parity/text/chat_qwen3.jsonl and chat_qwen3_5.jsonl: Transformers' rendering of the
-real Qwen3 and Qwen3.5 chat templates (tests/parity/text/chat_templates/) for a set of conversations,
-with and without the generation prompt, thinking on and off, plus the token ids of each rendering
-under the tiny Qwen tokenizer of that family (tests/fixtures/qwen-tiny-tokenizer and its qwen3_5/
-variant). A conversation a template rejects is recorded with the template's error message instead.
+"""Writes tests/parity/text/chat_qwen3.jsonl, chat_qwen3_5.jsonl and chat_lfm2.jsonl: Transformers'
+rendering of the real Qwen3, Qwen3.5 and LFM2.5 chat templates (tests/parity/text/chat_templates/) for
+a set of conversations, with and without the generation prompt, thinking on and off, plus the token
+ids of each rendering under the tiny tokenizer of that family (tests/fixtures/qwen-tiny-tokenizer, its
+qwen3_5/ variant, and tests/fixtures/tiny-lfm2, whose bos_token the LFM2 template writes; run
+make_tiny_lfm2.py first). A conversation a template rejects is recorded with the template's error
+message instead.
 
     python tools/reference/make_chat_template_fixtures.py
 """
@@ -18,7 +20,8 @@ TEXT = ROOT / "tests/parity/text"
 TINY = ROOT / "tests/fixtures/qwen-tiny-tokenizer"
 # name: (template, tiny tokenizer directory)
 TEMPLATES = {"qwen3": (TEXT / "chat_templates/qwen3.jinja", TINY),
-             "qwen3_5": (TEXT / "chat_templates/qwen3_5.jinja", TINY / "qwen3_5")}
+             "qwen3_5": (TEXT / "chat_templates/qwen3_5.jinja", TINY / "qwen3_5"),
+             "lfm2": (TEXT / "chat_templates/lfm2.jinja", ROOT / "tests/fixtures/tiny-lfm2")}
 
 
 def conversation(*turns):
@@ -43,6 +46,9 @@ CONVERSATIONS = [
                  ("user", "<tool_response>\n42\n</tool_response>"), ("assistant", "<think>done</think>The answer is 42.")),
     conversation(("user", "Choose A, B or C."), ("assistant", "B"), ("user", "Why?"), ("assistant", "Because."),
                  ("user", "Thanks")),
+    conversation(("system", ""), ("user", "empty system prompt")),
+    conversation(("user", "Q1"), ("assistant", "  <think>a</think>  \n first \t"), ("user", "Q2"),
+                 ("assistant", "x</think>y</think> second ")),
 ]
 
 

@@ -1,6 +1,6 @@
-// Qwen chat templates rendered natively vs Transformers' apply_chat_template on the same template
-// text (tests/parity/text/chat_*.jsonl, tools/reference/make_chat_template_fixtures.py): the text
-// byte for byte, the template's own errors, and the ids the family's tiny Qwen tokenizer gives it.
+// Qwen and LFM2 chat templates rendered natively vs Transformers' apply_chat_template on the same
+// template text (tests/parity/text/chat_*.jsonl, tools/reference/make_chat_template_fixtures.py): the
+// text byte for byte, the template's own errors, and the ids the family's tiny tokenizer gives it.
 
 #include <gtest/gtest.h>
 
@@ -94,6 +94,21 @@ TEST(ChatTemplateParity, Qwen3_5FromTheTemplateFile) {
   const ChatTemplate chat_template = ChatTemplate::from_template_text(read_file(path), path.string());
   EXPECT_EQ(chat_template.name(), "qwen3_5");
   expect_matches_fixture(chat_template, source_dir() / "tests/fixtures/qwen-tiny-tokenizer/qwen3_5", "chat_qwen3_5.jsonl");
+}
+
+TEST(ChatTemplateParity, Lfm2FromTheTinyLfm2Directory) {
+  // The template and its bos_token (<|startoftext|>) both come from tokenizer_config.json.
+  const std::filesystem::path dir = source_dir() / "tests/fixtures/tiny-lfm2";
+  const ChatTemplate chat_template = ChatTemplate::from_model_dir(dir);
+  EXPECT_EQ(chat_template.name(), "lfm2");
+  expect_matches_fixture(chat_template, dir, "chat_lfm2.jsonl");
+}
+
+TEST(ChatTemplateParity, Lfm2FromTheTemplateFile) {
+  const std::filesystem::path path = source_dir() / "tests/parity/text/chat_templates/lfm2.jinja";
+  const ChatTemplate chat_template = ChatTemplate::from_template_text(read_file(path), path.string(), "<|startoftext|>");
+  EXPECT_EQ(chat_template.name(), "lfm2");
+  expect_matches_fixture(chat_template, source_dir() / "tests/fixtures/tiny-lfm2", "chat_lfm2.jsonl");
 }
 
 }  // namespace

@@ -1,0 +1,120 @@
+"""Write the tiny LFM2.5-350M stand-in checkpoint, its prompt goldens and its reference answers.
+
+    /work/.venv-ref/bin/python tools/reference/make_tiny_lfm2.py
+
+tests/fixtures/tiny-lfm2/ gets:
+- a tiny byte-level BPE tokenizer with LFM2's chat tokens: the vocabulary and pipeline of
+  tests/fixtures/qwen-tiny-tokenizer (LFM2's own split pattern is not pinned here) plus LFM2's
+  <|pad|> and <|startoftext|> (the bos_token its chat template writes), <|im_start|>/<|im_end|>
+  kept; tokenizer_config.json carries the LFM2.5 chat template
+  (tests/parity/text/chat_templates/lfm2.jinja);
+- a random Lfm2ForCausalLM shaped like LFM2-350M scaled down (8 layers, attention at 2, 5 and 7,
+  GQA 4/2, conv kernel 3, tied embeddings), perturbed after init (make_tiny_chat_models.perturb)
+  and stored as BF16 to keep the files small; the reference runs it upcast to fp32;
+- s1serve.json asking for the lfm2-candidate-likelihood contract in fp32.
+
+Then tools/reference/lfm2_contract.py over tests/fixtures/tiny-lfm2/requests.jsonl writes
+prompts.jsonl (rendered text, prefix ids, suffix and value ids per question: the prompt goldens)
+and expected.jsonl (answers, the format `s1serve validate --reference` reads).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import torch
+from tokenizers import AddedToken, Tokenizer
+from transformers import AutoTokenizer, Lfm2Config, Lfm2ForCausalLM
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lfm2_contract import Lfm2Decider  # noqa: E402
+from make_tiny_chat_models import perturb  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+QWEN_TOKENIZER = os.path.join(REPO, "tests", "fixtures", "qwen-tiny-tokenizer", "tokenizer.json")
+TEMPLATE = os.path.join(REPO, "tests", "parity", "text", "chat_templates", "lfm2.jinja")
+OUT = os.path.join(REPO, "tests", "fixtures", "tiny-lfm2")
+
+
+def write_tokenizer() -> None:
+    tokenizer = Tokenizer.from_file(QWEN_TOKENIZER)
+    tokenizer.add_special_tokens([AddedToken("<|pad|>", special=True, normalized=False),
+                                  AddedToken("<|startoftext|>", special=True, normalized=False)])
+    tokenizer.save(os.path.join(OUT, "tokenizer.json"))
+    with open(TEMPLATE, encoding="utf-8") as f:
+        template = f.read()
+    config = {
+        "tokenizer_class": "TokenizersBackend",
+        "bos_token": "<|startoftext|>",
+        "eos_token": "<|im_end|>",
+        "pad_token": "<|pad|>",
+        "add_bos_token": False,
+        "add_eos_token": False,
+        "clean_up_tokenization_spaces": False,
+        "model_max_length": 4096,
+        "chat_template": template,
+    }
+    with open(os.path.join(OUT, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump(config, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+
+
+def build(vocab: int, pad: int, bos: int, eos: int) -> torch.nn.Module:
+    config = Lfm2Config(
+        vocab_size=vocab, hidden_size=32, intermediate_size=96, block_multiple_of=16, num_hidden_layers=8,
+        num_attention_heads=4, num_key_value_heads=2, conv_L_cache=3, conv_bias=False, norm_eps=1e-5,
+        max_position_embeddings=4096, tie_word_embeddings=True, full_attn_idxs=[2, 5, 7],
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+        pad_token_id=pad, bos_token_id=bos, eos_token_id=eos)
+    return Lfm2ForCausalLM(config)
+
+
+def main() -> None:
+    os.makedirs(OUT, exist_ok=True)
+    for name in ("config.json", "model.safetensors", "generation_config.json"):
+        if os.path.exists(os.path.join(OUT, name)):
+            os.remove(os.path.join(OUT, name))
+    write_tokenizer()
+    tokenizer = AutoTokenizer.from_pretrained(OUT)
+    # Transformers and the tokenizers library must agree on the ids s1serve reproduces.
+    plain = Tokenizer.from_file(os.path.join(OUT, "tokenizer.json"))
+    probe = "<|startoftext|><|im_start|>user\ncafé \"x\"\n<|im_end|>\n{\n  \"answer\": "
+    assert tokenizer.encode(probe, add_special_tokens=False) == plain.encode(probe, add_special_tokens=False).ids
+    torch.manual_seed(11)
+    model = build(len(tokenizer), tokenizer.convert_tokens_to_ids("<|pad|>"),
+                  tokenizer.convert_tokens_to_ids("<|startoftext|>"), tokenizer.convert_tokens_to_ids("<|im_end|>"))
+    perturb(model, 400)
+    model.to(torch.bfloat16).save_pretrained(OUT, safe_serialization=True)
+    generation_config = os.path.join(OUT, "generation_config.json")
+    if os.path.exists(generation_config):
+        os.remove(generation_config)
+    decision_file = {
+        "contract": "lfm2-candidate-likelihood",
+        "name": "tiny-lfm2",
+        "aliases": ["tiny-lfm2.5-350m"],
+        "description": "Random tiny LFM2 stand-in for LFM2.5-350M (tests)",
+        "precision": "fp32",
+    }
+    with open(os.path.join(OUT, "s1serve.json"), "w") as f:
+        json.dump(decision_file, f, indent=2)
+        f.write("\n")
+
+    decider = Lfm2Decider(OUT)
+    with open(os.path.join(OUT, "requests.jsonl"), encoding="utf-8") as f:
+        requests = [json.loads(line) for line in f if line.strip()]
+    with open(os.path.join(OUT, "prompts.jsonl"), "w", encoding="utf-8") as f:
+        for number, request in enumerate(requests):
+            for key, question in request["questions"].items():
+                rendered, ids, suffix, values = decider.prompt(request["state"], question)
+                f.write(json.dumps({"request": number, "question": key, "text": rendered, "ids": ids,
+                                    "suffix": suffix, "values": values}, ensure_ascii=False) + "\n")
+    with open(os.path.join(OUT, "expected.jsonl"), "w", encoding="utf-8") as f:
+        for request in requests:
+            f.write(json.dumps(decider.decide(request), ensure_ascii=False) + "\n")
+    print(f"wrote {OUT}")
+
+
+if __name__ == "__main__":
+    main()
