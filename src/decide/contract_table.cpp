@@ -6,6 +6,7 @@
 #include "decide/contracts/embedding_similarity.h"
 #include "decide/contracts/jemm.h"
 #include "decide/contracts/label_token.h"
+#include "decide/contracts/lfm2_candidates.h"
 #include "decide/contracts/mock.h"
 #include "decide/contracts/startlux.h"
 #include "decide/contracts/readout_matrix.h"
@@ -70,9 +71,14 @@ LoadedModel load_directory_contract(const std::filesystem::path& dir, const std:
     const DeciderSettings settings = read_decider_settings(reader);
     return LoadedModel{settings.name, settings.aliases, make_decider_engine(dir, settings)};
   }
+  if (contract == lfm2_candidates_contract) {
+    const Lfm2CandidatesSettings settings = read_lfm2_candidates_settings(reader);
+    return LoadedModel{settings.name, settings.aliases, make_lfm2_candidates_engine(dir, settings)};
+  }
   reader.reject("contract", "'" + contract +
                                 "' is not a known contract (known: clm, cua-s1-text, d3, decider-2b, "
-                                "embedding-similarity, jemm, label-token, pplx-decider, startlux-instant)");
+                                "embedding-similarity, jemm, label-token, lfm2-candidate-likelihood, pplx-decider, "
+                                "startlux-instant)");
 }
 
 LoadedModel load_directory(const std::filesystem::path& dir, const std::string& source) {

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""End to end: the real s1serve binary serves the tiny LFM2.5-350M stand-in with the
+lfm2-candidate-likelihood contract.
+
+tests/fixtures/tiny-lfm2 is a random tiny Lfm2ForCausalLM with a tiny tokenizer carrying LFM2's chat
+tokens, the LFM2.5 chat template and s1serve.json {"contract": "lfm2-candidate-likelihood",
+"precision": "fp32"}; expected.jsonl holds the Transformers reference's answers, each option scored by
+an uncached forward (tools/reference/make_tiny_lfm2.py, tools/reference/lfm2_contract.py).
+
+1. every request of expected.jsonl goes to POST /v1/systemone (by name and by alias): 200 with the
+   §8.4 shape, the reference's input_tokens exactly and its answers within 1e-5;
+2. noul and score questions: 400 unsupported_question_type (also beside a choice question);
+   /v1/models lists the model with 255 options and entropy confidence;
+3. `s1serve validate` on the reference file passes tight gates (exit 0).
+
+    python3 tests/e2e/lfm2_e2e.py --binary build/s1serve
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
+sys.path.insert(0, HERE)
+
+import s1harness  # noqa: E402
+from cua_s1_e2e import compare, expect_error, post, read_jsonl  # noqa: E402
+
+MODEL_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-lfm2")
+TOLERANCE = 1e-5
+
+
+def check_serving(binary, name, alias, lines, problems):
+    with s1harness.Server(binary, ["--model", MODEL_DIR, "--port", "0"], name="lfm2") as server:
+        for number, line in enumerate(lines):
+            body = dict(line["request"], model=name if number % 2 == 0 else alias)
+            response = post(server, body)
+            where = f"request {number}"
+            if response.status != 200:
+                problems.append(f"{where}: status {response.status}: {response.body[:300]!r}")
+                continue
+            shape = []
+            s1harness.check_systemone_200(body, response, shape)
+            problems += [f"{where}: {p}" for p in shape]
+            got = response.json()
+            if got["usage"]["input_tokens"] != line["input_tokens"]:
+                problems.append(f"{where}: input_tokens {got['usage']} vs reference {line['input_tokens']}")
+            for key, answer in line["answers"].items():
+                compare(f"{where}/{key}", answer, got["answers"][key], problems)
+
+        pick = {"type": "choice", "criteria": {"a": None, "b": "Click B"}}
+        for kind, question in (("noul", {"type": "noul"}), ("score", {"type": "score", "criteria": ["lo", "hi"]})):
+            expect_error(server, {"model": name, "state": "s", "questions": {"q": question}}, 400,
+                         "unsupported_question_type", kind, problems)
+            expect_error(server, {"model": name, "state": "s", "questions": {"c": pick, "q": question}}, 400,
+                         "unsupported_question_type", f"choice + {kind}", problems)
+
+        listed = s1harness.request(server, "GET", "/v1/models").json()
+        entry = next((m for m in listed.get("models", []) if m.get("name") == name), None)
+        if (entry is None or entry.get("max_choice_options") != 255 or entry.get("question_types") != ["choice"]
+                or entry.get("confidence_method") != "entropy"):
+            problems.append(f"/v1/models entry {entry}")
+
+
+def check_validate(binary, problems):
+    reference = os.path.join(MODEL_DIR, "expected.jsonl")
+    result = subprocess.run([binary, "validate", "--model", MODEL_DIR, "--reference", reference,
+                             "--max-prob-drift", str(TOLERANCE), "--decision-margin", "0.0001"],
+                            capture_output=True, text=True, timeout=300)
+    summary = json.loads(result.stdout) if result.stdout.strip() else {}
+    if result.returncode != 0 or not summary.get("pass") or summary.get("questions") != 6:
+        problems.append(f"validate on the reference: exit {result.returncode}, {result.stdout} {result.stderr[-500:]}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--binary", required=True)
+    args = parser.parse_args()
+    binary = os.path.abspath(args.binary)
+    decision = json.load(open(os.path.join(MODEL_DIR, "s1serve.json")))
+    lines = read_jsonl(os.path.join(MODEL_DIR, "expected.jsonl"))
+    s1harness.install_signal_handlers()
+    problems: list[str] = []
+    try:
+        check_serving(binary, decision["name"], decision["aliases"][0], lines, problems)
+    finally:
+        s1harness.Server.stop_all()
+    check_validate(binary, problems)
+    for problem in problems:
+        print("FAIL:", problem, file=sys.stderr)
+    print(f"lfm2 e2e: {len(lines)} reference requests, {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

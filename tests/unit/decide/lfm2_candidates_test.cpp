@@ -1,0 +1,221 @@
+#include "decide/contracts/lfm2_candidates.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "api/request.h"
+#include "decide/contract_table.h"
+#include "model/checkpoint/load_error.h"
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
+
+namespace s1::decide {
+namespace {
+
+std::filesystem::path fixture_dir() {
+  const char* source = std::getenv("S1SERVE_SOURCE_DIR");
+  return std::filesystem::path(source != nullptr ? source : ".") / "tests" / "fixtures" / "tiny-lfm2";
+}
+
+std::vector<api::Json> read_jsonl(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::vector<api::Json> lines;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) lines.push_back(api::Json::parse(line));
+  }
+  return lines;
+}
+
+api::DecisionRequest typed_request(const api::Json& body) {
+  api::RequestLimits limits;
+  limits.has_default_model = true;
+  auto request = api::validate_system_one_request(body, limits);
+  if (!request) throw std::runtime_error("fixture request rejected: " + request.error().message);
+  return request.value();
+}
+
+api::Question choice(std::vector<api::ChoiceOption> options, api::Json instructions = nullptr) {
+  api::Question question;
+  question.type = api::QuestionType::choice;
+  question.key = "q";
+  question.instructions = std::move(instructions);
+  question.options = std::move(options);
+  return question;
+}
+
+std::vector<int32_t> encode(const text::Tokenizer& tokenizer, std::string_view text) {
+  text::EncodeOptions options;
+  options.add_special_tokens = false;
+  return tokenizer.encode(text, options).ids;
+}
+
+TEST(Lfm2CandidatesPrompt, SchemaAndMessages) {
+  const api::Question question = choice({{"yes", "asks for a refund"}, {"n\"o", nullptr}}, "Refund?");
+  EXPECT_EQ(lfm2_candidates_schema(question),
+            R"({"type": "object", "properties": {"answer": {"type": "string", "description": )"
+            R"("{\"instructions\": \"Refund?\", \"criteria\": {\"yes\": \"asks for a refund\", \"n\\\"o\": null}}", )"
+            R"("enum": ["yes", "n\"o"]}}, "required": ["answer"], "additionalProperties": false})");
+  const auto messages = lfm2_candidates_messages(api::Json::parse(R"({"a":[1,"é"]})"), question);
+  ASSERT_EQ(messages.size(), 2U);
+  EXPECT_EQ(messages[0].role, "system");
+  EXPECT_EQ(messages[0].content, "Extract the attributes from the text. Return only a JSON object matching this schema. "
+                                 "Use the exact allowed values. No explanation or markdown.\n" +
+                                     lfm2_candidates_schema(question));
+  EXPECT_EQ(messages[1].role, "user");
+  EXPECT_EQ(messages[1].content, "{\"a\": [1, \"\xc3\xa9\"]}");
+  EXPECT_EQ(lfm2_candidates_messages("  plain  ", question)[1].content, "  plain  ");
+  EXPECT_EQ(lfm2_candidates_value({"日本\"語", nullptr}), "\"日本\\\"語\"\n");
+  EXPECT_EQ(lfm2_candidates_field_suffix(), "  \"answer\": ");
+  EXPECT_EQ(lfm2_candidates_prompt_tail(), "{\n");
+  api::Question noul = choice({{"a", nullptr}});
+  noul.type = api::QuestionType::noul;
+  EXPECT_THROW(lfm2_candidates_messages("S", noul), std::invalid_argument);
+  EXPECT_THROW(lfm2_candidates_messages("S", choice({})), std::invalid_argument);
+}
+
+// Text and token ids of every question of requests.jsonl against Transformers' apply_chat_template
+// and tokenizer (tools/reference/make_tiny_lfm2.py wrote prompts.jsonl): the prompt, the field
+// suffix and each option's value.
+TEST(Lfm2CandidatesPrompt, MatchesTransformersGoldens) {
+  const auto requests = read_jsonl(fixture_dir() / "requests.jsonl");
+  const auto goldens = read_jsonl(fixture_dir() / "prompts.jsonl");
+  const auto chat_template = text::ChatTemplate::from_model_dir(fixture_dir());
+  ASSERT_EQ(chat_template.name(), "lfm2");
+  const auto tokenizer = text::Tokenizer::from_file(fixture_dir() / "tokenizer.json");
+  std::size_t checked = 0;
+  for (const api::Json& golden : goldens) {
+    const api::DecisionRequest request = typed_request(requests.at(golden["request"].get<std::size_t>()));
+    const std::string key = golden["question"].get<std::string>();
+    const auto question = std::find_if(request.questions.begin(), request.questions.end(),
+                                       [&](const api::Question& q) { return q.key == key; });
+    ASSERT_NE(question, request.questions.end()) << key;
+    const std::string prompt = chat_template.render(lfm2_candidates_messages(request.state, *question), true,
+                                                    text::Thinking::disabled) +
+                               std::string(lfm2_candidates_prompt_tail());
+    EXPECT_EQ(prompt, golden["text"].get<std::string>()) << key;
+    EXPECT_TRUE(prompt.starts_with("<|startoftext|><|im_start|>system\n"));
+    EXPECT_EQ(encode(tokenizer, prompt), golden["ids"].get<std::vector<int32_t>>()) << key;
+    EXPECT_EQ(encode(tokenizer, lfm2_candidates_field_suffix()), golden["suffix"].get<std::vector<int32_t>>());
+    ASSERT_EQ(question->options.size(), golden["values"].size()) << key;
+    for (std::size_t i = 0; i < question->options.size(); ++i) {
+      EXPECT_EQ(encode(tokenizer, lfm2_candidates_value(question->options[i])),
+                golden["values"][i].get<std::vector<int32_t>>())
+          << key << "/" << question->options[i].name;
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 6U);
+}
+
+TEST(Lfm2CandidatesReadout, SoftmaxOfLogLikelihoodsAndEntropyConfidence) {
+  // API contract §5.2's worked values: scores −i (log-likelihoods are ≤ 0), entropy confidence.
+  const std::vector<double> scores{-0.0, -1.0, -2.0};
+  const auto answer = lfm2_candidates_answer(scores);
+  ASSERT_TRUE(answer);
+  EXPECT_NEAR(answer.value().probabilities[0], 0.6652409557748218, 1e-12);
+  EXPECT_NEAR(answer.value().probabilities[2], 0.09003057317038046, 1e-12);
+  EXPECT_NEAR(answer.value().confidence, 0.24232088933841778, 1e-12);
+  EXPECT_EQ(answer.value().choice_index, 0U);
+  // No length normalisation: a longer value's larger (more negative) sum is compared as it is.
+  const std::vector<double> sums{-12.0, -3.5};
+  EXPECT_EQ(lfm2_candidates_answer(sums).value().choice_index, 1U);
+  // Exact ties go to the earliest option, with zero confidence.
+  const std::vector<double> tie{-4.25, -4.25};
+  EXPECT_EQ(lfm2_candidates_answer(tie).value().choice_index, 0U);
+  EXPECT_EQ(lfm2_candidates_answer(tie).value().confidence, 0.0);
+  const std::vector<double> one{-30.0};
+  EXPECT_EQ(lfm2_candidates_answer(one).value().confidence, 1.0);
+  EXPECT_EQ(lfm2_candidates_answer(one).value().probabilities, std::vector<double>{1.0});
+  // A non-finite score is a 500, as the reference worker raises on one.
+  for (const double broken : {NAN, -INFINITY}) {
+    const std::vector<double> scores_with_broken{broken, -1.0};
+    EXPECT_EQ(lfm2_candidates_answer(scores_with_broken).error().code, api::ErrorCode::internal_error);
+  }
+}
+
+void expect_reference_answers(runtime::Engine& engine) {
+  std::size_t questions = 0;
+  for (const api::Json& line : read_jsonl(fixture_dir() / "expected.jsonl")) {
+    const api::DecisionRequest request = typed_request(line["request"]);
+    auto plan = engine.prepare(request, {});
+    ASSERT_TRUE(plan) << plan.error().message;
+    EXPECT_EQ(plan.value()->input_tokens, line["input_tokens"].get<int64_t>());
+    auto raw = engine.run(*plan.value());
+    ASSERT_TRUE(raw);
+    auto answers = engine.finish(request, *plan.value(), std::move(raw.value()));
+    ASSERT_TRUE(answers);
+    for (std::size_t q = 0; q < request.questions.size(); ++q, ++questions) {
+      const api::Json& expected = line["answers"][request.questions[q].key];
+      const api::Answer& got = answers.value()[q];
+      EXPECT_EQ(request.questions[q].options[got.choice_index].name, expected["choice"].get<std::string>());
+      EXPECT_NEAR(got.confidence, expected["confidence"].get<double>(), 1e-5);
+      std::size_t i = 0;
+      for (const auto& [name, p] : expected["probabilities"].items()) {
+        EXPECT_NEAR(got.probabilities.at(i++), p.get<double>(), 1e-5) << request.questions[q].key << "/" << name;
+      }
+    }
+  }
+  EXPECT_EQ(questions, 6U);
+}
+
+TEST(Lfm2CandidatesEngine, AnswersLikeTheTransformersReference) {
+  LoadedModel model = load_model(fixture_dir().string());
+  EXPECT_EQ(model.name, "tiny-lfm2");
+  const runtime::ModelInfo info = model.engine->info();
+  EXPECT_EQ(info.question_types, std::vector{api::QuestionType::choice});
+  EXPECT_EQ(info.max_choice_options, 255U);
+  EXPECT_EQ(info.confidence_method, "entropy");
+  expect_reference_answers(*model.engine);
+}
+
+TEST(Lfm2CandidatesEngine, BatchSizeDoesNotChangeAnswers) {
+  Lfm2CandidatesSettings settings;
+  settings.candidate_batch_size = 1;
+  const auto one_by_one = make_lfm2_candidates_engine(fixture_dir(), settings);
+  expect_reference_answers(*one_by_one);
+  settings.candidate_batch_size = 5;
+  const auto in_fives = make_lfm2_candidates_engine(fixture_dir(), settings);
+  expect_reference_answers(*in_fives);
+}
+
+TEST(Lfm2CandidatesEngine, RefusesOtherQuestionTypes) {
+  LoadedModel model = load_model(fixture_dir().string());
+  const auto refused = [&](const char* body) {
+    auto plan = model.engine->prepare(typed_request(api::Json::parse(body)), {});
+    return plan ? api::ErrorCode::internal_error : plan.error().code;
+  };
+  EXPECT_EQ(refused(R"({"state":"s","questions":{"a":{"type":"choice","criteria":{"x":null}},"b":{"type":"noul"}}})"),
+            api::ErrorCode::unsupported_question_type);
+  EXPECT_EQ(refused(R"({"state":"s","questions":{"a":{"type":"score","criteria":["lo","hi"]}}})"),
+            api::ErrorCode::unsupported_question_type);
+  runtime::PrepareLimits tight;
+  tight.token_budget = 100;
+  auto over_budget = model.engine->prepare(
+      typed_request(api::Json::parse(R"({"state":"s","questions":{"a":{"type":"choice","criteria":{"x":null}}}})")),
+      tight);
+  ASSERT_FALSE(over_budget);
+}
+
+TEST(Lfm2CandidatesSettings, ReadsAndRejectsDecisionFileMembers) {
+  const auto read = [](const char* text) {
+    checkpoint::ConfigReader reader(nlohmann::ordered_json::parse(text), "s1serve.json");
+    return read_lfm2_candidates_settings(reader);
+  };
+  const Lfm2CandidatesSettings settings = read(R"({"name":"x","aliases":["y"],"precision":"fp32","candidate_batch_size":8})");
+  EXPECT_EQ(settings.name, "x");
+  EXPECT_EQ(settings.candidate_batch_size, 8U);
+  EXPECT_EQ(settings.precision, kernels::Precision::fp32);
+  EXPECT_THROW(read(R"({"candidate_batch_size":0})"), checkpoint::LoadError);
+  EXPECT_THROW(read(R"({"precision":"fp16"})"), checkpoint::LoadError);
+  EXPECT_THROW(read(R"({"temperature":2.0})"), checkpoint::LoadError);
+}
+
+}  // namespace
+}  // namespace s1::decide
