@@ -25,12 +25,6 @@ constexpr std::string_view field = "answer";
 constexpr std::string_view prompt_tail = "{\n";
 constexpr std::string_view field_suffix = "  \"answer\": ";
 
-// A string as-is; an object or array as Python's json.dumps(value, ensure_ascii=False).
-std::string python_text(const api::Json& value) {
-  if (value.is_string()) return value.get<std::string>();
-  return python_json(value);
-}
-
 }  // namespace
 
 Lfm2CandidatesSettings default_lfm2_candidates_settings() {
