@@ -5,7 +5,8 @@
 //     → out(x) → L2-normalised
 //
 // with exact GELU and LayerNorm(eps 1e-5) where the checkpoint has norms.i tensors. The published
-// CLM-v0.1-8B heads have one hidden block with LayerNorm and no residual: 4096 → 1536 → 1536 → 512.
+// CLM-v0.1-8B heads have one hidden block with LayerNorm and no residual (cfg), 4096 → 1536 → 1536 → 512
+// (the width as its 18.9M parameters imply).
 // tools/convert_clm_heads.py writes the tensors as <head>.inp.weight, <head>.hidden.0.bias, … for the
 // heads "state_head" and "action_head".
 
