@@ -112,6 +112,49 @@ TEST(DeciderPrompt, RefusesWhatTheReferenceCannotRender) {
   }
 }
 
+// Rendered text of the reference's own CPU fixtures (ThinkFlowLab/system1-omni
+// tests/decider/data/cpu.json "rendered_state" and "rows"; cases the System One schema admits).
+TEST(DeciderPrompt, MatchesTheReferenceRenderedText) {
+  const api::DecisionRequest scored = typed_request(api::Json::parse(R"({"state":{"items":[1,{"_index":77,"text":"保留"},1,{"_index":77,"text":"保留"},1,{"_index":77,"text":"保留"},1,{"_index":77,"text":"保留"}]},
+      "questions":{"score-id":{"type":"score","instructions":{"ask":"How severe?"},"criteria":[" 0: level 0"," 1: level 1"]}}})"));
+  EXPECT_EQ(decider_state_text(scored.state),
+            "{\"items\": [{\"_index\": 0, \"value\": 1}, {\"_index\": 77, \"text\": \"保留\"}, {\"_index\": 2, \"value\": 1}, "
+            "{\"_index\": 77, \"text\": \"保留\"}, {\"_index\": 4, \"value\": 1}, {\"_index\": 77, \"text\": \"保留\"}, "
+            "{\"_index\": 6, \"value\": 1}, {\"_index\": 77, \"text\": \"保留\"}]}");
+  auto levels = decider_rows(scored.questions[0]);
+  ASSERT_TRUE(levels);
+  ASSERT_EQ(levels.value().size(), 2U);
+  EXPECT_EQ(levels.value()[1].question,
+            "{\"ask\": \"How severe?\"}\nProposed answer: level 1\nDoes the proposed answer fit?");
+
+  const api::DecisionRequest mixed = typed_request(api::Json::parse(R"({"state":{"b":"é","a":[-0.0,1e-05,1e+16,null]},
+      "questions":{"first":{"type":"choice","instructions":["Which?",1],"criteria":{"a":null,"b":null}},
+                   "second":{"type":"score","instructions":"Level","criteria":["fine","bad"]},
+                   "third":{"type":"noul","instructions":null,"criteria":{"false":"fine"}},
+                   "fourth":{"type":"noul","criteria":{"true":{"ask":"refund"}}},
+                   "fifth":{"type":"choice","instructions":"Pick 中文","criteria":{"候选0":null,"候选1":{"text":"é","n":1}}}}})"));
+  EXPECT_EQ(decider_state_text(mixed.state), "{\"b\": \"é\", \"a\": [-0.0, 1e-05, 1e+16, null]}");
+  const std::vector<std::pair<std::string, std::vector<std::string>>> expected = {
+      {"[\"Which?\", 1]", {"a", "b"}},
+      {"Level\nProposed answer: fine\nDoes the proposed answer fit?", {"no", "yes"}},
+      {"Level\nProposed answer: bad\nDoes the proposed answer fit?", {"no", "yes"}},
+      {"Which answer fits the context?", {"no: fine", "yes"}},
+      {"Which answer fits the context?", {"no", "yes: {\"ask\": \"refund\"}"}},
+      {"Pick 中文", {"候选0", "候选1: {\"text\": \"é\", \"n\": 1}"}},
+  };
+  std::vector<DeciderRow> rows;
+  for (const api::Question& question : mixed.questions) {
+    auto question_rows = decider_rows(question);
+    ASSERT_TRUE(question_rows) << question.key;
+    rows.insert(rows.end(), question_rows.value().begin(), question_rows.value().end());
+  }
+  ASSERT_EQ(rows.size(), expected.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i].question, expected[i].first) << i;
+    EXPECT_EQ(rows[i].options, expected[i].second) << i;
+  }
+}
+
 TEST(DeciderPrompt, MatchesTransformersGoldens) {
   const text::Tokenizer tokenizer = text::Tokenizer::from_file(fixture_dir() / "tokenizer.json");
   const std::vector<int32_t> labels = fixture_label_ids();
