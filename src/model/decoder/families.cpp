@@ -82,4 +82,15 @@ std::unique_ptr<CausalDecoder> load_causal_decoder(const std::filesystem::path& 
   return family->load(dir, precision);
 }
 
+std::unique_ptr<CausalDecoder> load_causal_decoder_with_adapter(const std::filesystem::path& dir,
+                                                                kernels::Precision precision,
+                                                                const LoraAdapter& adapter) {
+  if (decoder_family_of(dir) != "qwen3_5") {
+    throw checkpoint::LoadError((dir / "config.json").string() +
+                                ": an unmerged LoRA adapter is applied only to the qwen3_5 family (model_type "
+                                "qwen3_5 or qwen3_5_text)");
+  }
+  return qwen3_5::load_qwen3_5(dir, precision, false, qwen3_5::OutputHead::lm_head, &adapter);
+}
+
 }  // namespace s1::decoder

@@ -19,6 +19,7 @@
 #include "kernels/swiglu.h"
 #include "model/checkpoint/checkpoint.h"
 #include "model/checkpoint/load_error.h"
+#include "model/decoder/lora_adapter.h"
 #include "model/qwen3_5/config.h"
 
 namespace s1::qwen3_5 {
@@ -126,6 +127,16 @@ struct Layer {
   PackedLinear gate, up, down;
 };
 
+// An unmerged LoRA adapter's low-rank terms for one layer's projections (absent when not adapted).
+struct LayerLora {
+  std::optional<decoder::LowRankDelta> mixer_input, mixer_output, gate, up, down;
+};
+
+void add_low_rank(const std::optional<decoder::LowRankDelta>& delta, std::span<const float> x,
+                  std::span<float> y) {
+  if (delta) delta->add_to(x, y);
+}
+
 class Qwen35State final : public decoder::SequenceState {
  public:
   [[nodiscard]] std::size_t length() const override { return tokens; }
@@ -148,7 +159,7 @@ struct BranchRows {
 class Qwen35Decoder final : public decoder::CausalDecoder {
  public:
   Qwen35Decoder(const Qwen35Config& config, const Checkpoint& weights, kernels::Precision precision,
-                bool noncausal_full_attention, OutputHead head);
+                bool noncausal_full_attention, OutputHead head, const decoder::LoraAdapter* lora);
 
   [[nodiscard]] const decoder::DecoderInfo& info() const override { return info_; }
   [[nodiscard]] const decoder::OutputMatrix& lm_head() const override {
@@ -173,6 +184,9 @@ class Qwen35Decoder final : public decoder::CausalDecoder {
     return static_cast<std::size_t>(config_.linear_num_value_heads * config_.linear_value_head_dim);
   }
   [[nodiscard]] std::size_t conv_channels() const { return 2 * key_dim() + value_dim(); }
+  [[nodiscard]] const LayerLora* lora_of(const Layer& layer) const {
+    return loras_.empty() ? nullptr : &loras_[static_cast<std::size_t>(&layer - layers_.data())];
+  }
   [[nodiscard]] std::size_t conv_history() const { return static_cast<std::size_t>(config_.linear_conv_kernel_dim) - 1; }
 
   Qwen35Config config_;
@@ -182,6 +196,7 @@ class Qwen35Decoder final : public decoder::CausalDecoder {
   std::vector<float> embeddings_;  // empty when tied with an LM head: the LM head rows are the table
   std::vector<float> final_norm_;
   std::vector<Layer> layers_;
+  std::vector<LayerLora> loras_;  // per layer; empty without an adapter
   std::size_t attention_layers_ = 0;
   std::size_t delta_layers_ = 0;
 
@@ -194,7 +209,8 @@ class Qwen35Decoder final : public decoder::CausalDecoder {
 };
 
 Qwen35Decoder::Qwen35Decoder(const Qwen35Config& config, const Checkpoint& weights, kernels::Precision precision,
-                             bool noncausal_full_attention, OutputHead head)
+                             bool noncausal_full_attention, OutputHead head,
+                             const decoder::LoraAdapter* lora)
     : config_(config), noncausal_(noncausal_full_attention) {
   if (!kernels::linear_supported(precision)) {
     throw LoadError(weights.source().string() + ": bf16 needs a CPU with AVX-512 (AMX preferred); use fp32");
@@ -268,6 +284,38 @@ Qwen35Decoder::Qwen35Decoder(const Qwen35Config& config, const Checkpoint& weigh
       });
     }
     const std::string m = layer + "mlp.";
+    if (lora != nullptr) {
+      const std::string& p = source.prefix();
+      const auto low_rank = [&](std::initializer_list<decoder::LowRankDelta::Part> parts, int64_t in,
+                                const std::string& what) {
+        return decoder::LowRankDelta::make(std::vector<decoder::LowRankDelta::Part>(parts),
+                                           static_cast<std::size_t>(in), lora->scale(),
+                                           weights.source().string() + ": " + p + what);
+      };
+      const auto part = [&](const std::string& name, int64_t rows) {
+        return decoder::LowRankDelta::Part{static_cast<std::size_t>(rows), lora->take(p + name)};
+      };
+      LayerLora adapted;
+      if (attention) {
+        const std::string a = layer + "self_attn.";
+        adapted.mixer_input = low_rank({part(a + "q_proj.weight", heads * head_dim * 2),
+                                        part(a + "k_proj.weight", kv_heads * head_dim),
+                                        part(a + "v_proj.weight", kv_heads * head_dim)},
+                                       h, a + "q/k/v_proj");
+        adapted.mixer_output = low_rank({part(a + "o_proj.weight", h)}, heads * head_dim, a + "o_proj");
+      } else {
+        const std::string d = layer + "linear_attn.";
+        adapted.mixer_input = low_rank({part(d + "in_proj_qkv.weight", channels),
+                                        part(d + "in_proj_z.weight", value_width),
+                                        part(d + "in_proj_b.weight", v_heads), part(d + "in_proj_a.weight", v_heads)},
+                                       h, d + "in_proj_*");
+        adapted.mixer_output = low_rank({part(d + "out_proj.weight", h)}, value_width, d + "out_proj");
+      }
+      adapted.gate = low_rank({part(m + "gate_proj.weight", inner)}, h, m + "gate_proj");
+      adapted.up = low_rank({part(m + "up_proj.weight", inner)}, h, m + "up_proj");
+      adapted.down = low_rank({part(m + "down_proj.weight", h)}, inner, m + "down_proj");
+      loras_.push_back(std::move(adapted));
+    }
     layers_.push_back(Layer{
         slot,
         source.zero_centred_norm(layer + "input_layernorm.weight", h),
@@ -280,6 +328,7 @@ Qwen35Decoder::Qwen35Decoder(const Qwen35Config& config, const Checkpoint& weigh
     });
   }
   source.check_all_used();
+  if (lora != nullptr) lora->check_all_taken();
 
   info_.family = "qwen3_5";
   info_.hidden_size = hs;
@@ -374,10 +423,16 @@ std::vector<decoder::BranchOutput> Qwen35Decoder::forward(const decoder::Sequenc
     }
     for (std::size_t i = 0; i < hidden_.size(); ++i) hidden_[i] += mixed_[i];
     kernels::rms_norm(hidden_, layer.post_norm, eps, normed_);
+    const LayerLora* lora = lora_of(layer);
     layer.gate.forward(normed_, gate_);
     layer.up.forward(normed_, up_);
+    if (lora != nullptr) {
+      add_low_rank(lora->gate, normed_, gate_);
+      add_low_rank(lora->up, normed_, up_);
+    }
     kernels::silu_mul(gate_, up_, gate_);
     layer.down.forward(gate_, mixed_);
+    if (lora != nullptr) add_low_rank(lora->down, gate_, mixed_);
     for (std::size_t i = 0; i < hidden_.size(); ++i) hidden_[i] += mixed_[i];
   }
   kernels::rms_norm(std::span<const float>(hidden_).first(total * width), final_norm_, eps,
@@ -411,6 +466,7 @@ void Qwen35Decoder::attention_layer(const Layer& layer, const Qwen35State* base,
 
   projected_.resize(padded * stride);
   weights.qkv.forward(normed_, projected_);
+  if (const LayerLora* lora = lora_of(layer)) add_low_rank(lora->mixer_input, normed_, projected_);
   // q_proj interleaves per head: [query (head_dim) | output gate (head_dim)].
   queries_.resize(total * q_width);
   keys_.resize(total * kv_width);
@@ -467,6 +523,7 @@ void Qwen35Decoder::attention_layer(const Layer& layer, const Qwen35State* base,
     }
   }
   weights.output.forward(context_, mixed_);
+  if (const LayerLora* lora = lora_of(layer)) add_low_rank(lora->mixer_output, context_, mixed_);
 }
 
 void Qwen35Decoder::delta_layer(const Layer& layer, const Qwen35State* base, std::span<const BranchRows> rows,
@@ -490,6 +547,7 @@ void Qwen35Decoder::delta_layer(const Layer& layer, const Qwen35State* base, std
 
   projected_.resize(padded * stride);
   weights.input.forward(normed_, projected_);
+  if (const LayerLora* lora = lora_of(layer)) add_low_rank(lora->mixer_input, normed_, projected_);
 
   conv_out_.resize(total * channels);
   std::vector<float> tail;
@@ -556,15 +614,17 @@ void Qwen35Decoder::delta_layer(const Layer& layer, const Qwen35State* base, std
   const std::span<float> real_rows = std::span<float>(core_).first(total * values);
   kernels::gated_rms_norm(real_rows, z_, weights.norm, eps, real_rows);
   weights.output.forward(core_, mixed_);
+  if (const LayerLora* lora = lora_of(layer)) add_low_rank(lora->mixer_output, core_, mixed_);
 }
 
 }  // namespace
 
 std::unique_ptr<decoder::CausalDecoder> load_qwen3_5(const std::filesystem::path& dir, kernels::Precision precision,
-                                                     bool noncausal_full_attention, OutputHead head) {
+                                                     bool noncausal_full_attention, OutputHead head,
+                                                     const decoder::LoraAdapter* lora) {
   const Qwen35Config config = read_qwen3_5_config(dir / "config.json");
   const Checkpoint weights = Checkpoint::open(dir);
-  return std::make_unique<Qwen35Decoder>(config, weights, precision, noncausal_full_attention, head);
+  return std::make_unique<Qwen35Decoder>(config, weights, precision, noncausal_full_attention, head, lora);
 }
 
 }  // namespace s1::qwen3_5

@@ -7,6 +7,7 @@
 
 #include "kernels/precision.h"
 #include "model/decoder/causal_decoder.h"
+#include "model/decoder/lora_adapter.h"
 
 namespace s1::qwen3_5 {
 
@@ -27,8 +28,12 @@ enum class OutputHead { lm_head, none };
 // noncausal_full_attention: full-attention layers attend bidirectionally within each sequence while
 // GDN layers stay causal (D3, pplx-decider). Earlier positions then depend on later tokens, so a
 // prefix state cannot be reused: forward() with a prefix throws std::invalid_argument.
+//
+// lora: a PEFT adapter applied unmerged (every adapted projection adds its fp32 low-rank term at run
+// time); every one of its pairs must adapt a text-decoder projection, else a LoadError.
 std::unique_ptr<decoder::CausalDecoder> load_qwen3_5(const std::filesystem::path& dir, kernels::Precision precision,
                                                      bool noncausal_full_attention = false,
-                                                     OutputHead head = OutputHead::lm_head);
+                                                     OutputHead head = OutputHead::lm_head,
+                                                     const decoder::LoraAdapter* lora = nullptr);
 
 }  // namespace s1::qwen3_5
