@@ -12,7 +12,10 @@ states whose prompt is exactly 8,192 and 8,193 tokens (tools/reference/make_tiny
    400 too_many_options; an 8,193-token prompt: 400 max_tokens_exceeded while 8,192 tokens answer;
    /v1/models lists the model with 32 options, all three types and max_probability confidence;
 3. `s1serve validate` on the reference file passes tight gates (exit 0, no flips) and fails on a
-   tampered reference (exit 1).
+   tampered reference (exit 1);
+4. the stand-in with the PEFT adapter of tests/fixtures/tiny-jemm-lora (applied unmerged): validate
+   passes against the adapter's reference within 1e-4 (fp32 rounding order can move a logit by one
+   BF16 step) and fails against the adapter-free reference.
 
     python3 tests/e2e/jemm_e2e.py --binary build/s1serve
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -79,8 +83,11 @@ def expect_error(server, body, status, error_type, where, problems):
         problems.append(f"{where}: {response.status} {response.body[:200]!r}, expected {status} {error_type}")
 
 
-def validate(binary, reference, *gates):
-    return subprocess.run([binary, "validate", "--model", MODEL_DIR, "--reference", reference, *gates],
+LORA_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-jemm-lora")
+
+
+def validate(binary, reference, *gates, model_dir=MODEL_DIR):
+    return subprocess.run([binary, "validate", "--model", model_dir, "--reference", reference, *gates],
                           capture_output=True, text=True, timeout=300)
 
 
@@ -156,6 +163,24 @@ def check_validate(binary, lines, problems):
             problems.append(f"validate on a tampered reference: exit {result.returncode}, {result.stdout}")
 
 
+def check_adapter(binary, problems):
+    with tempfile.TemporaryDirectory() as temp:
+        model_dir = os.path.join(temp, "tiny-jemm-with-adapter")
+        shutil.copytree(MODEL_DIR, model_dir)
+        for name in ("adapter_config.json", "adapter_model.safetensors"):
+            shutil.copy(os.path.join(LORA_DIR, name), model_dir)
+        result = validate(binary, os.path.join(LORA_DIR, "expected.jsonl"), "--max-prob-drift", "1e-4",
+                          "--max-score-drift", "1e-4", "--decision-margin", "0.0001", model_dir=model_dir)
+        summary = json.loads(result.stdout) if result.stdout.strip() else {}
+        if result.returncode != 0 or not summary.get("pass"):
+            problems.append(f"validate with the adapter: exit {result.returncode}, {result.stdout} {result.stderr[-500:]}")
+        result = validate(binary, os.path.join(MODEL_DIR, "expected.jsonl"), "--max-prob-drift", "1e-4",
+                          model_dir=model_dir)
+        summary = json.loads(result.stdout) if result.stdout.strip() else {}
+        if result.returncode != 1 or not summary.get("max_prob_drift", 0) > 0.05:
+            problems.append(f"the adapter hardly changes the answers: exit {result.returncode}, {result.stdout}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--binary", required=True)
@@ -170,6 +195,7 @@ def main() -> int:
     finally:
         s1harness.Server.stop_all()
     check_validate(binary, lines, problems)
+    check_adapter(binary, problems)
     for problem in problems:
         print("FAIL:", problem, file=sys.stderr)
     print(f"jemm e2e: {len(lines)} reference requests, {len(problems)} problem(s)")

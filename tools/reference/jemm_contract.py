@@ -29,7 +29,10 @@ Output, one line per request, the format `s1serve validate --reference` reads:
     {"request": <the request>, "answers": {<key>: <System One answer>}, "input_tokens": N}
 With --prompts, one line per question instead: {"request", "question", "text", "ids"}.
 
-Usage: python3 tools/reference/jemm_contract.py --model-dir DIR [--prompts] < requests.jsonl
+With --adapter-dir, a PEFT LoRA adapter (adapter_config.json, adapter_model.safetensors) is added to the
+fp32 weights (scale * B @ A, no BF16 rounding of the delta: PEFT's unmerged fp32 maths up to rounding).
+
+Usage: python3 tools/reference/jemm_contract.py --model-dir DIR [--adapter-dir DIR] [--prompts] < requests.jsonl
 """
 
 from __future__ import annotations
@@ -149,14 +152,39 @@ def answer(question: dict, p: list[float]) -> dict:
             "probabilities": dict(zip(names, p))}
 
 
+def merge_adapter_fp32(model, adapter_dir: str) -> int:
+    """Adds scale * B @ A of every PEFT LoRA pair in adapter_dir to the fp32 model's weights: in fp32
+    this equals PEFT's unmerged W x + scale * B (A x) up to rounding (no BF16 rounding of the delta)."""
+    import torch
+    from safetensors.torch import load_file
+
+    with open(f"{adapter_dir}/adapter_config.json", encoding="utf-8") as f:
+        config = json.load(f)
+    scale = config["lora_alpha"] / config["r"]
+    tensors = load_file(f"{adapter_dir}/adapter_model.safetensors")
+    parameters = dict(model.named_parameters())
+    merged = 0
+    for name, a in tensors.items():
+        if not name.endswith(".lora_A.weight"):
+            continue
+        b = tensors[name.replace(".lora_A.weight", ".lora_B.weight")]
+        target = name[len("base_model.model."):-len(".lora_A.weight")] + ".weight"
+        with torch.no_grad():
+            parameters[target] += scale * (b.float() @ a.float())
+        merged += 1
+    return merged
+
+
 class JemmDecider:
-    def __init__(self, model_dir: str, bf16_logits: bool = True):
+    def __init__(self, model_dir: str, bf16_logits: bool = True, adapter_dir: str | None = None):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.torch = torch
         self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
         self.model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+        if adapter_dir is not None:
+            merge_adapter_fp32(self.model, adapter_dir)
         self.label_ids = []
         for label in LABELS:
             ids = self.tokenizer.encode(label, add_special_tokens=False)
@@ -192,8 +220,9 @@ def main() -> None:
     parser.add_argument("--model-dir", required=True)
     parser.add_argument("--prompts", action="store_true", help="print rendered prompts and token ids instead")
     parser.add_argument("--no-bf16-logits", action="store_true", help="keep the label logits in fp32")
+    parser.add_argument("--adapter-dir", help="a PEFT LoRA adapter to apply (merged in fp32)")
     args = parser.parse_args()
-    decider = JemmDecider(args.model_dir, not args.no_bf16_logits)
+    decider = JemmDecider(args.model_dir, not args.no_bf16_logits, args.adapter_dir)
     for number, line in enumerate(sys.stdin):
         if not line.strip():
             continue

@@ -16,6 +16,11 @@ Then tools/reference/jemm_contract.py over requests.jsonl writes prompts.jsonl (
 token ids per question), expected.jsonl (answers, the format `s1serve validate --reference` reads),
 python_coercion.jsonl (str(), repr() and flattened str() of values, as Python computes them) and
 limits.json (states whose one-question prompt is exactly 8,192 and 8,193 tokens).
+
+tests/fixtures/tiny-jemm-lora/ gets a random PEFT LoRA adapter for that checkpoint shaped like JEMM's
+(FP32, every text-decoder projection: q/k/v/o, the GDN in_proj_qkv/z/b/a and out_proj, MLP
+gate/up/down; rank 4, alpha 8, so scale 2 as JEMM's) and expected.jsonl: the reference answers with
+the adapter added to the fp32 weights. Tests serve a copy of tiny-jemm with these two adapter files.
 """
 
 from __future__ import annotations
@@ -36,6 +41,10 @@ from make_tiny_chat_models import perturb  # noqa: E402
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOKENIZER_DIR = os.path.join(REPO, "tests", "fixtures", "qwen-tiny-tokenizer", "qwen3_5")
 OUT = os.path.join(REPO, "tests", "fixtures", "tiny-jemm")
+LORA_OUT = os.path.join(REPO, "tests", "fixtures", "tiny-jemm-lora")
+LORA_TARGETS = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+                "linear_attn.in_proj_qkv", "linear_attn.in_proj_z", "linear_attn.in_proj_b", "linear_attn.in_proj_a",
+                "linear_attn.out_proj", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")
 
 COERCION_VALUES = [
     True, False, None, 0, -7, 18446744073709551615, 2.5, 1e-05, 0.0001, 1e16, 123456789012345.6, -0.0, 100.0,
@@ -91,6 +100,28 @@ def limit_states(decider: JemmDecider) -> dict:
     return {"question": LIMIT_QUESTION, "fits": result["8192"], "too_long": result["8193"]}
 
 
+def write_adapter(model: torch.nn.Module, rank: int = 4, alpha: int = 8) -> None:
+    """A random LoRA over every text-decoder projection, in PEFT's file layout."""
+    generator = torch.Generator().manual_seed(23)
+    tensors = {}
+    modules = []
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.Linear) and name.split(".", 3)[-1] in LORA_TARGETS:
+            out_features, in_features = module.weight.shape
+            key = f"base_model.model.{name}"
+            tensors[key + ".lora_A.weight"] = torch.randn(rank, in_features, generator=generator) * 0.2
+            tensors[key + ".lora_B.weight"] = torch.randn(out_features, rank, generator=generator) * 0.2
+            modules.append(name.rsplit(".", 1)[-1])
+    os.makedirs(LORA_OUT, exist_ok=True)
+    save_file(tensors, os.path.join(LORA_OUT, "adapter_model.safetensors"), metadata={"format": "pt"})
+    config = {"peft_type": "LORA", "r": rank, "lora_alpha": alpha, "lora_dropout": 0.0, "bias": "none",
+              "target_modules": sorted(set(modules)), "use_dora": False, "use_rslora": False,
+              "fan_in_fan_out": False, "modules_to_save": None, "task_type": "CAUSAL_LM"}
+    with open(os.path.join(LORA_OUT, "adapter_config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+        f.write("\n")
+
+
 def main() -> None:
     torch.manual_seed(11)
     for name in ("config.json", "model.safetensors", "generation_config.json", "jemm_lm_head.safetensors"):
@@ -140,6 +171,12 @@ def main() -> None:
     with open(os.path.join(OUT, "limits.json"), "w", encoding="utf-8") as f:
         json.dump(limit_states(decider), f, ensure_ascii=False)
         f.write("\n")
+
+    write_adapter(model)
+    adapted = JemmDecider(OUT, adapter_dir=LORA_OUT)
+    with open(os.path.join(LORA_OUT, "expected.jsonl"), "w", encoding="utf-8") as f:
+        for request in requests:
+            f.write(json.dumps(adapted.decide(request), ensure_ascii=False) + "\n")
     print(f"wrote {OUT}")
 
 

@@ -13,6 +13,7 @@
 #include "kernels/linear.h"
 #include "model/checkpoint/load_error.h"
 #include "model/decoder/families.h"
+#include "model/decoder/lora_adapter.h"
 #include "model/decoder/output_matrix.h"
 #include "text/tokenizer.h"
 
@@ -124,7 +125,8 @@ std::string jemm_tool_text(std::string_view description) {
   const std::string summary = python_flatten_whitespace(member_text(tool, "description"));
   if (!summary.empty()) text += " \u2014 " + summary;
   const auto parameters = tool.find("parameters");
-  const std::vector<std::string> names = parameters == tool.end() ? std::vector<std::string>() : parameter_names(*parameters);
+  const std::vector<std::string> names =
+      parameters == tool.end() ? std::vector<std::string>() : parameter_names(*parameters);
   if (!names.empty()) {
     text += " | params: ";
     for (std::size_t i = 0; i < names.size(); ++i) text += (i > 0 ? ", " : "") + names[i];
@@ -200,10 +202,10 @@ class JemmPlan : public runtime::Plan {
 class JemmEngine : public runtime::Engine {
  public:
   JemmEngine(const std::filesystem::path& model_dir, JemmSettings settings)
-      : settings_((refuse_unmerged_adapter(model_dir), std::move(settings))),
+      : settings_(std::move(settings)),
         tokenizer_(text::Tokenizer::from_file(model_dir / "tokenizer.json")),
         chat_template_(text::ChatTemplate::from_model_dir(model_dir)),
-        decoder_(decoder::load_causal_decoder(model_dir, settings_.precision)) {
+        decoder_(load_decoder(model_dir, settings_.precision)) {
     const decoder::DecoderInfo& model = decoder_->info();
     context_tokens_ = std::min(jemm_max_prompt_tokens, model.max_positions);
     text::EncodeOptions options;
@@ -296,19 +298,16 @@ class JemmEngine : public runtime::Engine {
   }
 
  private:
-  // The reference export keeps the FP32 LoRA unmerged and applies its A/B pairs per prompt; the
-  // decoder here runs plain weights, so serving such a directory would silently drop the adapter.
-  static void refuse_unmerged_adapter(const std::filesystem::path& model_dir) {
-    for (const char* name : {"adapter_model.safetensors", "adapter_config.json"}) {
-      const std::filesystem::path adapter = model_dir / name;
-      if (std::filesystem::exists(adapter)) {
-        throw checkpoint::LoadError(
-            adapter.string() +
-            ": an unmerged LoRA adapter; s1serve cannot apply one yet (JEMM's jemm-native/2 export keeps the FP32 "
-            "adapter unmerged). Serve a checkpoint with the adapter merged into the language weights (see "
-            "docs/models/jemm.md)");
-      }
+  // The reference keeps JEMM's FP32 LoRA unmerged (a pre-merged BF16 build failed its gate); a
+  // directory holding the adapter gets it applied the same way, never merged and never dropped.
+  static std::unique_ptr<decoder::CausalDecoder> load_decoder(const std::filesystem::path& model_dir,
+                                                              kernels::Precision precision) {
+    if (std::filesystem::exists(model_dir / "adapter_model.safetensors") ||
+        std::filesystem::exists(model_dir / "adapter_config.json")) {
+      const decoder::LoraAdapter adapter = decoder::LoraAdapter::from_directory(model_dir);
+      return decoder::load_causal_decoder_with_adapter(model_dir, precision, adapter);
     }
+    return decoder::load_causal_decoder(model_dir, precision);
   }
 
   JemmSettings settings_;

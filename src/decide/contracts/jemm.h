@@ -21,8 +21,9 @@
 //            unsupported_media) until the vision tower lands.
 //
 // The 32 rows come from jemm_lm_head.safetensors (tensor "weight", [32, hidden], the reference
-// export's side file) when the directory has it, else from the checkpoint's LM head. The reference
-// keeps the FP32 LoRA unmerged; s1serve runs merged weights only and refuses an adapter directory.
+// export's side file) when the directory has it, else from the checkpoint's LM head. A PEFT adapter
+// in the directory (adapter_config.json + adapter_model.safetensors, as the reference export keeps
+// JEMM's FP32 LoRA) is applied unmerged: every adapted projection adds its fp32 low-rank term.
 //
 // Every question's prompt is tokenised whole; their longest common token prefix (the chat header,
 // system message and state) runs once and every question branches from it.
@@ -94,7 +95,7 @@ api::Result<api::Answer> jemm_answer(api::QuestionType type, std::span<const dou
 
 // Loads the decoder, tokenizer.json, chat template and label rows of `model_dir`. Throws
 // checkpoint::LoadError or text::TokenizerLoadError naming the file and the problem (a label that is
-// not a single token, a side file of the wrong shape, an unmerged adapter).
+// not a single token, a side file of the wrong shape, an adapter the decoder cannot apply).
 std::unique_ptr<runtime::Engine> make_jemm_engine(const std::filesystem::path& model_dir,
                                                   const JemmSettings& settings);
 
