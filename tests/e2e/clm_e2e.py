@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -31,53 +30,10 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
 sys.path.insert(0, HERE)
 
 import s1harness  # noqa: E402
+from reference_answers import compare_answer, expect_error, post_systemone, read_jsonl, run_validate  # noqa: E402
 
 MODEL_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-clm")
 TOLERANCE = 1e-5
-
-
-def read_jsonl(path):
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def post(server, body):
-    return s1harness.request(server, "POST", "/v1/systemone", json_body=body, timeout=60.0)
-
-
-def close(where, name, got, want, problems):
-    if not isinstance(got, (int, float)) or abs(got - want) > TOLERANCE:
-        problems.append(f"{where}: {name} {got} vs reference {want}")
-
-
-def compare(where, expected, got, problems):
-    if got.get("type") != expected["type"]:
-        problems.append(f"{where}: type {got.get('type')} vs reference {expected['type']}")
-        return
-    if expected["type"] == "noul":
-        close(where, "noul", got.get("noul"), expected["noul"], problems)
-        return
-    if expected["type"] == "choice" and got.get("choice") != expected["choice"]:
-        problems.append(f"{where}: choice {got.get('choice')!r} vs reference {expected['choice']!r}")
-    if expected["type"] == "score":
-        close(where, "score", got.get("score"), expected["score"], problems)
-    close(where, "confidence", got.get("confidence"), expected["confidence"], problems)
-    if list(got.get("probabilities", {})) != list(expected["probabilities"]):
-        problems.append(f"{where}: labels {list(got.get('probabilities', {}))}")
-        return
-    for label, p in expected["probabilities"].items():
-        close(where, f"p[{label}]", got["probabilities"][label], p, problems)
-
-
-def expect_error(server, body, status, where, problems, error_type=None, location=None):
-    response = post(server, body)
-    detail = response.json().get("detail") if response.status != 200 else None
-    if response.status != status:
-        problems.append(f"{where}: {response.status} {response.body[:300]!r}, expected {status}")
-    elif error_type is not None and (not isinstance(detail, dict) or detail.get("error_type") != error_type):
-        problems.append(f"{where}: {detail}, expected {error_type}")
-    elif location is not None and (not isinstance(detail, list) or detail[0].get("loc") != location):
-        problems.append(f"{where}: {detail}, expected an issue at {location}")
 
 
 def check_serving(binary, name, lines, problems):
@@ -85,7 +41,7 @@ def check_serving(binary, name, lines, problems):
         first = {}
         for number, line in enumerate(lines):
             body = dict(line["request"], model=name)
-            response = post(server, body)
+            response = post_systemone(server, body)
             where = f"request {number}"
             if response.status != 200:
                 problems.append(f"{where}: status {response.status}: {response.body[:300]!r}")
@@ -98,21 +54,21 @@ def check_serving(binary, name, lines, problems):
             if got["usage"]["input_tokens"] != line["input_tokens"]:
                 problems.append(f"{where}: input_tokens {got['usage']} vs reference {line['input_tokens']}")
             for key, answer in line["answers"].items():
-                compare(f"{where}/{key}", answer, got["answers"][key], problems)
+                compare_answer(f"{where}/{key}", answer, got["answers"][key], TOLERANCE, problems)
 
         # Every candidate is cached now; a cache hit must not change a byte, usage included.
         for number in reversed(range(len(lines))):
-            response = post(server, dict(lines[number]["request"], model=name))
+            response = post_systemone(server, dict(lines[number]["request"], model=name))
             if response.status != 200 or response.body != first.get(number):
                 problems.append(f"request {number} from the cache: {response.status} {response.body[:300]!r} "
                                 f"vs {first.get(number, b'')[:300]!r}")
 
         empty = {"type": "choice", "instructions": "Pick", "criteria": {"a": None, "b": {}}}
-        expect_error(server, {"model": name, "state": "s", "questions": {"q": empty}}, 422,
+        expect_error(server, {"model": name, "state": "s", "questions": {"q": empty}}, 422, None,
                      "an option rendering empty", problems, location=["body", "questions", "q", "criteria", "b"])
         long_state = " ".join(f"word{i}" for i in range(600))
         expect_error(server, {"model": name, "state": long_state, "questions": {"q": {"type": "noul"}}}, 400,
-                     "a state over the text window", problems, error_type="max_tokens_exceeded")
+                     "max_tokens_exceeded", "a state over the text window", problems)
 
         listed = s1harness.request(server, "GET", "/v1/models").json()
         entry = next((m for m in listed.get("models", []) if m.get("name") == name), None)
@@ -124,9 +80,8 @@ def check_serving(binary, name, lines, problems):
 
 def check_validate(binary, problems):
     reference = os.path.join(MODEL_DIR, "expected.jsonl")
-    result = subprocess.run([binary, "validate", "--model", MODEL_DIR, "--reference", reference,
-                             "--max-prob-drift", str(TOLERANCE), "--decision-margin", "0.0001"],
-                            capture_output=True, text=True, timeout=300)
+    result = run_validate(binary, MODEL_DIR, reference, "--max-prob-drift", str(TOLERANCE),
+                          "--decision-margin", "0.0001")
     summary = json.loads(result.stdout) if result.stdout.strip() else {}
     if result.returncode != 0 or not summary.get("pass"):
         problems.append(f"validate on the reference: exit {result.returncode}, {result.stdout} {result.stderr[-500:]}")

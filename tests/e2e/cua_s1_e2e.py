@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -31,50 +30,17 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
 sys.path.insert(0, HERE)
 
 import s1harness  # noqa: E402
+from reference_answers import compare_answer, expect_error, post_systemone, read_jsonl, run_validate  # noqa: E402
 
 MODEL_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-cua-s1")
 TOLERANCE = 1e-5
-
-
-def read_jsonl(path):
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def post(server, body):
-    return s1harness.request(server, "POST", "/v1/systemone", json_body=body, timeout=60.0)
-
-
-def compare(where, expected, got, problems):
-    if got.get("type") != "choice" or got.get("choice") != expected["choice"]:
-        problems.append(f"{where}: {got.get('type')} {got.get('choice')!r} vs reference {expected['choice']!r}")
-    if abs(got.get("confidence", -1.0) - expected["confidence"]) > TOLERANCE:
-        problems.append(f"{where}: confidence {got.get('confidence')} vs reference {expected['confidence']}")
-    if list(got.get("probabilities", {})) != list(expected["probabilities"]):
-        problems.append(f"{where}: option order {list(got.get('probabilities', {}))}")
-        return
-    for name, p in expected["probabilities"].items():
-        if abs(got["probabilities"][name] - p) > TOLERANCE:
-            problems.append(f"{where}: p[{name}] {got['probabilities'][name]} vs reference {p}")
-
-
-def expect_error(server, body, status, error_type, where, problems):
-    response = post(server, body)
-    got_type = response.json().get("detail", {}).get("error_type") if response.status != 200 else None
-    if response.status != status or got_type != error_type:
-        problems.append(f"{where}: {response.status} {response.body[:200]!r}, expected {status} {error_type}")
-
-
-def validate(binary, reference, *gates):
-    return subprocess.run([binary, "validate", "--model", MODEL_DIR, "--reference", reference, *gates],
-                          capture_output=True, text=True, timeout=300)
 
 
 def check_serving(binary, name, lines, problems):
     with s1harness.Server(binary, ["--model", MODEL_DIR, "--port", "0"], name="cua-s1") as server:
         for number, line in enumerate(lines):
             body = dict(line["request"], model=name)
-            response = post(server, body)
+            response = post_systemone(server, body)
             where = f"request {number}"
             if response.status != 200:
                 problems.append(f"{where}: status {response.status}: {response.body[:300]!r}")
@@ -86,7 +52,7 @@ def check_serving(binary, name, lines, problems):
             if got["usage"]["input_tokens"] != line["input_tokens"]:
                 problems.append(f"{where}: input_tokens {got['usage']} vs reference {line['input_tokens']}")
             for key, answer in line["answers"].items():
-                compare(f"{where}/{key}", answer, got["answers"][key], problems)
+                compare_answer(f"{where}/{key}", answer, got["answers"][key], TOLERANCE, problems)
 
         pick = {"type": "choice", "criteria": {"a": None, "b": "Click B"}}
         for kind, question in (("noul", {"type": "noul"}), ("score", {"type": "score", "criteria": ["lo", "hi"]})):
@@ -107,7 +73,8 @@ def check_serving(binary, name, lines, problems):
 
 def check_validate(binary, lines, problems):
     reference = os.path.join(MODEL_DIR, "expected.jsonl")
-    result = validate(binary, reference, "--max-prob-drift", str(TOLERANCE), "--decision-margin", "0.0001")
+    result = run_validate(binary, MODEL_DIR, reference, "--max-prob-drift", str(TOLERANCE),
+                          "--decision-margin", "0.0001")
     summary = json.loads(result.stdout) if result.stdout.strip() else {}
     if result.returncode != 0 or not summary.get("pass") or summary.get("questions") != 9:
         problems.append(f"validate on the reference: exit {result.returncode}, {result.stdout} {result.stderr[-500:]}")
@@ -124,13 +91,13 @@ def check_validate(binary, lines, problems):
         path = os.path.join(temp, "tampered.jsonl")
         with open(path, "w", encoding="utf-8") as f:
             f.write(json.dumps(tampered, ensure_ascii=False) + "\n")
-        result = validate(binary, path, "--max-prob-drift", "0.02")
+        result = run_validate(binary, MODEL_DIR, path, "--max-prob-drift", "0.02")
         summary = json.loads(result.stdout) if result.stdout.strip() else {}
         if (result.returncode != 1 or summary.get("pass") is not False or summary.get("decision_flips") != 1
                 or not summary.get("max_prob_drift", 0) > 0.3):
             problems.append(f"validate on a tampered reference: exit {result.returncode}, {result.stdout}")
         # The same drift within a generous gate and with the flip under the decision margin passes.
-        result = validate(binary, path, "--max-prob-drift", "0.9", "--decision-margin", "0.95")
+        result = run_validate(binary, MODEL_DIR, path, "--max-prob-drift", "0.9", "--decision-margin", "0.95")
         summary = json.loads(result.stdout) if result.stdout.strip() else {}
         if result.returncode != 0 or summary.get("near_ties") != 1:
             problems.append(f"validate with wide gates: exit {result.returncode}, {result.stdout}")
@@ -138,7 +105,7 @@ def check_validate(binary, lines, problems):
         broken = os.path.join(temp, "broken.jsonl")
         with open(broken, "w") as f:
             f.write('{"answers": {}}\n')
-        result = validate(binary, broken)
+        result = run_validate(binary, MODEL_DIR, broken)
         if result.returncode != 2 or "request" not in result.stderr:
             problems.append(f"validate on a line without a request: exit {result.returncode}, {result.stderr}")
 

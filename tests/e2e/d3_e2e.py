@@ -34,43 +34,10 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
 sys.path.insert(0, HERE)
 
 import s1harness  # noqa: E402
+from reference_answers import compare_answer, expect_error, post_systemone, read_jsonl, run_validate  # noqa: E402
 
 FIXTURES = {name: os.path.join(ROOT, "tests", "fixtures", name) for name in ("tiny-d3", "tiny-pplx")}
 TOLERANCE = 1e-5
-
-
-def read_jsonl(path):
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def post(server, body):
-    return s1harness.request(server, "POST", "/v1/systemone", json_body=body, timeout=120.0)
-
-
-def near(a, b):
-    return isinstance(a, float) and abs(a - b) <= TOLERANCE
-
-
-def compare(where, expected, got, problems):
-    if got.get("type") != expected["type"]:
-        problems.append(f"{where}: type {got.get('type')} vs reference {expected['type']}")
-        return
-    if expected["type"] == "noul":
-        if not near(got.get("noul"), expected["noul"]):
-            problems.append(f"{where}: noul {got.get('noul')} vs reference {expected['noul']}")
-        return
-    for member in ("confidence", "score"):
-        if member in expected and not near(got.get(member), expected[member]):
-            problems.append(f"{where}: {member} {got.get(member)} vs reference {expected[member]}")
-    if expected["type"] == "choice" and got.get("choice") != expected["choice"]:
-        problems.append(f"{where}: choice {got.get('choice')!r} vs reference {expected['choice']!r}")
-    if list(got.get("probabilities", {})) != list(expected["probabilities"]):
-        problems.append(f"{where}: probability keys {list(got.get('probabilities', {}))}")
-        return
-    for name, p in expected["probabilities"].items():
-        if not near(got["probabilities"][name], p):
-            problems.append(f"{where}: p[{name}] {got['probabilities'][name]} vs reference {p}")
 
 
 def check_serving(binary, fixture, problems):
@@ -78,7 +45,7 @@ def check_serving(binary, fixture, problems):
     with s1harness.Server(binary, ["--model", model_dir, "--port", "0"], name=fixture) as server:
         for number, line in enumerate(read_jsonl(os.path.join(model_dir, "expected.jsonl"))):
             body = dict(line["request"], model=fixture)
-            response = post(server, body)
+            response = post_systemone(server, body)
             where = f"{fixture} request {number}"
             if response.status != 200:
                 problems.append(f"{where}: status {response.status}: {response.body[:300]!r}")
@@ -90,7 +57,7 @@ def check_serving(binary, fixture, problems):
             if got["usage"]["input_tokens"] != line["input_tokens"]:
                 problems.append(f"{where}: input_tokens {got['usage']} vs reference {line['input_tokens']}")
             for key, answer in line["answers"].items():
-                compare(f"{where}/{key}", answer, got["answers"][key], problems)
+                compare_answer(f"{where}/{key}", answer, got["answers"][key], TOLERANCE, problems)
 
         decision = json.load(open(os.path.join(model_dir, "decision_config.json")))
         listed = s1harness.request(server, "GET", "/v1/models").json()
@@ -106,15 +73,8 @@ def check_serving(binary, fixture, problems):
             long_state = " ".join(str(i % 10) for i in range(800))
             for questions in ({"q": {"type": "noul"}},
                               {"short": {"type": "choice", "criteria": {"a": None}}, "q": {"type": "noul"}}):
-                response = post(server, {"model": fixture, "state": long_state, "questions": questions})
-                error = response.json().get("detail", {}) if response.status != 200 else {}
-                if response.status != 400 or error.get("error_type") != "max_tokens_exceeded":
-                    problems.append(f"over-length state: {response.status} {response.body[:200]!r}")
-
-
-def validate(binary, model_dir, reference, *gates):
-    return subprocess.run([binary, "validate", "--model", model_dir, "--reference", reference, *gates],
-                          capture_output=True, text=True, timeout=600)
+                expect_error(server, {"model": fixture, "state": long_state, "questions": questions}, 400,
+                             "max_tokens_exceeded", f"over-length state, questions {list(questions)}", problems)
 
 
 def check_validate(binary, fixture, problems):
@@ -122,8 +82,8 @@ def check_validate(binary, fixture, problems):
     reference = os.path.join(model_dir, "expected.jsonl")
     lines = read_jsonl(reference)
     questions = sum(len(line["answers"]) for line in lines)
-    result = validate(binary, model_dir, reference, "--max-prob-drift", str(TOLERANCE), "--max-score-drift",
-                      str(TOLERANCE), "--decision-margin", "0.0001")
+    result = run_validate(binary, model_dir, reference, "--max-prob-drift", str(TOLERANCE), "--max-score-drift",
+                          str(TOLERANCE), "--decision-margin", "0.0001")
     summary = json.loads(result.stdout) if result.stdout.strip() else {}
     if result.returncode != 0 or not summary.get("pass") or summary.get("questions") != questions:
         problems.append(f"{fixture} validate on the reference: exit {result.returncode}, {result.stdout} "
@@ -140,7 +100,7 @@ def check_validate(binary, fixture, problems):
         path = os.path.join(temp, "tampered.jsonl")
         with open(path, "w", encoding="utf-8") as f:
             f.write(json.dumps(tampered, ensure_ascii=False) + "\n")
-        result = validate(binary, model_dir, path, "--max-prob-drift", "0.02")
+        result = run_validate(binary, model_dir, path, "--max-prob-drift", "0.02")
         summary = json.loads(result.stdout) if result.stdout.strip() else {}
         if result.returncode != 1 or summary.get("pass") is not False or summary.get("decision_flips") != 1:
             problems.append(f"{fixture} validate on a tampered reference ({key}): exit {result.returncode}, "

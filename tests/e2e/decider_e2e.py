@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -34,63 +33,17 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
 sys.path.insert(0, HERE)
 
 import s1harness  # noqa: E402
+from reference_answers import compare_answer, expect_error, post_systemone, read_jsonl, run_validate  # noqa: E402
 
 MODEL_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-decider")
 TOLERANCE = 1e-4
-
-
-def read_jsonl(path):
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def post(server, body):
-    return s1harness.request(server, "POST", "/v1/systemone", json_body=body, timeout=120.0)
-
-
-def close(where, what, got, expected, problems):
-    if not isinstance(got, (int, float)) or abs(got - expected) > TOLERANCE:
-        problems.append(f"{where}: {what} {got} vs reference {expected}")
-
-
-def compare(where, expected, got, problems):
-    if got.get("type") != expected["type"]:
-        problems.append(f"{where}: type {got.get('type')} vs reference {expected['type']}")
-        return
-    if expected["type"] == "noul":
-        close(where, "noul", got.get("noul"), expected["noul"], problems)
-        return
-    if expected["type"] == "choice" and got.get("choice") != expected["choice"]:
-        problems.append(f"{where}: choice {got.get('choice')!r} vs reference {expected['choice']!r}")
-    if expected["type"] == "score":
-        close(where, "score", got.get("score"), expected["score"], problems)
-        if got.get("legend") != expected["legend"]:
-            problems.append(f"{where}: legend {got.get('legend')} vs reference {expected['legend']}")
-    close(where, "confidence", got.get("confidence"), expected["confidence"], problems)
-    if list(got.get("probabilities", {})) != list(expected["probabilities"]):
-        problems.append(f"{where}: label order {list(got.get('probabilities', {}))}")
-        return
-    for name, p in expected["probabilities"].items():
-        close(where, f"p[{name}]", got["probabilities"][name], p, problems)
-
-
-def expect_error(server, body, status, error_type, where, problems):
-    response = post(server, body)
-    got_type = response.json().get("detail", {}).get("error_type") if response.status != 200 else None
-    if response.status != status or got_type != error_type:
-        problems.append(f"{where}: {response.status} {response.body[:200]!r}, expected {status} {error_type}")
-
-
-def validate(binary, reference, *gates):
-    return subprocess.run([binary, "validate", "--model", MODEL_DIR, "--reference", reference, *gates],
-                          capture_output=True, text=True, timeout=300)
 
 
 def check_serving(binary, name, lines, problems):
     with s1harness.Server(binary, ["--model", MODEL_DIR, "--port", "0"], name="decider") as server:
         for number, line in enumerate(lines):
             body = dict(line["request"], model=name)
-            response = post(server, body)
+            response = post_systemone(server, body)
             where = f"request {number}"
             if response.status != 200:
                 problems.append(f"{where}: status {response.status}: {response.body[:300]!r}")
@@ -102,13 +55,13 @@ def check_serving(binary, name, lines, problems):
             if got["usage"]["input_tokens"] != line["input_tokens"]:
                 problems.append(f"{where}: input_tokens {got['usage']} vs reference {line['input_tokens']}")
             for key, answer in line["answers"].items():
-                compare(f"{where}/{key}", answer, got["answers"][key], problems)
+                compare_answer(f"{where}/{key}", answer, got["answers"][key], TOLERANCE, problems)
 
         # Request 1 asks three questions about one structured state: together the state counts once.
         shared = lines[1]["request"]
         alone = 0
         for key, question in shared["questions"].items():
-            response = post(server, {"model": name, "state": shared["state"], "questions": {key: question}})
+            response = post_systemone(server, {"model": name, "state": shared["state"], "questions": {key: question}})
             alone += response.json()["usage"]["input_tokens"] if response.status == 200 else 0
         together = lines[1]["input_tokens"]
         state_tokens = len(json.dumps(shared["state"]))  # a loose lower bound is enough: the state is long
@@ -136,8 +89,8 @@ def check_serving(binary, name, lines, problems):
 
 def check_validate(binary, lines, problems):
     reference = os.path.join(MODEL_DIR, "expected.jsonl")
-    result = validate(binary, reference, "--max-prob-drift", str(TOLERANCE), "--max-score-drift", str(TOLERANCE),
-                      "--decision-margin", "0.001")
+    result = run_validate(binary, MODEL_DIR, reference, "--max-prob-drift", str(TOLERANCE), "--max-score-drift",
+                          str(TOLERANCE), "--decision-margin", "0.001")
     summary = json.loads(result.stdout) if result.stdout.strip() else {}
     questions = sum(len(line["answers"]) for line in lines)
     if result.returncode != 0 or not summary.get("pass") or summary.get("questions") != questions:
@@ -153,7 +106,7 @@ def check_validate(binary, lines, problems):
         path = os.path.join(temp, "tampered.jsonl")
         with open(path, "w", encoding="utf-8") as f:
             f.write(json.dumps(tampered, ensure_ascii=False) + "\n")
-        result = validate(binary, path, "--max-prob-drift", "0.02")
+        result = run_validate(binary, MODEL_DIR, path, "--max-prob-drift", "0.02")
         summary = json.loads(result.stdout) if result.stdout.strip() else {}
         if result.returncode != 1 or summary.get("pass") is not False or summary.get("decision_flips") != 1:
             problems.append(f"validate on a tampered reference: exit {result.returncode}, {result.stdout}")

@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -36,66 +35,20 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
 sys.path.insert(0, HERE)
 
 import s1harness  # noqa: E402
+from reference_answers import compare_answer, expect_error, post_systemone, read_jsonl, run_validate  # noqa: E402
 
 MODEL_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-jemm")
 TOLERANCE = 1e-5
 
 
-def read_jsonl(path):
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def post(server, body):
-    return s1harness.request(server, "POST", "/v1/systemone", json_body=body, timeout=120.0)
-
-
-def close(where, name, got, expected, problems):
-    if not isinstance(got, float) or abs(got - expected) > TOLERANCE:
-        problems.append(f"{where}: {name} {got} vs reference {expected}")
-
-
-def compare(where, expected, got, problems):
-    if got.get("type") != expected["type"]:
-        problems.append(f"{where}: type {got.get('type')} vs {expected['type']}")
-        return
-    if expected["type"] == "noul":
-        close(where, "noul", got.get("noul"), expected["noul"], problems)
-        return
-    if expected["type"] == "choice" and got.get("choice") != expected["choice"]:
-        problems.append(f"{where}: choice {got.get('choice')!r} vs reference {expected['choice']!r}")
-    if expected["type"] == "score":
-        close(where, "score", got.get("score"), expected["score"], problems)
-        if got.get("legend") != expected["legend"]:
-            problems.append(f"{where}: legend {got.get('legend')}")
-    close(where, "confidence", got.get("confidence"), expected["confidence"], problems)
-    if list(got.get("probabilities", {})) != list(expected["probabilities"]):
-        problems.append(f"{where}: label order {list(got.get('probabilities', {}))}")
-        return
-    for name, p in expected["probabilities"].items():
-        close(where, f"p[{name}]", got["probabilities"][name], p, problems)
-
-
-def expect_error(server, body, status, error_type, where, problems):
-    response = post(server, body)
-    got_type = response.json().get("detail", {}).get("error_type") if response.status != 200 else None
-    if response.status != status or got_type != error_type:
-        problems.append(f"{where}: {response.status} {response.body[:200]!r}, expected {status} {error_type}")
-
-
 LORA_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-jemm-lora")
-
-
-def validate(binary, reference, *gates, model_dir=MODEL_DIR):
-    return subprocess.run([binary, "validate", "--model", model_dir, "--reference", reference, *gates],
-                          capture_output=True, text=True, timeout=300)
 
 
 def check_serving(binary, name, lines, problems):
     with s1harness.Server(binary, ["--model", MODEL_DIR, "--port", "0"], name="jemm") as server:
         for number, line in enumerate(lines):
             body = dict(line["request"], model=name)
-            response = post(server, body)
+            response = post_systemone(server, body)
             where = f"request {number}"
             if response.status != 200:
                 problems.append(f"{where}: status {response.status}: {response.body[:300]!r}")
@@ -107,7 +60,7 @@ def check_serving(binary, name, lines, problems):
             if got["usage"] != {"input_tokens": line["input_tokens"], "output_tokens": 0}:
                 problems.append(f"{where}: usage {got['usage']} vs reference input_tokens {line['input_tokens']}")
             for key, answer in line["answers"].items():
-                compare(f"{where}/{key}", answer, got["answers"][key], problems)
+                compare_answer(f"{where}/{key}", answer, got["answers"][key], TOLERANCE, problems)
 
         pick = {"type": "choice", "criteria": {"a": None, "b": "Click B"}}
         plain = {"model": name, "state": "s", "questions": {"q": pick}}
@@ -121,7 +74,7 @@ def check_serving(binary, name, lines, problems):
 
         with open(os.path.join(MODEL_DIR, "limits.json"), encoding="utf-8") as f:
             limits = json.load(f)
-        fits = post(server, {"model": name, "state": limits["fits"], "questions": {"q": limits["question"]}})
+        fits = post_systemone(server, {"model": name, "state": limits["fits"], "questions": {"q": limits["question"]}})
         if fits.status != 200 or fits.json()["usage"]["input_tokens"] != 8192:
             problems.append(f"8,192-token prompt: {fits.status} {fits.body[:200]!r}")
         expect_error(server, {"model": name, "state": limits["too_long"], "questions": {"q": limits["question"]}},
@@ -138,8 +91,8 @@ def check_serving(binary, name, lines, problems):
 def check_validate(binary, lines, problems):
     reference = os.path.join(MODEL_DIR, "expected.jsonl")
     questions = sum(len(line["answers"]) for line in lines)
-    result = validate(binary, reference, "--max-prob-drift", str(TOLERANCE), "--max-score-drift", str(TOLERANCE),
-                      "--decision-margin", "0.0001")
+    result = run_validate(binary, MODEL_DIR, reference, "--max-prob-drift", str(TOLERANCE), "--max-score-drift",
+                          str(TOLERANCE), "--decision-margin", "0.0001")
     summary = json.loads(result.stdout) if result.stdout.strip() else {}
     if result.returncode != 0 or not summary.get("pass") or summary.get("questions") != questions:
         problems.append(f"validate on the reference: exit {result.returncode}, {result.stdout} {result.stderr[-500:]}")
@@ -157,7 +110,7 @@ def check_validate(binary, lines, problems):
         path = os.path.join(temp, "tampered.jsonl")
         with open(path, "w", encoding="utf-8") as f:
             f.write(json.dumps(tampered, ensure_ascii=False) + "\n")
-        result = validate(binary, path, "--max-prob-drift", "0.02", "--decision-margin", "0.0001")
+        result = run_validate(binary, MODEL_DIR, path, "--max-prob-drift", "0.02", "--decision-margin", "0.0001")
         summary = json.loads(result.stdout) if result.stdout.strip() else {}
         if result.returncode != 1 or summary.get("pass") is not False or summary.get("decision_flips") != 1:
             problems.append(f"validate on a tampered reference: exit {result.returncode}, {result.stdout}")
@@ -169,13 +122,12 @@ def check_adapter(binary, problems):
         shutil.copytree(MODEL_DIR, model_dir)
         for name in ("adapter_config.json", "adapter_model.safetensors"):
             shutil.copy(os.path.join(LORA_DIR, name), model_dir)
-        result = validate(binary, os.path.join(LORA_DIR, "expected.jsonl"), "--max-prob-drift", "1e-4",
-                          "--max-score-drift", "1e-4", "--decision-margin", "0.0001", model_dir=model_dir)
+        result = run_validate(binary, model_dir, os.path.join(LORA_DIR, "expected.jsonl"), "--max-prob-drift", "1e-4",
+                              "--max-score-drift", "1e-4", "--decision-margin", "0.0001")
         summary = json.loads(result.stdout) if result.stdout.strip() else {}
         if result.returncode != 0 or not summary.get("pass"):
             problems.append(f"validate with the adapter: exit {result.returncode}, {result.stdout} {result.stderr[-500:]}")
-        result = validate(binary, os.path.join(MODEL_DIR, "expected.jsonl"), "--max-prob-drift", "1e-4",
-                          model_dir=model_dir)
+        result = run_validate(binary, model_dir, os.path.join(MODEL_DIR, "expected.jsonl"), "--max-prob-drift", "1e-4")
         summary = json.loads(result.stdout) if result.stdout.strip() else {}
         if result.returncode != 1 or not summary.get("max_prob_drift", 0) > 0.05:
             problems.append(f"the adapter hardly changes the answers: exit {result.returncode}, {result.stdout}")

@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -34,71 +33,17 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
 sys.path.insert(0, HERE)
 
 import s1harness  # noqa: E402
+from reference_answers import compare_answer, expect_error, post_systemone, read_jsonl, run_validate  # noqa: E402
 
 MODEL_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-startlux")
 TOLERANCE = 1e-5
-
-
-def read_jsonl(path):
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def post(server, body):
-    return s1harness.request(server, "POST", "/v1/systemone", json_body=body, timeout=120.0)
-
-
-def close(where, name, got, expected, problems):
-    if not isinstance(got, float) or abs(got - expected) > TOLERANCE:
-        problems.append(f"{where}: {name} {got} vs reference {expected}")
-
-
-def compare(where, expected, got, problems):
-    if got.get("type") != expected["type"]:
-        problems.append(f"{where}: type {got.get('type')} vs reference {expected['type']}")
-        return
-    if expected["type"] == "noul":
-        close(where, "noul", got.get("noul"), expected["noul"], problems)
-        return
-    if expected["type"] == "choice" and got.get("choice") != expected["choice"]:
-        problems.append(f"{where}: choice {got.get('choice')!r} vs reference {expected['choice']!r}")
-    if expected["type"] == "score":
-        close(where, "score", got.get("score"), expected["score"], problems)
-        if got.get("legend") != expected["legend"]:
-            problems.append(f"{where}: legend {got.get('legend')}")
-    close(where, "confidence", got.get("confidence"), expected["confidence"], problems)
-    if list(got.get("probabilities", {})) != list(expected["probabilities"]):
-        problems.append(f"{where}: option order {list(got.get('probabilities', {}))[:5]}…")
-        return
-    for name, p in expected["probabilities"].items():
-        close(where, f"p[{name}]", got["probabilities"][name], p, problems)
-
-
-def expect_error(server, body, status, error_type, where, problems):
-    response = post(server, body)
-    detail = response.json().get("detail") if response.status != 200 else None
-    got_type = detail.get("error_type") if isinstance(detail, dict) else None
-    if response.status != status or got_type != error_type:
-        problems.append(f"{where}: {response.status} {response.body[:200]!r}, expected {status} {error_type}")
-
-
-def expect_validation(server, body, location, where, problems):
-    response = post(server, body)
-    detail = response.json().get("detail") if response.status == 422 else None
-    if not isinstance(detail, list) or not detail or detail[0].get("loc") != ["body", *location]:
-        problems.append(f"{where}: {response.status} {response.body[:300]!r}, expected 422 at {location}")
-
-
-def validate(binary, model_dir, reference, *gates):
-    return subprocess.run([binary, "validate", "--model", model_dir, "--reference", reference, *gates],
-                          capture_output=True, text=True, timeout=600)
 
 
 def check_serving(binary, name, lines, problems):
     with s1harness.Server(binary, ["--model", MODEL_DIR, "--port", "0"], name="startlux") as server:
         for number, line in enumerate(lines):
             body = dict(line["request"], model=name)
-            response = post(server, body)
+            response = post_systemone(server, body)
             where = f"request {number}"
             if response.status != 200:
                 problems.append(f"{where}: status {response.status}: {response.body[:300]!r}")
@@ -110,20 +55,20 @@ def check_serving(binary, name, lines, problems):
             if got["usage"]["input_tokens"] != line["input_tokens"]:
                 problems.append(f"{where}: input_tokens {got['usage']} vs reference {line['input_tokens']}")
             for key, answer in line["answers"].items():
-                compare(f"{where}/{key}", answer, got["answers"][key], problems)
+                compare_answer(f"{where}/{key}", answer, got["answers"][key], TOLERANCE, problems)
 
         noul = {"type": "noul", "instructions": "Is the parcel damaged?"}
         expect_error(server, {"model": name, "state": "Photo: <image>", "questions": {"q": noul},
                               "images": ["iVBORw0KGgo="]}, 400, "unsupported_media", "images", problems)
         pick = {"type": "choice", "criteria": {"a": None, "b": "Click B"}}
-        expect_validation(server, {"model": name, "state": "s", "questions": {"n": noul, "c": pick}},
-                          ["questions", "c", "instructions"], "choice without instructions", problems)
+        expect_error(server, {"model": name, "state": "s", "questions": {"n": noul, "c": pick}}, 422, None,
+                     "choice without instructions", problems, location=["body", "questions", "c", "instructions"])
         level = {"type": "score", "instructions": " ", "criteria": ["lo", "hi"]}
-        expect_validation(server, {"model": name, "state": "s", "questions": {"s": level}},
-                          ["questions", "s", "instructions"], "score without instructions", problems)
+        expect_error(server, {"model": name, "state": "s", "questions": {"s": level}}, 422, None,
+                     "score without instructions", problems, location=["body", "questions", "s", "instructions"])
         blank = {"type": "choice", "instructions": "Pick.", "criteria": {"  ": None, "b": None}}
-        expect_validation(server, {"model": name, "state": "s", "questions": {"b": blank}},
-                          ["questions", "b", "criteria", "  "], "blank option name", problems)
+        expect_error(server, {"model": name, "state": "s", "questions": {"b": blank}}, 422, None,
+                     "blank option name", problems, location=["body", "questions", "b", "criteria", "  "])
 
         listed = s1harness.request(server, "GET", "/v1/models").json()
         entry = next((m for m in listed.get("models", []) if m.get("name") == name), None)
@@ -135,8 +80,8 @@ def check_serving(binary, name, lines, problems):
 
 def check_validate(binary, lines, problems):
     reference = os.path.join(MODEL_DIR, "expected.jsonl")
-    result = validate(binary, MODEL_DIR, reference, "--max-prob-drift", str(TOLERANCE), "--max-score-drift",
-                      str(TOLERANCE), "--decision-margin", "0.0001")
+    result = run_validate(binary, MODEL_DIR, reference, "--max-prob-drift", str(TOLERANCE), "--max-score-drift",
+                          str(TOLERANCE), "--decision-margin", "0.0001")
     summary = json.loads(result.stdout) if result.stdout.strip() else {}
     if result.returncode != 0 or not summary.get("pass") or summary.get("questions") != 21:
         problems.append(f"validate on the reference: exit {result.returncode}, {result.stdout} {result.stderr[-500:]}")
@@ -151,14 +96,14 @@ def check_validate(binary, lines, problems):
         path = os.path.join(temp, "tampered.jsonl")
         with open(path, "w", encoding="utf-8") as f:
             f.write(json.dumps(tampered, ensure_ascii=False) + "\n")
-        result = validate(binary, MODEL_DIR, path, "--max-prob-drift", "0.02")
+        result = run_validate(binary, MODEL_DIR, path, "--max-prob-drift", "0.02")
         summary = json.loads(result.stdout) if result.stdout.strip() else {}
         if result.returncode != 1 or summary.get("pass") is not False or summary.get("decision_flips") != 1:
             problems.append(f"validate on a tampered reference: exit {result.returncode}, {result.stdout}")
 
         autothink = os.path.join(temp, "StartLux-Decision-v1.1-4B-AutoThink")
         shutil.copytree(MODEL_DIR, autothink)
-        result = validate(binary, autothink, reference)
+        result = run_validate(binary, autothink, reference)
         if result.returncode != 2 or "AutoThink" not in result.stderr:
             problems.append(f"an AutoThink directory: exit {result.returncode}, {result.stderr[-300:]}")
 
@@ -169,7 +114,7 @@ def check_validate(binary, lines, problems):
         config["letter_token_ids"][0], config["letter_token_ids"][1] = config["letter_token_ids"][1], config["letter_token_ids"][0]
         with open(os.path.join(wrong, "decision_config.json"), "w") as f:
             json.dump(config, f)
-        result = validate(binary, wrong, reference)
+        result = run_validate(binary, wrong, reference)
         if result.returncode != 2 or "letter_token_ids[0]" not in result.stderr:
             problems.append(f"swapped letter ids: exit {result.returncode}, {result.stderr[-300:]}")
 

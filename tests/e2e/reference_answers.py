@@ -1,0 +1,69 @@
+"""What the contract e2e tests share: a reference file's JSON lines, POST /v1/systemone, an answer
+compared with the reference's within a tolerance, an expected refusal, and `s1serve validate`.
+
+Import after tests/conformance is on sys.path (s1harness lives there).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import s1harness
+
+
+def read_jsonl(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def post_systemone(server, body, timeout=120.0):
+    return s1harness.request(server, "POST", "/v1/systemone", json_body=body, timeout=timeout)
+
+
+def _close(where, name, got, expected, tolerance, problems):
+    # bool is an int to Python, and a true/false where a probability belongs is a wrong answer.
+    if isinstance(got, bool) or not isinstance(got, (int, float)) or abs(got - expected) > tolerance:
+        problems.append(f"{where}: {name} {got} vs reference {expected}")
+
+
+def compare_answer(where, expected, got, tolerance, problems):
+    """One answer against the reference's: type, choice, noul, score and its legend, confidence, and
+    every probability in the reference's order. Members the reference does not hold are not checked."""
+    if got.get("type") != expected["type"]:
+        problems.append(f"{where}: type {got.get('type')} vs reference {expected['type']}")
+        return
+    if expected["type"] == "noul":
+        _close(where, "noul", got.get("noul"), expected["noul"], tolerance, problems)
+        return
+    if expected["type"] == "choice" and got.get("choice") != expected["choice"]:
+        problems.append(f"{where}: choice {got.get('choice')!r} vs reference {expected['choice']!r}")
+    if "score" in expected:
+        _close(where, "score", got.get("score"), expected["score"], tolerance, problems)
+    if "legend" in expected and got.get("legend") != expected["legend"]:
+        problems.append(f"{where}: legend {got.get('legend')} vs reference {expected['legend']}")
+    if "confidence" in expected:
+        _close(where, "confidence", got.get("confidence"), expected["confidence"], tolerance, problems)
+    if list(got.get("probabilities", {})) != list(expected["probabilities"]):
+        problems.append(f"{where}: probability keys {list(got.get('probabilities', {}))[:5]}")
+        return
+    for name, p in expected["probabilities"].items():
+        _close(where, f"p[{name}]", got["probabilities"][name], p, tolerance, problems)
+
+
+def expect_error(server, body, status, error_type, where, problems, location=None, timeout=120.0):
+    """The request is refused with `status`; with `error_type`, an error envelope of that type; with
+    `location`, a validation issue whose first entry sits at that loc."""
+    response = post_systemone(server, body, timeout)
+    detail = response.json().get("detail") if response.status != 200 else None
+    if response.status != status:
+        problems.append(f"{where}: {response.status} {response.body[:300]!r}, expected {status} {error_type or ''}")
+    elif error_type is not None and (not isinstance(detail, dict) or detail.get("error_type") != error_type):
+        problems.append(f"{where}: {detail}, expected {error_type}")
+    elif location is not None and (not isinstance(detail, list) or not detail or detail[0].get("loc") != location):
+        problems.append(f"{where}: {detail}, expected an issue at {location}")
+
+
+def run_validate(binary, model_dir, reference, *gates, timeout=600):
+    return subprocess.run([binary, "validate", "--model", model_dir, "--reference", reference, *gates],
+                          capture_output=True, text=True, timeout=timeout)
