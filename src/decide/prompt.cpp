@@ -1,7 +1,10 @@
 #include "decide/prompt.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <utility>
+#include <vector>
 
 namespace s1::decide {
 namespace {
@@ -83,7 +86,9 @@ struct Separators {
 constexpr Separators compact_separators{",", ":"};
 constexpr Separators default_separators{", ", ": "};
 
-void append_python_json(std::string& out, const api::Json& value, const Separators& separators) {
+enum class KeyOrder { as_sent, sorted };
+
+void append_python_json(std::string& out, const api::Json& value, const Separators& separators, KeyOrder order) {
   switch (value.type()) {
     case api::Json::value_t::null: out += "null"; break;
     case api::Json::value_t::boolean: out += value.get<bool>() ? "true" : "false"; break;
@@ -97,20 +102,24 @@ void append_python_json(std::string& out, const api::Json& value, const Separato
       for (const auto& element : value) {
         if (!first) out += separators.item;
         first = false;
-        append_python_json(out, element, separators);
+        append_python_json(out, element, separators, order);
       }
       out += ']';
       break;
     }
     case api::Json::value_t::object: {
+      std::vector<std::pair<std::string_view, const api::Json*>> members;
+      for (const auto& [key, element] : value.items()) members.emplace_back(key, &element);
+      // Python's sort_keys compares code points; UTF-8 byte order is code point order.
+      if (order == KeyOrder::sorted) std::ranges::stable_sort(members, {}, &decltype(members)::value_type::first);
       out += '{';
       bool first = true;
-      for (const auto& [key, element] : value.items()) {
+      for (const auto& [key, element] : members) {
         if (!first) out += separators.item;
         first = false;
         append_python_string(out, key);
         out += separators.key;
-        append_python_json(out, element, separators);
+        append_python_json(out, *element, separators, order);
       }
       out += '}';
       break;
@@ -130,13 +139,19 @@ std::string python_float_repr(double value) {
 
 std::string python_compact_json(const api::Json& value) {
   std::string out;
-  append_python_json(out, value, compact_separators);
+  append_python_json(out, value, compact_separators, KeyOrder::as_sent);
   return out;
 }
 
 std::string python_json(const api::Json& value) {
   std::string out;
-  append_python_json(out, value, default_separators);
+  append_python_json(out, value, default_separators, KeyOrder::as_sent);
+  return out;
+}
+
+std::string python_sorted_json(const api::Json& value) {
+  std::string out;
+  append_python_json(out, value, default_separators, KeyOrder::sorted);
   return out;
 }
 

@@ -20,6 +20,10 @@ std::string python_json(const api::Json& value);
 // Python's repr() of a float (also what json.dumps writes): 1e-05, 100.0, 1e+16.
 std::string python_float_repr(double value);
 
+// Python's json.dumps(value, ensure_ascii=False, sort_keys=True): as python_json with every object's
+// members sorted by key (code point order), at any depth (what Open-Jev renders structured values with).
+std::string python_sorted_json(const api::Json& value);
+
 // The body of a JSON string as Python's json.dumps(text, ensure_ascii=False)[1:-1] writes it: quotes,
 // backslashes and control characters escaped, everything else raw.
 std::string python_escaped_string_body(std::string_view text);
