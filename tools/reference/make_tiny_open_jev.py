@@ -1,0 +1,119 @@
+"""Write the tiny Open-Jev stand-in checkpoint, its export file, prompt goldens and reference answers.
+
+    /work/.venv-ref/bin/python tools/reference/make_tiny_open_jev.py
+
+tests/fixtures/tiny-open-jev/ gets a random Qwen3_5ForCausalLM shaped like the Qwen3.5/3.8 hybrid scaled
+down (8 layers, full attention every 4th; the real exports are the same class with the LoRA merged), the
+tiny Qwen3.5 tokenizer and chat template of tests/fixtures/qwen-tiny-tokenizer/qwen3_5, an
+open_jev_export.json written the way the reference's recipe/open_jev/export_merged.py writes it (format
+open-jev-text-merged/1; chat prefix/suffix split from the chat template around a marker user message
+with the generation prompt and thinking off; a random scalar head; Open-Jev-27B-v1.1's temperature; an
+unpinned model_id, so s1serve.json names the model) and s1serve.json asking for the open-jev contract in
+fp32. Weights are perturbed after init (make_tiny_chat_models.perturb) and stored as BF16 to keep the
+files small; the reference runs them upcast to fp32. max_length is 512 so over-length refusals are cheap
+to test.
+
+Then tools/reference/open_jev_contract.py over tests/fixtures/tiny-open-jev/requests.jsonl writes
+prompts.jsonl (sequence texts and token ids per question: the prompt goldens) and expected.jsonl
+(answers from every candidate run on its own, the format `s1serve validate --reference` reads).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+
+import torch
+from transformers import AutoTokenizer, Qwen3_5ForCausalLM, Qwen3_5TextConfig
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_tiny_chat_models import perturb  # noqa: E402
+from open_jev_contract import OpenJevDecider  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOKENIZER_DIR = os.path.join(REPO, "tests", "fixtures", "qwen-tiny-tokenizer", "qwen3_5")
+OUT = os.path.join(REPO, "tests", "fixtures", "tiny-open-jev")
+TEMPERATURE = 2.5343690298472983  # Open-Jev-27B-v1.1's calibration (models.md §4.9)
+MAX_LENGTH = 512
+
+
+def build(vocab: int) -> torch.nn.Module:
+    config = Qwen3_5TextConfig(
+        vocab_size=vocab, hidden_size=32, intermediate_size=48, num_hidden_layers=8, num_attention_heads=2,
+        num_key_value_heads=1, head_dim=32, linear_conv_kernel_dim=4, linear_key_head_dim=16,
+        linear_value_head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4, max_position_embeddings=4096,
+        rms_norm_eps=1e-6, hidden_act="silu", tie_word_embeddings=True, full_attention_interval=4,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000000.0, "partial_rotary_factor": 0.25,
+                         "mrope_section": [2, 1, 1]},
+    )
+    return Qwen3_5ForCausalLM(config)
+
+
+def chat_wrap(tokenizer) -> tuple[str, str]:
+    marker = "\x00OPEN_JEV_MARKER\x00"
+    chat = tokenizer.apply_chat_template([{"role": "user", "content": marker}], tokenize=False,
+                                         add_generation_prompt=True, enable_thinking=False)
+    if chat.count(marker) != 1:
+        raise ValueError("expected a single-user text chat template")
+    prefix, suffix = chat.split(marker)
+    return prefix, suffix
+
+
+def main() -> None:
+    torch.manual_seed(11)
+    for name in ("config.json", "model.safetensors", "generation_config.json"):
+        if os.path.exists(os.path.join(OUT, name)):
+            os.remove(os.path.join(OUT, name))
+    tokenizer = AutoTokenizer.from_pretrained(TOKENIZER_DIR)
+    model = build(len(tokenizer))
+    perturb(model, 611)
+    model.to(torch.bfloat16).save_pretrained(OUT, safe_serialization=True)
+    generation_config = os.path.join(OUT, "generation_config.json")
+    if os.path.exists(generation_config):
+        os.remove(generation_config)
+    for file in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(TOKENIZER_DIR, file), os.path.join(OUT, file))
+
+    prefix, suffix = chat_wrap(tokenizer)
+    gen = torch.Generator().manual_seed(613)
+    head_weight = (torch.randn(model.config.hidden_size, generator=gen) * 2.5).float()
+    head_bias = float((torch.randn(1, generator=gen) * 0.3).float().item())
+    export = {
+        "format": "open-jev-text-merged/1",
+        "model_id": "s1serve/tiny-qwen3_5-open-jev-stand-in", "base_revision": "random-seed-11",
+        "checkpoint_revision": "random-seed-613", "temperature": TEMPERATURE,
+        "max_length": MAX_LENGTH, "chat_prefix": prefix, "chat_suffix": suffix,
+        "head_weight": head_weight.tolist(), "head_bias": head_bias,
+    }
+    with open(os.path.join(OUT, "open_jev_export.json"), "w", encoding="utf-8") as f:
+        f.write(json.dumps(export, allow_nan=False) + "\n")
+    decision_file = {
+        "contract": "open-jev",
+        "name": "tiny-open-jev",
+        "aliases": ["open-jev", "jev-latest", "tiny-open-jev-27b-v1.1"],
+        "description": "Random tiny Qwen3.5 stand-in for Open-Jev (tests)",
+        "precision": "fp32",
+    }
+    with open(os.path.join(OUT, "s1serve.json"), "w") as f:
+        json.dump(decision_file, f, indent=2)
+        f.write("\n")
+
+    decider = OpenJevDecider(OUT)
+    with open(os.path.join(OUT, "requests.jsonl"), encoding="utf-8") as f:
+        requests = [json.loads(line) for line in f if line.strip()]
+    with open(os.path.join(OUT, "prompts.jsonl"), "w", encoding="utf-8") as f:
+        for number, request in enumerate(requests):
+            for key, question in request["questions"].items():
+                texts, ids = decider.sequences(request["state"], question)
+                f.write(json.dumps({"request": number, "question": key, "texts": texts, "ids": ids},
+                                   ensure_ascii=False) + "\n")
+    with open(os.path.join(OUT, "expected.jsonl"), "w", encoding="utf-8") as f:
+        for request in requests:
+            f.write(json.dumps(decider.decide(request), ensure_ascii=False) + "\n")
+    print(f"wrote {OUT}")
+
+
+if __name__ == "__main__":
+    main()
