@@ -8,6 +8,7 @@
 #include "decide/contracts/label_token.h"
 #include "decide/contracts/lfm2_candidates.h"
 #include "decide/contracts/mock.h"
+#include "decide/contracts/open_jev.h"
 #include "decide/contracts/startlux.h"
 #include "decide/contracts/readout_matrix.h"
 #include "model/checkpoint/config_reader.h"
@@ -75,10 +76,15 @@ LoadedModel load_directory_contract(const std::filesystem::path& dir, const std:
     const Lfm2CandidatesSettings settings = read_lfm2_candidates_settings(reader);
     return LoadedModel{settings.name, settings.aliases, make_lfm2_candidates_engine(dir, settings)};
   }
+  if (contract == open_jev_contract) {
+    const OpenJevExport export_file = read_open_jev_export(dir / open_jev_export_file);
+    const OpenJevSettings settings = read_open_jev_settings(reader, export_file);
+    return LoadedModel{settings.name, settings.aliases, make_open_jev_engine(dir, export_file, settings)};
+  }
   reader.reject("contract", "'" + contract +
                                 "' is not a known contract (known: clm, cua-s1-text, d3, decider-2b, "
-                                "embedding-similarity, jemm, label-token, lfm2-candidate-likelihood, pplx-decider, "
-                                "startlux-instant)");
+                                "embedding-similarity, jemm, label-token, lfm2-candidate-likelihood, open-jev, "
+                                "pplx-decider, startlux-instant)");
 }
 
 LoadedModel load_directory(const std::filesystem::path& dir, const std::string& source) {
