@@ -15,7 +15,9 @@ tests/fixtures/tiny-lfm2/ gets:
 
 Then tools/reference/lfm2_contract.py over tests/fixtures/tiny-lfm2/requests.jsonl writes
 prompts.jsonl (rendered text, prefix ids, suffix and value ids per question: the prompt goldens)
-and expected.jsonl (answers, the format `s1serve validate --reference` reads).
+and expected.jsonl (answers, the format `s1serve validate --reference` reads), and
+tools/reference/label_token_contract.py over LABEL_TOKEN_REQUESTS writes label_token_expected.jsonl:
+the same checkpoint served as a plain LFM2 chat model by the generic label-token contract.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from tokenizers import AddedToken, Tokenizer
 from transformers import AutoTokenizer, Lfm2Config, Lfm2ForCausalLM
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from label_token_contract import LabelTokenDecider  # noqa: E402
 from lfm2_contract import Lfm2Decider  # noqa: E402
 from make_tiny_chat_models import perturb  # noqa: E402
 
@@ -36,6 +39,13 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 QWEN_TOKENIZER = os.path.join(REPO, "tests", "fixtures", "qwen-tiny-tokenizer", "tokenizer.json")
 TEMPLATE = os.path.join(REPO, "tests", "parity", "text", "chat_templates", "lfm2.jinja")
 OUT = os.path.join(REPO, "tests", "fixtures", "tiny-lfm2")
+LABEL_TOKEN_REQUESTS = [
+    {"state": "I was charged twice.", "questions": {
+        "team": {"type": "choice", "instructions": "Who handles it?", "criteria": {"billing": "payments", "tech": None}},
+        "refund": {"type": "noul", "instructions": "Refund asked?"},
+        "anger": {"type": "score", "criteria": ["calm", "annoyed", "furious"]}}},
+    {"state": {"ticket": "Où est ma commande ?"}, "questions": {"q": {"type": "choice", "criteria": {"a": None, "b": "x"}}}},
+]
 
 
 def write_tokenizer() -> None:
@@ -113,7 +123,15 @@ def main() -> None:
     with open(os.path.join(OUT, "expected.jsonl"), "w", encoding="utf-8") as f:
         for request in requests:
             f.write(json.dumps(decider.decide(request), ensure_ascii=False) + "\n")
+    write_label_token_expected()
     print(f"wrote {OUT}")
+
+
+def write_label_token_expected() -> None:
+    decider = LabelTokenDecider(OUT, None, 1.0)
+    with open(os.path.join(OUT, "label_token_expected.jsonl"), "w", encoding="utf-8") as f:
+        for request in LABEL_TOKEN_REQUESTS:
+            f.write(json.dumps(dict(decider.decide(request), request=request), ensure_ascii=False) + "\n")
 
 
 if __name__ == "__main__":

@@ -203,6 +203,44 @@ TEST(Lfm2CandidatesEngine, RefusesOtherQuestionTypes) {
   ASSERT_FALSE(over_budget);
 }
 
+// The same tiny checkpoint as a plain LFM2 chat model (the family table, the LFM2.5 chat template) under
+// the generic label-token contract, in fp32, against tools/reference/label_token_contract.py.
+TEST(Lfm2ChatCheckpoint, ServedByTheLabelTokenContractLikeTransformers) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("s1_lfm2_chat_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  std::filesystem::create_directories(dir);
+  for (const char* file : {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"}) {
+    std::filesystem::copy_file(fixture_dir() / file, dir / file, std::filesystem::copy_options::overwrite_existing);
+  }
+  std::ofstream(dir / "s1serve.json") << R"({"contract": "label-token", "name": "tiny-lfm2-chat", "precision": "fp32"})";
+  LoadedModel model = load_model(dir.string());
+  std::size_t questions = 0;
+  for (const api::Json& line : read_jsonl(fixture_dir() / "label_token_expected.jsonl")) {
+    const api::DecisionRequest request = typed_request(line["request"]);
+    auto plan = model.engine->prepare(request, {});
+    ASSERT_TRUE(plan) << plan.error().message;
+    EXPECT_EQ(plan.value()->input_tokens, line["input_tokens"].get<int64_t>());
+    auto raw = model.engine->run(*plan.value());
+    ASSERT_TRUE(raw);
+    auto answers = model.engine->finish(request, *plan.value(), std::move(raw.value()));
+    ASSERT_TRUE(answers);
+    for (std::size_t q = 0; q < request.questions.size(); ++q, ++questions) {
+      const api::Json& expected = line["answers"][request.questions[q].key];
+      const api::Answer& got = answers.value()[q];
+      if (expected["type"] == "noul") {
+        EXPECT_NEAR(got.probabilities.at(0), expected["noul"].get<double>(), 1e-5);
+        continue;
+      }
+      std::size_t i = 0;
+      for (const auto& [name, p] : expected["probabilities"].items()) {
+        EXPECT_NEAR(got.probabilities.at(i++), p.get<double>(), 1e-5) << request.questions[q].key << "/" << name;
+      }
+    }
+  }
+  EXPECT_EQ(questions, 4U);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Lfm2CandidatesSettings, ReadsAndRejectsDecisionFileMembers) {
   const auto read = [](const char* text) {
     checkpoint::ConfigReader reader(nlohmann::ordered_json::parse(text), "s1serve.json");
