@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -30,7 +29,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
 sys.path.insert(0, HERE)
 
 import s1harness  # noqa: E402
-from cua_s1_e2e import compare, expect_error, post, read_jsonl  # noqa: E402
+from reference_answers import compare_answer, expect_error, post_systemone, read_jsonl, run_validate  # noqa: E402
 
 MODEL_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-lfm2")
 TOLERANCE = 1e-5
@@ -40,7 +39,7 @@ def check_serving(binary, name, alias, lines, problems):
     with s1harness.Server(binary, ["--model", MODEL_DIR, "--port", "0"], name="lfm2") as server:
         for number, line in enumerate(lines):
             body = dict(line["request"], model=name if number % 2 == 0 else alias)
-            response = post(server, body)
+            response = post_systemone(server, body)
             where = f"request {number}"
             if response.status != 200:
                 problems.append(f"{where}: status {response.status}: {response.body[:300]!r}")
@@ -52,7 +51,7 @@ def check_serving(binary, name, alias, lines, problems):
             if got["usage"]["input_tokens"] != line["input_tokens"]:
                 problems.append(f"{where}: input_tokens {got['usage']} vs reference {line['input_tokens']}")
             for key, answer in line["answers"].items():
-                compare(f"{where}/{key}", answer, got["answers"][key], problems)
+                compare_answer(f"{where}/{key}", answer, got["answers"][key], TOLERANCE, problems)
 
         pick = {"type": "choice", "criteria": {"a": None, "b": "Click B"}}
         for kind, question in (("noul", {"type": "noul"}), ("score", {"type": "score", "criteria": ["lo", "hi"]})):
@@ -70,9 +69,8 @@ def check_serving(binary, name, alias, lines, problems):
 
 def check_validate(binary, problems):
     reference = os.path.join(MODEL_DIR, "expected.jsonl")
-    result = subprocess.run([binary, "validate", "--model", MODEL_DIR, "--reference", reference,
-                             "--max-prob-drift", str(TOLERANCE), "--decision-margin", "0.0001"],
-                            capture_output=True, text=True, timeout=300)
+    result = run_validate(binary, MODEL_DIR, reference, "--max-prob-drift", str(TOLERANCE), "--decision-margin",
+                          "0.0001")
     summary = json.loads(result.stdout) if result.stdout.strip() else {}
     if result.returncode != 0 or not summary.get("pass") or summary.get("questions") != 6:
         problems.append(f"validate on the reference: exit {result.returncode}, {result.stdout} {result.stderr[-500:]}")
