@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -34,54 +33,12 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
 sys.path.insert(0, HERE)
 
 import s1harness  # noqa: E402
+from reference_answers import compare_answer, expect_error, post_systemone, read_jsonl, run_validate  # noqa: E402
 
 MODEL_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-open-jev")
 # Declared before comparing: the hybrid family's fp32 logit gate (1e-4 × the logit scale) carried
-# through the scalar head and the calibrated softmax.
-PROBABILITY_TOLERANCE = 1e-4
-SCORE_TOLERANCE = 1e-3
-
-
-def read_jsonl(path):
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def post(server, body):
-    return s1harness.request(server, "POST", "/v1/systemone", json_body=body, timeout=120.0)
-
-
-def compare(where, expected, got, problems):
-    if got.get("type") != expected["type"]:
-        problems.append(f"{where}: type {got.get('type')} vs reference {expected['type']}")
-        return
-    if expected["type"] == "noul":
-        if abs(got["noul"] - expected["noul"]) > PROBABILITY_TOLERANCE:
-            problems.append(f"{where}: noul {got['noul']} vs reference {expected['noul']}")
-        return
-    if expected["type"] == "choice" and got.get("choice") != expected["choice"]:
-        problems.append(f"{where}: choice {got.get('choice')!r} vs reference {expected['choice']!r}")
-    if expected["type"] == "score":
-        if abs(got["score"] - expected["score"]) > SCORE_TOLERANCE:
-            problems.append(f"{where}: score {got['score']} vs reference {expected['score']}")
-        if got.get("legend") != expected["legend"]:
-            problems.append(f"{where}: legend {got.get('legend')} vs {expected['legend']}")
-    if abs(got["confidence"] - expected["confidence"]) > PROBABILITY_TOLERANCE:
-        problems.append(f"{where}: confidence {got['confidence']} vs reference {expected['confidence']}")
-    if list(got["probabilities"]) != list(expected["probabilities"]):
-        problems.append(f"{where}: probability keys {list(got['probabilities'])}")
-        return
-    for label, p in expected["probabilities"].items():
-        if abs(got["probabilities"][label] - p) > PROBABILITY_TOLERANCE:
-            problems.append(f"{where}: p[{label}] {got['probabilities'][label]} vs reference {p}")
-
-
-def expect_error(server, body, status, error_type, where, problems):
-    response = post(server, body)
-    detail = response.json().get("detail") if response.status != 200 else None
-    got_type = detail.get("error_type") if isinstance(detail, dict) else detail[0]["type"] if detail else None
-    if response.status != status or got_type != error_type:
-        problems.append(f"{where}: {response.status} {response.body[:200]!r}, expected {status} {error_type}")
+# through the scalar head and the calibrated softmax, for probabilities, confidences and scores alike.
+TOLERANCE = 1e-4
 
 
 def check_serving(binary, name, lines, problems):
@@ -91,7 +48,7 @@ def check_serving(binary, name, lines, problems):
             # Every model name the contract answers to: the name, then the open-jev and jev-latest aliases.
             model = [name, "open-jev", "jev-latest"][number % 3]
             body = dict(line["request"], model=model)
-            response = post(server, body)
+            response = post_systemone(server, body)
             where = f"request {number} ({model})"
             if response.status != 200:
                 problems.append(f"{where}: status {response.status}: {response.body[:300]!r}")
@@ -107,7 +64,7 @@ def check_serving(binary, name, lines, problems):
             if got["usage"]["input_tokens"] < line["independent_tokens"]:
                 shared += 1
             for key, answer in line["answers"].items():
-                compare(f"{where}/{key}", answer, got["answers"][key], problems)
+                compare_answer(f"{where}/{key}", answer, got["answers"][key], TOLERANCE, problems)
         if shared < 3:
             problems.append(f"only {shared} requests counted their state once; the fixture has 3 long shared states")
 
@@ -116,8 +73,8 @@ def check_serving(binary, name, lines, problems):
         one = {"model": name, "state": state, "questions": {"a": {"type": "noul", "instructions": "Refund?"}}}
         two = {"model": name, "state": state, "questions": {"a": one["questions"]["a"],
                                                           "b": {"type": "noul", "instructions": "Escalate?"}}}
-        tokens_one = post(server, one).json()["usage"]["input_tokens"]
-        tokens_two = post(server, two).json()["usage"]["input_tokens"]
+        tokens_one = post_systemone(server, one).json()["usage"]["input_tokens"]
+        tokens_two = post_systemone(server, two).json()["usage"]["input_tokens"]
         if not tokens_two < 2 * tokens_one - 300:
             problems.append(f"input_tokens {tokens_one} for one question, {tokens_two} for two: state not shared")
 
@@ -129,8 +86,8 @@ def check_serving(binary, name, lines, problems):
         expect_error(server, {"model": name, "state": "s", "questions": {f"q{i}": wide for i in range(20)}}, 400,
                      "max_tokens_exceeded", "5,100 candidates over the token budget", problems)
         too_wide = {"type": "choice", "criteria": {f"o{i}": None for i in range(256)}}
-        expect_error(server, {"model": name, "state": "s", "questions": {"q": too_wide}}, 422, "too_long",
-                     "256 options", problems)
+        expect_error(server, {"model": name, "state": "s", "questions": {"q": too_wide}}, 422, None,
+                     "256 options", problems, location=["body", "questions", "q", "criteria"])
 
         listed = s1harness.request(server, "GET", "/v1/models").json()
         entry = next((m for m in listed.get("models", []) if m.get("name") == name), None)
@@ -142,14 +99,12 @@ def check_serving(binary, name, lines, problems):
 
 
 def validate(binary, reference, *gates):
-    return subprocess.run([binary, "validate", "--model", MODEL_DIR, "--reference", reference, *gates],
-                          capture_output=True, text=True, timeout=300)
+    return run_validate(binary, MODEL_DIR, reference, *gates)
 
 
 def check_validate(binary, lines, problems):
     reference = os.path.join(MODEL_DIR, "expected.jsonl")
-    result = validate(binary, reference, "--max-prob-drift", str(PROBABILITY_TOLERANCE), "--max-score-drift",
-                      str(SCORE_TOLERANCE))
+    result = validate(binary, reference, "--max-prob-drift", str(TOLERANCE), "--max-score-drift", str(TOLERANCE))
     summary = json.loads(result.stdout) if result.stdout.strip() else {}
     if result.returncode != 0 or not summary.get("pass") or summary.get("questions") != 14:
         problems.append(f"validate on the reference: exit {result.returncode}, {result.stdout} {result.stderr[-500:]}")

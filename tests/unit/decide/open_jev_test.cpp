@@ -263,8 +263,7 @@ TEST_F(OpenJevExportFile, PinnedCheckpointsNameThemselvesAndCheckTheirRevisions)
 
 // Declared before comparing: the hybrid family's fp32 gate on logits (|Δ| ≤ 1e-4 × the logit scale,
 // tests/parity/qwen3_5_parity_test.cpp) carried through the scalar head and the calibrated softmax.
-constexpr double probability_tolerance = 1e-4;
-constexpr double score_tolerance = 1e-3;
+constexpr double answer_tolerance = 1e-4;
 
 TEST(OpenJevEngine, AnswersLikeIndependentTransformersRunsWithTheStateRunOnce) {
   LoadedModel model = load_model(fixture_dir().string());
@@ -290,21 +289,21 @@ TEST(OpenJevEngine, AnswersLikeIndependentTransformersRunsWithTheStateRunOnce) {
       const api::Answer& got = answers.value()[q];
       switch (got.type) {
         case api::QuestionType::noul:
-          EXPECT_NEAR(got.probabilities[0], expected["noul"].get<double>(), probability_tolerance);
+          EXPECT_NEAR(got.probabilities[0], expected["noul"].get<double>(), answer_tolerance);
           break;
         case api::QuestionType::choice:
           EXPECT_EQ(request.questions[q].options[got.choice_index].name, expected["choice"].get<std::string>());
-          EXPECT_NEAR(got.confidence, expected["confidence"].get<double>(), probability_tolerance);
+          EXPECT_NEAR(got.confidence, expected["confidence"].get<double>(), answer_tolerance);
           for (std::size_t i = 0; i < got.probabilities.size(); ++i) {
             EXPECT_NEAR(got.probabilities[i],
-                        expected["probabilities"][request.questions[q].options[i].name].get<double>(), probability_tolerance);
+                        expected["probabilities"][request.questions[q].options[i].name].get<double>(), answer_tolerance);
           }
           break;
         case api::QuestionType::score:
-          EXPECT_NEAR(got.score, expected["score"].get<double>(), score_tolerance);
-          EXPECT_NEAR(got.confidence, expected["confidence"].get<double>(), probability_tolerance);
+          EXPECT_NEAR(got.score, expected["score"].get<double>(), answer_tolerance);
+          EXPECT_NEAR(got.confidence, expected["confidence"].get<double>(), answer_tolerance);
           for (std::size_t i = 0; i < got.probabilities.size(); ++i) {
-            EXPECT_NEAR(got.probabilities[i], expected["probabilities"][std::to_string(i)].get<double>(), probability_tolerance);
+            EXPECT_NEAR(got.probabilities[i], expected["probabilities"][std::to_string(i)].get<double>(), answer_tolerance);
           }
           break;
       }
