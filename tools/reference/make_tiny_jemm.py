@@ -7,7 +7,8 @@ tests/fixtures/tiny-jemm/ gets a random Qwen3_5ForCausalLM shaped like the Qwen3
 checkpoint would be the same decoder with the LoRA folded into its weights), the tiny Qwen3.5
 tokenizer and chat template of tests/fixtures/qwen-tiny-tokenizer/qwen3_5 (A..Z and 0..5 single
 tokens), jemm_lm_head.safetensors holding the 32 label rows of the LM head as the reference export
-writes them (tensor "weight", BF16 [32, hidden]), and s1serve.json asking for the jemm contract in
+writes them (tensor "weight", BF16 [32, hidden]), jemm_export.json with the export manifest's chat
+prefix/suffix, label ids and temperature (the members s1serve checks), and s1serve.json asking for the jemm contract in
 fp32. Weights are perturbed after init (make_tiny_chat_models.perturb) and stored as BF16; the
 reference runs them upcast to fp32. max_position_embeddings is 16384 so that the contract's own
 8,192-token prompt limit is what a long prompt meets.
@@ -35,7 +36,7 @@ from safetensors.torch import save_file
 from transformers import AutoTokenizer, Qwen3_5ForCausalLM, Qwen3_5TextConfig
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from jemm_contract import LABELS, JemmDecider, flat  # noqa: E402
+from jemm_contract import LABELS, SYSTEM, TEMPERATURE, JemmDecider, flat  # noqa: E402
 from make_tiny_chat_models import perturb  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -122,6 +123,23 @@ def write_adapter(model: torch.nn.Module, rank: int = 4, alpha: int = 8) -> None
         f.write("\n")
 
 
+def write_export_manifest(tokenizer) -> None:
+    """The members of the reference export's jemm_export.json that s1serve checks at load: the chat
+    prefix and suffix around the user text (recipe/jemm/export.py splits the rendered template at a
+    marker), the label ids and the text temperature."""
+    marker = "\x00SYSTEM1_JEMM_USER\x00"
+    chat = tokenizer.apply_chat_template([{"role": "system", "content": SYSTEM}, {"role": "user", "content": marker}],
+                                         tokenize=False, add_generation_prompt=True, enable_thinking=False)
+    chat_prefix, chat_suffix = chat.split(marker)
+    manifest = {"format": "jemm-native/2", "model_id": "JEMM", "temperature": TEMPERATURE,
+                "chat_prefix": chat_prefix, "chat_suffix": chat_suffix, "labels": list(LABELS),
+                "label_token_ids": [tokenizer.encode(label, add_special_tokens=False)[0] for label in LABELS],
+                "label_head_file": "jemm_lm_head.safetensors", "label_head_tensor": "weight"}
+    with open(os.path.join(OUT, "jemm_export.json"), "w", encoding="utf-8") as f:
+        json.dump(manifest, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+
+
 def main() -> None:
     torch.manual_seed(11)
     for name in ("config.json", "model.safetensors", "generation_config.json", "jemm_lm_head.safetensors"):
@@ -140,6 +158,7 @@ def main() -> None:
     label_ids = [tokenizer.encode(label, add_special_tokens=False)[0] for label in LABELS]
     rows = model.lm_head.weight.detach()[label_ids].contiguous()
     save_file({"weight": rows}, os.path.join(OUT, "jemm_lm_head.safetensors"), metadata={"format": "pt"})
+    write_export_manifest(tokenizer)
     decision_file = {
         "contract": "jemm",
         "name": "tiny-jemm",

@@ -1,6 +1,7 @@
 #include "decide/contracts/jemm.h"
 
 #include <algorithm>
+#include <fstream>
 #include <optional>
 #include <stdexcept>
 
@@ -73,6 +74,53 @@ std::vector<std::string> parameter_names(const api::Json& parameters) {
     names.push_back(std::move(piece));
   }
   return names;
+}
+
+// The reference export's manifest records what its tokenizer and chat template produced
+// (recipe/jemm/export.py: the template rendered around a marker user turn, the label ids, the
+// calibration). When the directory has one, s1serve's own rendering must agree with it, so a template
+// this port renders differently fails the load instead of shifting every prompt.
+void check_export_manifest(const std::filesystem::path& model_dir, const text::ChatTemplate& chat_template,
+                           const std::vector<int32_t>& label_ids) {
+  const std::filesystem::path file = model_dir / "jemm_export.json";
+  if (!std::filesystem::exists(file)) return;
+  std::ifstream in(file, std::ios::binary);
+  const api::Json manifest = api::Json::parse(in, nullptr, false);
+  if (manifest.is_discarded() || !manifest.is_object()) {
+    throw checkpoint::LoadError(file.string() + ": not a JSON object");
+  }
+  const auto fail = [&](const std::string& key, const std::string& why) {
+    throw checkpoint::LoadError(file.string() + ": key '" + key + "': " + why);
+  };
+  // Letters only: the Qwen3.5 template strips whitespace (U+001C–001F included) around user text.
+  constexpr std::string_view marker = "JEMMUSERTEXTMARKER";
+  const std::vector<text::ChatMessage> messages{{"system", std::string(system_message)}, {"user", std::string(marker)}};
+  const std::string rendered = chat_template.render(messages, true, text::Thinking::disabled);
+  const std::size_t at = rendered.find(marker);
+  const auto check_text = [&](const char* key, const std::string& expected) {
+    const auto member = manifest.find(key);
+    if (member != manifest.end() && (!member->is_string() || member->get_ref<const std::string&>() != expected)) {
+      fail(key, "differs from s1serve's rendering of the model's chat template (" + api::Json(expected).dump() + ")");
+    }
+  };
+  check_text("chat_prefix", rendered.substr(0, at));
+  check_text("chat_suffix", rendered.substr(at + marker.size()));
+  if (const auto ids = manifest.find("label_token_ids"); ids != manifest.end()) {
+    if (!ids->is_array() || *ids != api::Json(label_ids)) {
+      fail("label_token_ids", "differs from the ids tokenizer.json gives the labels A–Z, 0–5 (" +
+                                  api::Json(label_ids).dump() + ")");
+    }
+  }
+  if (const auto temperature = manifest.find("temperature"); temperature != manifest.end()) {
+    if (!temperature->is_number() || temperature->get<double>() != jemm_text_temperature) {
+      fail("temperature", "differs from the pinned text calibration 1.3480874159655591");
+    }
+  }
+  const auto lora_mode = manifest.find("lora_mode");
+  if (lora_mode != manifest.end() && *lora_mode == "unmerged_fp32" &&
+      !std::filesystem::exists(model_dir / "adapter_model.safetensors")) {
+    fail("lora_mode", "the export keeps the adapter unmerged but adapter_model.safetensors is missing");
+  }
 }
 
 std::string member_text(const api::Json& object, const char* name) {
@@ -222,6 +270,7 @@ class JemmEngine : public runtime::Engine {
       }
       label_ids.push_back(*id);
     }
+    check_export_manifest(model_dir, chat_template_, label_ids);
     const std::filesystem::path side_file = model_dir / jemm_label_head_file;
     if (std::filesystem::exists(side_file)) {
       label_head_.emplace(decoder::OutputMatrix::from_side_file(side_file, jemm_label_head_tensor, model.hidden_size,

@@ -23,7 +23,9 @@
 // The 32 rows come from jemm_lm_head.safetensors (tensor "weight", [32, hidden], the reference
 // export's side file) when the directory has it, else from the checkpoint's LM head. A PEFT adapter
 // in the directory (adapter_config.json + adapter_model.safetensors, as the reference export keeps
-// JEMM's FP32 LoRA) is applied unmerged: every adapted projection adds its fp32 low-rank term.
+// JEMM's FP32 LoRA) is applied unmerged: every adapted projection adds its fp32 low-rank term. The
+// export's manifest jemm_export.json, when present, must agree with s1serve's rendering of the chat
+// template (chat_prefix, chat_suffix), the label ids and the temperature.
 //
 // Every question's prompt is tokenised whole; their longest common token prefix (the chat header,
 // system message and state) runs once and every question branches from it.

@@ -324,6 +324,31 @@ TEST(JemmEngine, RefusesAdaptersItCannotApply) {
   EXPECT_NE(error.find("up_proj"), std::string::npos) << error;
 }
 
+TEST(JemmEngine, ChecksTheExportManifestAgainstItsOwnRendering) {
+  // The fixture's manifest comes from Transformers' apply_chat_template: every load checks it.
+  std::ifstream in(fixture_dir() / "jemm_export.json");
+  const api::Json manifest = api::Json::parse(in);
+  for (const char* key : {"chat_prefix", "chat_suffix", "label_token_ids", "temperature"}) {
+    FixtureCopy copy;
+    api::Json tampered = manifest;
+    if (tampered[key].is_string()) {
+      tampered[key] = tampered[key].get<std::string>() + "\n";
+    } else if (tampered[key].is_array()) {
+      std::swap(tampered[key][0], tampered[key][1]);
+    } else {
+      tampered[key] = 1.0;
+    }
+    std::ofstream(copy.dir() / "jemm_export.json") << tampered.dump();
+    const std::string error = load_error(copy.dir());
+    EXPECT_NE(error.find(std::string("'") + key + "'"), std::string::npos) << key << ": " << error;
+  }
+  FixtureCopy copy;
+  api::Json unmerged = manifest;
+  unmerged["lora_mode"] = "unmerged_fp32";
+  std::ofstream(copy.dir() / "jemm_export.json") << unmerged.dump();
+  EXPECT_NE(load_error(copy.dir()).find("lora_mode"), std::string::npos);
+}
+
 TEST(JemmEngine, ReadsTheLabelRowsFromTheSideFile) {
   FixtureCopy copy;
   // A side file of 31 rows: a load error naming the file.
