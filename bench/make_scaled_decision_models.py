@@ -177,6 +177,7 @@ def build(fixture, base, out, real_tokenizer_text, real_vocab):
             if key in data:
                 data[key] = remap_ids(data[key], tiny_vocab, real_vocab, f"{fixture}/{name}:{key}")
         if name == "open_jev_export.json":
+            data["max_length"] = 4096
             for key, value in list(data.items()):
                 if isinstance(value, list) and len(value) == tiny_hidden:
                     data[key] = [random.Random(1).gauss(0.0, 0.02) for _ in range(hidden)]
