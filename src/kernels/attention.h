@@ -13,6 +13,7 @@ struct AttentionShape {
   std::size_t heads = 0;     // query heads
   std::size_t kv_heads = 0;  // key/value heads (== heads for BERT; fewer for grouped-query)
   std::size_t head_dim = 0;
+  std::size_t window = 0;    // 0, or a sliding window: query i sees keys j with |i − j| ≤ window
 
   [[nodiscard]] std::size_t qkv_width() const { return (heads + 2 * kv_heads) * head_dim; }
   [[nodiscard]] std::size_t out_width() const { return heads * head_dim; }
@@ -25,6 +26,7 @@ struct AttentionShape {
 //      stacked along the output dimension), so no transpose or split is needed.
 // lengths: valid tokens per sequence (keys at positions ≥ length are masked out).
 // causal: query i sees keys 0..i only (decoder prefill starting at position 0).
+// shape.window (when not 0) further limits query i to keys j with |i − j| ≤ window.
 // out: [batch·seq, out_width()], heads concatenated (the input of the output projection).
 //      Rows at positions ≥ length are written as zeros.
 // Query head h uses key/value head h / (heads / kv_heads).

@@ -222,6 +222,7 @@ void attention(std::span<const float> qkv, std::span<const std::size_t> lengths,
           .head_dim = shape.head_dim,
           .causal = causal,
           .scale = scale,
+          .window = shape.window,
       });
     }
   });

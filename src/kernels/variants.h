@@ -43,6 +43,9 @@ struct AttentionHeadTask {
   std::size_t head_dim = 0;
   bool causal = false;
   float scale = 1.0F;
+  // 0: no window. Otherwise query i sees only keys j with |i − j| ≤ window (ModernBERT's local
+  // layers: a bidirectional sliding window), on top of the causal and length limits.
+  std::size_t window = 0;
 };
 using AttentionHeadFn = void(const AttentionHeadTask& task);
 

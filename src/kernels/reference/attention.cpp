@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <limits>
@@ -17,9 +18,14 @@ void attention_head(const AttentionHeadTask& task) {
       for (std::size_t c = 0; c < d; ++c) out[c] = 0.0F;
       continue;
     }
-    const std::size_t visible = task.causal ? i + 1 : task.length;
+    std::size_t visible = task.causal ? i + 1 : task.length;
+    std::size_t first = 0;
+    if (task.window != 0) {
+      first = i > task.window ? i - task.window : 0;
+      visible = std::min(visible, i + task.window + 1);
+    }
     double largest = -std::numeric_limits<double>::infinity();
-    for (std::size_t j = 0; j < visible; ++j) {
+    for (std::size_t j = first; j < visible; ++j) {
       double dot = 0.0;
       for (std::size_t c = 0; c < d; ++c)
         dot += static_cast<double>(task.q[i * task.qkv_stride + c]) * task.k[j * task.qkv_stride + c];
@@ -27,13 +33,13 @@ void attention_head(const AttentionHeadTask& task) {
       largest = std::fmax(largest, scores[j]);
     }
     double sum = 0.0;
-    for (std::size_t j = 0; j < visible; ++j) {
+    for (std::size_t j = first; j < visible; ++j) {
       scores[j] = std::exp(scores[j] - largest);
       sum += scores[j];
     }
     for (std::size_t c = 0; c < d; ++c) {
       double value = 0.0;
-      for (std::size_t j = 0; j < visible; ++j) value += scores[j] * task.v[j * task.qkv_stride + c];
+      for (std::size_t j = first; j < visible; ++j) value += scores[j] * task.v[j * task.qkv_stride + c];
       out[c] = static_cast<float>(value / sum);
     }
   }

@@ -113,7 +113,8 @@ inline void store_accumulators(float* c, std::size_t c_stride, std::size_t count
 
 void attention_head_amx_bf16(const AttentionHeadTask& task) {
   const std::size_t d = task.head_dim;
-  if (d % tile_depth != 0) {
+  // Sliding windows (ModernBERT's local layers) run in fp32: the tile loop has no per-row key range.
+  if (d % tile_depth != 0 || task.window != 0) {
     attention_head_avx512(task);
     return;
   }

@@ -52,16 +52,16 @@ void score_block(const float* queries, const float* keys_transposed, std::size_t
     for (std::size_t v = 0; v < vectors; ++v) _mm512_storeu_ps(scores + r * padded + j0 + 16 * v, acc[r][v]);
 }
 
-// out[r][c0 .. c0+32) = inverse_sum[r] · Σ_j p[r][j] · v[j][c0 ..], lanes beyond d masked.
-void weighted_values(const float* scores, std::size_t padded, std::size_t end, const float* values,
-                     std::size_t stride, std::size_t d, std::size_t c0, const float* inverse_sum,
-                     float* const* out_rows) {
+// out[r][c0 .. c0+32) = inverse_sum[r] · Σ_{begin ≤ j < end} p[r][j] · v[j][c0 ..], lanes beyond d masked.
+void weighted_values(const float* scores, std::size_t padded, std::size_t begin, std::size_t end,
+                     const float* values, std::size_t stride, std::size_t d, std::size_t c0,
+                     const float* inverse_sum, float* const* out_rows) {
   const __mmask16 low = first_lanes(d - c0);
   const __mmask16 high = d > c0 + 16 ? first_lanes(d - c0 - 16) : static_cast<__mmask16>(0);
   __m512 acc[block_rows][2];
 #pragma GCC unroll 8
   for (std::size_t r = 0; r < block_rows; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-  for (std::size_t j = 0; j < end; ++j) {
+  for (std::size_t j = begin; j < end; ++j) {
     const __m512 v0 = _mm512_maskz_loadu_ps(low, values + j * stride + c0);
     const __m512 v1 = _mm512_maskz_loadu_ps(high, values + j * stride + c0 + 16);
 #pragma GCC unroll 8
@@ -103,10 +103,16 @@ void attention_head_avx512(const AttentionHeadTask& task) {
       for (std::size_t c = 0; c < d; ++c)
         scratch.queries[r * d + c] = task.q[(i0 + r) * task.qkv_stride + c] * task.scale;
 
-    // Keys this block can see, rounded up to whole vectors (padding keys are zero, then masked).
-    const std::size_t end = task.causal ? std::min(length, i0 + rows) : length;
+    // Keys this block can see, [begin, end), widened to whole vectors (padding keys are zero, then
+    // masked); a sliding window narrows both ends.
+    std::size_t end = task.causal ? std::min(length, i0 + rows) : length;
+    std::size_t begin = 0;
+    if (task.window != 0) {
+      end = std::min(end, i0 + rows + task.window);
+      begin = (i0 > task.window ? i0 - task.window : 0) / 16 * 16;
+    }
     const std::size_t end_padded = (end + 15) / 16 * 16;
-    std::size_t j0 = 0;
+    std::size_t j0 = begin;
     for (; j0 + 32 <= end_padded; j0 += 32)
       score_block<2>(scratch.queries.data(), keys_transposed, padded, d, j0, scores);
     if (j0 < end_padded) score_block<1>(scratch.queries.data(), keys_transposed, padded, d, j0, scores);
@@ -114,16 +120,27 @@ void attention_head_avx512(const AttentionHeadTask& task) {
     float inverse_sum[block_rows] = {};
     float* out_rows[block_rows] = {};
     for (std::size_t r = 0; r < block_rows; ++r) {
+      float* row_scores = scores + r * padded;
       if (r >= rows) {
-        std::fill_n(scores + r * padded, end_padded, 0.0F);
+        std::fill(row_scores + begin, row_scores + end_padded, 0.0F);
         continue;
       }
-      const std::size_t visible = task.causal ? i0 + r + 1 : length;
-      inverse_sum[r] = softmax_numerators(scores + r * padded, visible, end_padded);
-      out_rows[r] = task.out + (i0 + r) * task.out_stride;
+      const std::size_t i = i0 + r;
+      std::size_t visible = task.causal ? i + 1 : length;
+      std::size_t first = begin;
+      if (task.window != 0) {
+        visible = std::min(visible, i + task.window + 1);
+        first = i > task.window ? i - task.window : 0;
+      }
+      // Keys left of this row's window take no part in the maximum; their (clamped, ~1e-38)
+      // exponentials are zeroed before the weighted sum.
+      std::fill(row_scores + begin, row_scores + first, -std::numeric_limits<float>::infinity());
+      inverse_sum[r] = softmax_numerators(row_scores + begin, visible - begin, end_padded - begin);
+      std::fill(row_scores + begin, row_scores + first, 0.0F);
+      out_rows[r] = task.out + i * task.out_stride;
     }
     for (std::size_t c0 = 0; c0 < d; c0 += 32)
-      weighted_values(scores, padded, end, task.v, task.qkv_stride, d, c0, inverse_sum, out_rows);
+      weighted_values(scores, padded, begin, end, task.v, task.qkv_stride, d, c0, inverse_sum, out_rows);
   }
   for (std::size_t i = length; i < task.seq; ++i) std::fill_n(task.out + i * task.out_stride, d, 0.0F);
 }

@@ -180,6 +180,9 @@ TEST(KernelsConsistency, ConvertFp32ToBf16Variants) {
 // An independent naive attention over the public layout, to check the dispatch's head/GQA mapping.
 std::vector<float> naive_attention(std::span<const float> qkv, std::span<const std::size_t> lengths,
                                    const AttentionShape& shape, bool causal) {
+  const auto sees = [&](std::size_t i, std::size_t j) {
+    return shape.window == 0 || (i > j ? i - j : j - i) <= shape.window;
+  };
   std::vector<float> out(shape.batch * shape.seq * shape.out_width(), 0.0F);
   const std::size_t d = shape.head_dim;
   const std::size_t group = shape.heads / shape.kv_heads;
@@ -190,6 +193,10 @@ std::vector<float> naive_attention(std::span<const float> qkv, std::span<const s
         std::vector<double> weights(visible);
         double largest = -1e300;
         for (std::size_t j = 0; j < visible; ++j) {
+          if (!sees(i, j)) {
+            weights[j] = -1e300;
+            continue;
+          }
           double dot = 0.0;
           for (std::size_t c = 0; c < d; ++c)
             dot += static_cast<double>(qkv[(b * shape.seq + i) * shape.qkv_width() + h * d + c]) *
@@ -198,7 +205,7 @@ std::vector<float> naive_attention(std::span<const float> qkv, std::span<const s
           largest = std::max(largest, weights[j]);
         }
         double sum = 0.0;
-        for (double& w : weights) sum += (w = std::exp(w - largest));
+        for (double& w : weights) sum += (w = w == -1e300 ? 0.0 : std::exp(w - largest));
         for (std::size_t c = 0; c < d; ++c) {
           double value = 0.0;
           for (std::size_t j = 0; j < visible; ++j)
@@ -221,7 +228,8 @@ TEST(KernelsConsistency, AttentionHeadVariants) {
   for (const auto& variant : op_variants().attention_head) {
     if (!runnable(variant)) continue;
     for (const Case& c : cases) {
-      for (const bool causal : {false, true}) {
+      for (const auto& [causal, window] : {std::pair<bool, std::size_t>{false, 0}, {true, 0}, {false, 3}, {false, 20},
+                                            {false, 64}, {true, 5}}) {
         // One head laid out inside a wider fused row, as the dispatcher passes it.
         const std::size_t stride = 3 * c.head_dim + 5;
         const auto qkv = random_values(c.seq * stride, 1.5F, ++seed);
@@ -237,7 +245,8 @@ TEST(KernelsConsistency, AttentionHeadVariants) {
                                .length = c.length,
                                .head_dim = c.head_dim,
                                .causal = causal,
-                               .scale = 1.0F / std::sqrt(static_cast<float>(c.head_dim))};
+                               .scale = 1.0F / std::sqrt(static_cast<float>(c.head_dim)),
+                               .window = window};
         task.out = expected.data();
         reference::attention_head(task);
         task.out = got.data();
@@ -245,7 +254,7 @@ TEST(KernelsConsistency, AttentionHeadVariants) {
         expect_close(got, expected, variant.bf16_arithmetic ? bf16_tolerance : fp32_tolerance,
                      std::string(variant.name) + " seq " + std::to_string(c.seq) + " length " +
                          std::to_string(c.length) + " head_dim " + std::to_string(c.head_dim) +
-                         (causal ? " causal" : ""),
+                         (causal ? " causal" : "") + " window " + std::to_string(window),
                      attention_scale(qkv));
       }
     }
@@ -471,7 +480,8 @@ TEST_F(ThreadCounts, PublicOpsMatchReference) {
     {
       // MiniLM-like heads with padding, and a grouped-query decoder shape with the causal flag.
       const AttentionShape shapes[] = {{.batch = 3, .seq = 45, .heads = 12, .kv_heads = 12, .head_dim = 32},
-                                       {.batch = 2, .seq = 37, .heads = 4, .kv_heads = 2, .head_dim = 64}};
+                                       {.batch = 2, .seq = 37, .heads = 4, .kv_heads = 2, .head_dim = 64},
+                                       {.batch = 2, .seq = 37, .heads = 4, .kv_heads = 4, .head_dim = 32, .window = 6}};
       for (const AttentionShape& shape : shapes) {
         const std::vector<std::size_t> lengths =
             shape.batch == 3 ? std::vector<std::size_t>{45, 1, 30} : std::vector<std::size_t>{37, 20};
@@ -482,7 +492,7 @@ TEST_F(ThreadCounts, PublicOpsMatchReference) {
             attention(qkv, lengths, shape, causal, got, precision);
             expect_close(got, naive_attention(qkv, lengths, shape, causal),
                          precision == Precision::bf16 ? bf16_tolerance : fp32_tolerance,
-                         "attention heads " + std::to_string(shape.heads) + label, attention_scale(qkv));
+                         "attention heads " + std::to_string(shape.heads) + " window " + std::to_string(shape.window) + label, attention_scale(qkv));
           }
         }
       }
