@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cstdio>
 #include <cstdint>
@@ -93,6 +94,11 @@ std::vector<Bf16Bits>& activation_buffer() {
 }
 
 }  // namespace
+
+std::size_t padded_row_count(std::size_t rows) {
+  const std::size_t granularity = std::max<std::size_t>(16, std::bit_ceil(rows) / 8);
+  return (rows + granularity - 1) / granularity * granularity;
+}
 
 bool linear_supported(Precision precision) {
   // oneDNN's bf16 matmul needs at least AVX-512 (it uses AMX when present).

@@ -13,6 +13,10 @@ enum class Activation { none, gelu };
 // Whether PackedLinear can run at this precision on this CPU.
 [[nodiscard]] bool linear_supported(Precision precision);
 
+// The row count to hand PackedLinear for `rows` rows of work: at most 8 sizes per octave (multiples
+// of 16 up to 128), so a server sees a bounded set of matmul primitives whatever the request mix.
+[[nodiscard]] std::size_t padded_row_count(std::size_t rows);
+
 // A linear layer y[M,N] = activation(x[M,K] · Wᵀ + b) with fp32 input and output, its weights
 // reordered once, at construction, into the blocked layout oneDNN's matmul prefers.
 //

@@ -5,7 +5,6 @@
 #include "model/checkpoint/load_error.h"
 
 #include <algorithm>
-#include <bit>
 #include <stdexcept>
 #include <string>
 
@@ -34,13 +33,6 @@ class WeightNames {
   const Checkpoint& weights_;
   std::string prefix_;
 };
-
-// Row counts handed to oneDNN: at most 8 sizes per octave (multiples of 16 up to 128), so a server
-// sees a bounded set of matmul primitives whatever the request mix.
-size_t rounded_rows(size_t rows) {
-  const size_t granularity = std::max<size_t>(16, std::bit_ceil(rows) / 8);
-  return (rows + granularity - 1) / granularity * granularity;
-}
 
 }  // namespace
 
@@ -155,7 +147,7 @@ std::span<const float> BertEncoder::forward(std::span<const std::span<const int3
     used += ids.size();
   }
   if (used == 0) return {};
-  const size_t rows = rounded_rows(used);
+  const size_t rows = kernels::padded_row_count(used);
   embed(sequences, rows);
   qkv_.resize(rows * 3 * width);
   context_.assign(rows * width, 0.0F);  // rows no sequence owns stay zero

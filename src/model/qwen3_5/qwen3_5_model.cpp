@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <optional>
 #include <set>
@@ -34,13 +33,6 @@ using kernels::PackedLinear;
 constexpr std::size_t delta_chunk = 64;
 // Transformers' l2norm epsilon for GDN queries and keys (fixed, not rms_norm_eps).
 constexpr float qk_l2_eps = 1e-6F;
-
-// Row counts handed to oneDNN: at most 8 sizes per octave (multiples of 16 up to 128), so a server
-// sees a bounded set of matmul primitives whatever the request mix.
-std::size_t rounded_rows(std::size_t rows) {
-  const std::size_t granularity = std::max<std::size_t>(16, std::bit_ceil(rows) / 8);
-  return (rows + granularity - 1) / granularity * granularity;
-}
 
 // Resolves checkpoint names under the text model's prefix and records which tensors were used, so
 // that anything left over (a bias, a MoE expert) fails the load instead of being silently dropped.
@@ -383,7 +375,7 @@ std::vector<decoder::BranchOutput> Qwen35Decoder::forward(const decoder::Sequenc
   if (total == 0) return {};
 
   const std::size_t width = hidden();
-  const std::size_t padded = rounded_rows(total);
+  const std::size_t padded = kernels::padded_row_count(total);
   rows_ = total;
   hidden_.assign(padded * width, 0.0F);
   positions_.resize(total);

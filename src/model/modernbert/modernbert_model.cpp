@@ -1,0 +1,211 @@
+#include "model/modernbert/modernbert_model.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "kernels/attention.h"
+#include "kernels/layer_norm.h"
+#include "kernels/rope.h"
+#include "model/checkpoint/load_error.h"
+
+namespace s1::modernbert {
+namespace {
+
+using checkpoint::Checkpoint;
+using checkpoint::LoadError;
+
+class WeightNames {
+ public:
+  WeightNames(const Checkpoint& weights, std::string prefix) : weights_(weights), prefix_(std::move(prefix)) {}
+
+  std::vector<float> get(const std::string& name, std::initializer_list<int64_t> shape) const {
+    return checkpoint::to_float(weights_.get(prefix_ + name, shape));
+  }
+
+  // A bias the config declares must be there; one it does not declare must not be (loading it would
+  // mean the config and the weights describe different models).
+  std::vector<float> bias(const std::string& name, int64_t width, bool declared, std::string_view setting) const {
+    if (declared) return get(name, {width});
+    if (weights_.find(prefix_ + name) != nullptr) {
+      throw LoadError(weights_.source().string() + ": tensor '" + prefix_ + name + "' is present but config.json's " +
+                      std::string(setting) + " is false");
+    }
+    return {};
+  }
+
+ private:
+  const Checkpoint& weights_;
+  std::string prefix_;
+};
+
+// rows [begin, begin + count) of a row-major [rows, width] matrix.
+std::vector<float> row_slice(const std::vector<float>& matrix, std::size_t width, std::size_t begin, std::size_t count) {
+  return {matrix.begin() + static_cast<std::ptrdiff_t>(begin * width),
+          matrix.begin() + static_cast<std::ptrdiff_t>((begin + count) * width)};
+}
+
+}  // namespace
+
+ModernBertEncoder::ModernBertEncoder(const ModernBertConfig& config, const Checkpoint& weights,
+                                     kernels::Precision precision, const std::string& prefix)
+    : config_(config), precision_(precision) {
+  if (!kernels::linear_supported(precision)) {
+    throw LoadError(weights.source().string() + ": bf16 needs a CPU with AVX-512 (AMX preferred); use fp32");
+  }
+  const WeightNames names(weights, prefix);
+  const int64_t hidden = config.hidden_size;
+  const int64_t inner = config.intermediate_size;
+  const auto h = static_cast<std::size_t>(hidden);
+  const auto i = static_cast<std::size_t>(inner);
+  const auto norm = [&](const std::string& name, std::vector<float>& weight, std::vector<float>& bias) {
+    weight = names.get(name + ".weight", {hidden});
+    bias = names.bias(name + ".bias", hidden, config.norm_bias, "norm_bias");
+    if (bias.empty()) bias.assign(h, 0.0F);  // LayerNorm without bias adds zero
+  };
+  token_embeddings_ = names.get("embeddings.tok_embeddings.weight", {config.vocab_size, hidden});
+  norm("embeddings.norm", embedding_norm_weight_, embedding_norm_bias_);
+  for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
+    const std::string layer = "layers." + std::to_string(l) + ".";
+    const auto qkv_w = names.get(layer + "attn.Wqkv.weight", {3 * hidden, hidden});
+    const auto qkv_b = names.bias(layer + "attn.Wqkv.bias", 3 * hidden, config.attention_bias, "attention_bias");
+    const auto out_w = names.get(layer + "attn.Wo.weight", {hidden, hidden});
+    const auto out_b = names.bias(layer + "attn.Wo.bias", hidden, config.attention_bias, "attention_bias");
+    // Wi stacks [input | gate]: GeGLU is GELU(input) ⊙ gate, so the halves become two GEMMs, the
+    // first with GELU fused.
+    const auto wi_w = names.get(layer + "mlp.Wi.weight", {2 * inner, hidden});
+    const auto wi_b = names.bias(layer + "mlp.Wi.bias", 2 * inner, config.mlp_bias, "mlp_bias");
+    const auto wo_w = names.get(layer + "mlp.Wo.weight", {hidden, inner});
+    const auto wo_b = names.bias(layer + "mlp.Wo.bias", hidden, config.mlp_bias, "mlp_bias");
+    Layer built{
+        .type = config.layer_types[static_cast<std::size_t>(l)],
+        .attention_norm_weight = {},
+        .attention_norm_bias = {},
+        .qkv = kernels::PackedLinear(qkv_w, qkv_b, h, 3 * h, precision),
+        .attention_output = kernels::PackedLinear(out_w, out_b, h, h, precision),
+        .mlp_norm_weight = {},
+        .mlp_norm_bias = {},
+        .mlp_input = kernels::PackedLinear(row_slice(wi_w, h, 0, i), wi_b.empty() ? wi_b : row_slice(wi_b, 1, 0, i), h,
+                                           i, precision, kernels::Activation::gelu),
+        .mlp_gate = kernels::PackedLinear(row_slice(wi_w, h, i, i), wi_b.empty() ? wi_b : row_slice(wi_b, 1, i, i), h,
+                                          i, precision),
+        .mlp_output = kernels::PackedLinear(wo_w, wo_b, i, h, precision),
+    };
+    // Layer 0 attends to the normalised embeddings directly (Transformers: nn.Identity).
+    if (l == 0) {
+      if (weights.find(prefix + layer + "attn_norm.weight") != nullptr) {
+        throw LoadError(weights.source().string() + ": tensor '" + prefix + layer +
+                        "attn_norm.weight' is present, but ModernBERT's layer 0 has no attention norm");
+      }
+    } else {
+      norm(layer + "attn_norm", built.attention_norm_weight, built.attention_norm_bias);
+    }
+    norm(layer + "mlp_norm", built.mlp_norm_weight, built.mlp_norm_bias);
+    layers_.push_back(std::move(built));
+  }
+  norm("final_norm", final_norm_weight_, final_norm_bias_);
+}
+
+ModernBertEncoder::~ModernBertEncoder() = default;
+ModernBertEncoder::ModernBertEncoder(ModernBertEncoder&&) noexcept = default;
+ModernBertEncoder& ModernBertEncoder::operator=(ModernBertEncoder&&) noexcept = default;
+
+void ModernBertEncoder::attention(const Layer& layer) {
+  const auto heads = static_cast<std::size_t>(config_.num_attention_heads);
+  const auto head_dim = static_cast<std::size_t>(config_.head_dim());
+  const std::size_t width = heads * head_dim;
+  const auto half_window = static_cast<std::size_t>(config_.local_half_window());
+  // Sequences of equal length next to each other form an unpadded batch of their own.
+  for (std::size_t first = 0; first < layout_.size();) {
+    std::size_t last = first + 1;
+    while (last < layout_.size() && layout_[last].length == layout_[first].length) ++last;
+    const std::size_t batch = last - first;
+    const std::size_t seq = layout_[first].length;
+    const std::size_t offset = layout_[first].offset;
+    const std::vector<std::size_t> lengths(batch, seq);
+    // A window as wide as the sequence is no window: the unwindowed kernel is the faster path.
+    const bool windowed = layer.type == LayerType::local && seq > half_window + 1;
+    const kernels::AttentionShape shape{.batch = batch,
+                                        .seq = seq,
+                                        .heads = heads,
+                                        .kv_heads = heads,
+                                        .head_dim = head_dim,
+                                        .window = windowed ? half_window : 0};
+    kernels::attention(std::span<const float>(qkv_).subspan(offset * 3 * width, batch * seq * 3 * width), lengths,
+                       shape, /*causal=*/false,
+                       std::span<float>(context_).subspan(offset * width, batch * seq * width), precision_);
+    first = last;
+  }
+}
+
+std::span<const float> ModernBertEncoder::forward(std::span<const std::span<const int32_t>> sequences) {
+  const auto width = static_cast<std::size_t>(config_.hidden_size);
+  const auto inner = static_cast<std::size_t>(config_.intermediate_size);
+  const auto heads = static_cast<std::size_t>(config_.num_attention_heads);
+  const auto head_dim = static_cast<std::size_t>(config_.head_dim());
+  layout_.clear();
+  positions_.clear();
+  std::size_t used = 0;
+  for (const std::span<const int32_t> ids : sequences) {
+    if (ids.empty()) throw std::invalid_argument("ModernBertEncoder::forward: empty sequence");
+    if (ids.size() > static_cast<std::size_t>(config_.max_position_embeddings)) {
+      throw std::invalid_argument("ModernBertEncoder::forward: sequence of " + std::to_string(ids.size()) +
+                                  " tokens exceeds max_position_embeddings");
+    }
+    for (const int32_t id : ids) {
+      if (id < 0 || id >= config_.vocab_size) {
+        throw std::invalid_argument("ModernBertEncoder::forward: token id " + std::to_string(id) + " out of range");
+      }
+    }
+    layout_.push_back(PackedSequence{used, ids.size()});
+    for (std::size_t t = 0; t < ids.size(); ++t) positions_.push_back(static_cast<int64_t>(t));
+    used += ids.size();
+  }
+  if (used == 0) return {};
+  const std::size_t rows = kernels::padded_row_count(used);
+  positions_.resize(rows, 0);
+
+  hidden_.assign(rows * width, 0.0F);
+  for (std::size_t s = 0; s < layout_.size(); ++s) {
+    for (std::size_t t = 0; t < layout_[s].length; ++t) {
+      const float* embedding = token_embeddings_.data() + static_cast<std::size_t>(sequences[s][t]) * width;
+      std::copy_n(embedding, width, hidden_.data() + (layout_[s].offset + t) * width);
+    }
+  }
+  const auto eps = static_cast<float>(config_.norm_eps);
+  const std::span<float> live(hidden_.data(), used * width);
+  kernels::layer_norm(live, embedding_norm_weight_, embedding_norm_bias_, eps, live);
+
+  normed_.assign(rows * width, 0.0F);
+  qkv_.resize(rows * 3 * width);
+  context_.assign(rows * width, 0.0F);  // rows no sequence owns stay zero
+  projected_.resize(rows * width);
+  activated_.resize(rows * inner);
+  gate_.resize(rows * inner);
+  const std::span<float> live_normed(normed_.data(), used * width);
+  for (const Layer& layer : layers_) {
+    if (layer.attention_norm_weight.empty()) {
+      std::copy_n(hidden_.data(), used * width, normed_.data());
+    } else {
+      kernels::layer_norm(live, layer.attention_norm_weight, layer.attention_norm_bias, eps, live_normed);
+    }
+    layer.qkv.forward(normed_, qkv_);
+    // Queries and keys are adjacent in each fused row, so one call rotates both (2·heads heads).
+    const double theta = layer.type == LayerType::global ? config_.global_rope_theta : config_.local_rope_theta;
+    kernels::apply_rope(std::span<float>(qkv_).first(used * 3 * width), used, 3 * width, 2 * heads, head_dim, head_dim,
+                        std::span<const int64_t>(positions_).first(used), static_cast<float>(theta));
+    attention(layer);
+    layer.attention_output.forward(context_, projected_);
+    for (std::size_t k = 0; k < used * width; ++k) hidden_[k] += projected_[k];
+
+    kernels::layer_norm(live, layer.mlp_norm_weight, layer.mlp_norm_bias, eps, live_normed);
+    layer.mlp_input.forward(normed_, activated_);
+    layer.mlp_gate.forward(normed_, gate_);
+    for (std::size_t k = 0; k < used * inner; ++k) activated_[k] *= gate_[k];
+    layer.mlp_output.forward(activated_, projected_);
+    for (std::size_t k = 0; k < used * width; ++k) hidden_[k] += projected_[k];
+  }
+  kernels::layer_norm(live, final_norm_weight_, final_norm_bias_, eps, live);
+  return std::span<const float>(hidden_).first(used * width);
+}
+
+}  // namespace s1::modernbert

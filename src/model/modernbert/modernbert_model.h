@@ -1,0 +1,79 @@
+#pragma once
+// The ModernBERT encoder (Transformers' ModernBertModel): token embeddings and a bias-free-or-not
+// LayerNorm, pre-norm layers (layer 0 without an attention norm) of fused-QKV attention with RoPE —
+// global layers over the whole sequence, local layers within ±local_attention/2 tokens, each with
+// its own RoPE θ — and a GeGLU MLP, then a final LayerNorm.
+//
+// Execution is unpadded: the rows of every sequence lie back to back, so a batch of unequal
+// lengths costs only its tokens. Linear layers and norms run over all rows at once; attention runs
+// per sequence (per run of equal-length sequences), which is the padding mask in its exact form.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernels/linear.h"
+#include "kernels/precision.h"
+#include "model/checkpoint/checkpoint.h"
+#include "model/modernbert/config.h"
+
+namespace s1::modernbert {
+
+// One sequence's slice of a packed batch: rows [offset, offset + length).
+struct PackedSequence {
+  std::size_t offset = 0;
+  std::size_t length = 0;
+};
+
+class ModernBertEncoder {
+ public:
+  // Maps and checks every tensor under `prefix` ("" for a ModernBertModel checkpoint, "model." for
+  // ModernBertFor… task models, another prefix where the encoder is part of a larger model) against
+  // the config's shapes and bias settings, then packs the linear layers for `precision`.
+  // Throws checkpoint::LoadError naming the checkpoint and tensor.
+  ModernBertEncoder(const ModernBertConfig& config, const checkpoint::Checkpoint& weights, kernels::Precision precision,
+                    const std::string& prefix);
+  ~ModernBertEncoder();
+  ModernBertEncoder(ModernBertEncoder&&) noexcept;
+  ModernBertEncoder& operator=(ModernBertEncoder&&) noexcept;
+
+  const ModernBertConfig& config() const { return config_; }
+  kernels::Precision precision() const { return precision_; }
+
+  // The last hidden states (after the final norm) of every sequence, packed: [rows, hidden_size]
+  // where the rows of sequences[i] are layout()[i]. Every id must be < vocab_size and every sequence
+  // non-empty and at most max_position_embeddings long (std::invalid_argument otherwise). The view
+  // lives until the next call. Not thread-safe: scratch buffers are reused across calls.
+  std::span<const float> forward(std::span<const std::span<const int32_t>> sequences);
+  std::span<const PackedSequence> layout() const { return layout_; }
+
+ private:
+  struct Layer {
+    LayerType type = LayerType::global;
+    std::vector<float> attention_norm_weight, attention_norm_bias;  // empty in layer 0 (no norm)
+    kernels::PackedLinear qkv;
+    kernels::PackedLinear attention_output;
+    std::vector<float> mlp_norm_weight, mlp_norm_bias;
+    kernels::PackedLinear mlp_input;  // first half of Wi, GELU fused
+    kernels::PackedLinear mlp_gate;   // second half of Wi
+    kernels::PackedLinear mlp_output;
+  };
+
+  void attention(const Layer& layer);
+
+  ModernBertConfig config_;
+  kernels::Precision precision_;
+  std::vector<float> token_embeddings_;
+  std::vector<float> embedding_norm_weight_, embedding_norm_bias_;
+  std::vector<Layer> layers_;
+  std::vector<float> final_norm_weight_, final_norm_bias_;
+
+  // Scratch, reused across calls.
+  std::vector<PackedSequence> layout_;
+  std::vector<int64_t> positions_;
+  std::vector<float> hidden_, normed_, qkv_, context_, projected_, activated_, gate_;
+};
+
+}  // namespace s1::modernbert
