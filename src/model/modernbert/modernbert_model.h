@@ -27,6 +27,13 @@ struct PackedSequence {
   std::size_t length = 0;
 };
 
+// Bidirectional attention of every packed sequence over its own rows only (runs of equal length
+// batched): qkv [rows, 3·heads·head_dim] as one fused projection leaves it, context [rows,
+// heads·head_dim]. half_window 0 means global; otherwise |i − j| ≤ half_window.
+void attention_within_sequences(std::span<const PackedSequence> layout, std::span<const float> qkv,
+                                std::size_t heads, std::size_t head_dim, std::size_t half_window,
+                                kernels::Precision precision, std::span<float> context);
+
 class ModernBertEncoder {
  public:
   // Maps and checks every tensor under `prefix` ("" for a ModernBertModel checkpoint, "model." for
@@ -60,8 +67,6 @@ class ModernBertEncoder {
     kernels::PackedLinear mlp_gate;   // second half of Wi
     kernels::PackedLinear mlp_output;
   };
-
-  void attention(const Layer& layer);
 
   ModernBertConfig config_;
   kernels::Precision precision_;
