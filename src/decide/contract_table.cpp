@@ -6,6 +6,7 @@
 #include "decide/contracts/embedding_similarity.h"
 #include "decide/contracts/jemm.h"
 #include "decide/contracts/label_token.h"
+#include "decide/contracts/laya.h"
 #include "decide/contracts/lfm2_candidates.h"
 #include "decide/contracts/mock.h"
 #include "decide/contracts/open_jev.h"
@@ -81,9 +82,13 @@ LoadedModel load_directory_contract(const std::filesystem::path& dir, const std:
     const OpenJevSettings settings = read_open_jev_settings(reader, export_file);
     return LoadedModel{settings.name, settings.aliases, make_open_jev_engine(dir, export_file, settings)};
   }
+  if (contract == laya_contract) {
+    const LayaSettings settings = read_laya_settings(reader);
+    return LoadedModel{settings.name, settings.aliases, make_laya_engine(dir, settings)};
+  }
   reader.reject("contract", "'" + contract +
                                 "' is not a known contract (known: clm, cua-s1-text, d3, decider-2b, "
-                                "embedding-similarity, jemm, label-token, lfm2-candidate-likelihood, open-jev, "
+                                "embedding-similarity, jemm, label-token, laya, lfm2-candidate-likelihood, open-jev, "
                                 "pplx-decider, startlux-instant)");
 }
 
