@@ -110,14 +110,15 @@ ModernBertConfig read_modernbert_config(ConfigReader& reader) {
   }
   // Dropout, initialisation, task heads (classifier, decoder, sparse prediction), attention
   // backend switches and token ids do not touch the encoder's inference forward pass.
-  // position_embedding_type appears in published ModernBERT configs but the model never reads it.
+  // position_embedding_type and layer_norm_eps appear in published ModernBERT configs, but the model
+  // never reads them (its norms use norm_eps).
   reader.ignore({"architectures", "_name_or_path", "transformers_version", "torch_dtype", "dtype", "model_type",
                  "attention_dropout", "embedding_dropout", "mlp_dropout", "initializer_range",
                  "initializer_cutoff_factor", "classifier_activation", "classifier_bias", "classifier_dropout",
                  "classifier_pooling", "decoder_bias", "sparse_prediction", "sparse_pred_ignore_index",
                  "deterministic_flash_attn", "reference_compile", "repad_logits_with_grad", "gradient_checkpointing",
                  "tie_word_embeddings", "pad_token_id", "bos_token_id", "eos_token_id", "cls_token_id",
-                 "sep_token_id", "position_embedding_type", "id2label", "label2id", "problem_type"});
+                 "sep_token_id", "position_embedding_type", "layer_norm_eps", "id2label", "label2id", "problem_type"});
   reader.finish();
   return config;
 }
