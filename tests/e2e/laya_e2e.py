@@ -29,20 +29,12 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
 sys.path.insert(0, HERE)
 
 import s1harness  # noqa: E402
+from reference_answers import compare_answer, expect_error, post_systemone, read_jsonl  # noqa: E402
 
 MODEL_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-laya")
 TOLERANCE = 1e-4 + 1e-9  # one step of the 4-decimal rounding
 # The generic §8.4 checks that full-precision answers meet and 4-decimal answers cannot.
 ROUNDING_PROBLEMS = ("probabilities sum to", "!= sum(i*p)")
-
-
-def read_jsonl(path):
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def post(server, body):
-    return s1harness.request(server, "POST", "/v1/systemone", json_body=body, timeout=60.0)
 
 
 def check_rounded(where, answer, problems):
@@ -60,34 +52,11 @@ def check_rounded(where, answer, problems):
             problems.append(f"{where}: score {answer['score']} vs Σ i·p {expected}")
 
 
-def compare(where, expected, got, problems):
-    for member, value in expected.items():
-        if member in ("type", "choice", "legend"):
-            if got.get(member) != value:
-                problems.append(f"{where}: {member} {got.get(member)!r} vs reference {value!r}")
-        elif member == "probabilities":
-            if list(got.get(member, {})) != list(value):
-                problems.append(f"{where}: label order {list(got.get(member, {}))}")
-                continue
-            for label, p in value.items():
-                if abs(got[member][label] - p) > TOLERANCE:
-                    problems.append(f"{where}: p[{label}] {got[member][label]} vs reference {p}")
-        elif abs(got.get(member, -1.0) - value) > TOLERANCE:
-            problems.append(f"{where}: {member} {got.get(member)} vs reference {value}")
-
-
-def expect_error(server, body, status, error_type, where, problems):
-    response = post(server, body)
-    got_type = response.json().get("detail", {}).get("error_type") if response.status != 200 else None
-    if response.status != status or got_type != error_type:
-        problems.append(f"{where}: {response.status} {response.body[:200]!r}, expected {status} {error_type}")
-
-
 def check_serving(binary, name, lines, problems):
     with s1harness.Server(binary, ["--model", MODEL_DIR, "--port", "0"], name="laya") as server:
         for number, line in enumerate(lines):
             body = dict(line["request"], model=name)
-            response = post(server, body)
+            response = post_systemone(server, body)
             where = f"request {number}"
             if response.status != 200:
                 problems.append(f"{where}: status {response.status}: {response.body[:300]!r}")
@@ -100,13 +69,13 @@ def check_serving(binary, name, lines, problems):
                 problems.append(f"{where}: input_tokens {got['usage']} vs reference {line['input_tokens']}")
             for key, answer in line["answers"].items():
                 check_rounded(f"{where}/{key}", got["answers"][key], problems)
-                compare(f"{where}/{key}", answer, got["answers"][key], problems)
+                compare_answer(f"{where}/{key}", answer, got["answers"][key], TOLERANCE, problems)
 
         kinds = [{"type": "noul", "instructions": "Is it late?"},
                  {"type": "choice", "criteria": {"a": None, "b": "bee"}},
                  {"type": "score", "criteria": ["lo", "mid", "hi"]}]
         sixteen = {f"q{i}": kinds[i % 3] for i in range(16)}
-        response = post(server, {"model": name, "state": "s", "questions": sixteen})
+        response = post_systemone(server, {"model": name, "state": "s", "questions": sixteen})
         if response.status != 200 or len(response.json().get("answers", {})) != 16:
             problems.append(f"16 questions: {response.status} {response.body[:200]!r}")
         expect_error(server, {"model": name, "state": "s", "questions": dict(sixteen, q16=kinds[0])}, 413,
