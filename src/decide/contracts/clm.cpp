@@ -5,13 +5,12 @@
 #include <unordered_map>
 
 #include "decide/answer_math.h"
+#include "decide/contract_common.h"
 #include "decide/contracts/clm_heads.h"
 #include "decide/contracts/embedding_cache.h"
-#include "decide/contracts/embedding_similarity.h"
 #include "decide/contracts/label_token.h"
 #include "decide/python_text.h"
 #include "decide/token_budget.h"
-#include "kernels/linear.h"
 #include "model/checkpoint/load_error.h"
 #include "model/decoder/families.h"
 #include "text/tokenizer.h"
@@ -90,18 +89,9 @@ std::string noul_text(std::string_view side, const api::Json& description, const
 
 ClmSettings read_clm_settings(checkpoint::ConfigReader& decision_file) {
   ClmSettings settings;
-  settings.precision =
-      kernels::linear_supported(kernels::Precision::bf16) ? kernels::Precision::bf16 : kernels::Precision::fp32;
-  settings.name = decision_file.optional<std::string>("name", settings.name);
-  if (settings.name.empty()) decision_file.reject("name", "must not be empty");
-  settings.aliases = decision_file.optional<std::vector<std::string>>("aliases", {});
-  settings.description = decision_file.optional<std::string>("description", settings.description);
-  if (auto precision = decision_file.optional<std::string>("precision")) {
-    const auto parsed = parse_precision(*precision);
-    if (!parsed) decision_file.reject("precision", "must be \"fp32\" or \"bf16\"");
-    if (!kernels::linear_supported(*parsed)) decision_file.reject("precision", "bf16 needs a CPU with AMX-BF16");
-    settings.precision = *parsed;
-  }
+  settings.precision = default_linear_precision();
+  read_served_model_identity(decision_file, settings);
+  settings.precision = read_precision(decision_file, settings.precision);
   settings.heads_file = decision_file.optional<std::string>("heads_file", settings.heads_file);
   if (settings.heads_file.empty()) decision_file.reject("heads_file", "must name the converted heads file");
   settings.logit_scale = decision_file.required<double>("logit_scale");

@@ -1,17 +1,15 @@
 #include "decide/contracts/cua_s1.h"
 
 #include <algorithm>
-#include <bit>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
 
 #include "decide/answer_math.h"
-#include "decide/contracts/embedding_similarity.h"
+#include "decide/contract_common.h"
 #include "decide/contracts/label_token.h"
 #include "decide/prompt.h"
 #include "decide/token_budget.h"
-#include "kernels/linear.h"
 #include "model/checkpoint/load_error.h"
 #include "model/decoder/families.h"
 #include "text/tokenizer.h"
@@ -30,32 +28,15 @@ constexpr std::string_view system_message =
 
 CuaS1Settings default_cua_s1_settings() {
   CuaS1Settings settings;
-  settings.precision =
-      kernels::linear_supported(kernels::Precision::bf16) ? kernels::Precision::bf16 : kernels::Precision::fp32;
+  settings.precision = default_linear_precision();
   return settings;
 }
 
 CuaS1Settings read_cua_s1_settings(checkpoint::ConfigReader& decision_file) {
   CuaS1Settings settings = default_cua_s1_settings();
-  settings.name = decision_file.optional<std::string>("name", settings.name);
-  if (settings.name.empty()) decision_file.reject("name", "must not be empty");
-  settings.aliases = decision_file.optional<std::vector<std::string>>("aliases", {});
-  settings.description = decision_file.optional<std::string>("description", settings.description);
-  if (auto precision = decision_file.optional<std::string>("precision")) {
-    const auto parsed = parse_precision(*precision);
-    if (!parsed) decision_file.reject("precision", "must be \"fp32\" or \"bf16\"");
-    if (!kernels::linear_supported(*parsed)) decision_file.reject("precision", "bf16 needs a CPU with AMX-BF16");
-    settings.precision = *parsed;
-  }
-  if (auto rounding = decision_file.optional<std::string>("logit_rounding")) {
-    if (*rounding == "bf16") {
-      settings.logit_rounding = LogitRounding::bf16;
-    } else if (*rounding == "none") {
-      settings.logit_rounding = LogitRounding::none;
-    } else {
-      decision_file.reject("logit_rounding", "must be \"bf16\" or \"none\"");
-    }
-  }
+  read_served_model_identity(decision_file, settings);
+  settings.precision = read_precision(decision_file, settings.precision);
+  settings.logit_rounding = read_logit_rounding(decision_file, settings.logit_rounding);
   decision_file.finish();
   return settings;
 }
@@ -85,19 +66,9 @@ std::vector<text::ChatMessage> cua_s1_messages(const api::Json& state, const api
   return {{"system", std::string(system_message)}, {"user", std::move(user)}};
 }
 
-double round_logit_to_bf16(double logit) {
-  const auto bits = std::bit_cast<uint32_t>(static_cast<float>(logit));
-  if ((bits & 0x7F800000U) == 0x7F800000U) return static_cast<float>(logit);  // inf and NaN stay as they are
-  // Round to nearest, ties to even, on the upper 16 bits of the fp32 pattern.
-  const uint32_t rounded = (bits + 0x7FFFU + ((bits >> 16) & 1U)) & 0xFFFF0000U;
-  return static_cast<double>(std::bit_cast<float>(rounded));
-}
-
 api::Result<api::Answer> cua_s1_answer(std::span<const double> letter_logits, LogitRounding rounding) {
   std::vector<double> scores(letter_logits.begin(), letter_logits.end());
-  if (rounding == LogitRounding::bf16) {
-    for (double& score : scores) score = round_logit_to_bf16(score);
-  }
+  round_logits(scores, rounding);
   return make_answer(api::QuestionType::choice, scores, 1.0, ConfidenceMethod::entropy);
 }
 
@@ -117,20 +88,9 @@ class CuaS1Engine : public runtime::Engine {
         decoder_(decoder::load_causal_decoder(model_dir, settings_.precision)) {
     const decoder::DecoderInfo& model = decoder_->info();
     context_tokens_ = std::min(cua_s1_max_prompt_tokens, model.max_positions);
-    text::EncodeOptions options;
-    options.add_special_tokens = false;
     for (std::size_t i = 0; i < cua_s1_max_options; ++i) {
-      const std::string letter = letter_label(i);
-      // The reference reads the vocabulary entry of each letter; the readout only makes sense when
-      // the letter alone also encodes to exactly that token.
-      const std::optional<int32_t> id = tokenizer_.token_to_id(letter);
-      const std::vector<int32_t> encoded = tokenizer_.encode(letter, options).ids;
-      if (!id || encoded.size() != 1 || encoded.front() != *id || static_cast<std::size_t>(*id) >= model.vocab_size) {
-        throw checkpoint::LoadError(model_dir.string() + ": the letter '" + letter +
-                                    "' is not a single token of tokenizer.json within the model's vocabulary, so "
-                                    "the cua-s1-text contract cannot read it");
-      }
-      letter_ids_.push_back(*id);
+      letter_ids_.push_back(
+          require_label_token(tokenizer_, letter_label(i), model.vocab_size, model_dir, cua_s1_contract));
     }
   }
 

@@ -32,6 +32,7 @@
 #include "api/errors.h"
 #include "api/request.h"
 #include "api/response.h"
+#include "decide/contract_common.h"
 #include "kernels/precision.h"
 #include "model/checkpoint/config_reader.h"
 #include "runtime/engine.h"
@@ -42,10 +43,6 @@ namespace s1::decide {
 inline constexpr std::string_view cua_s1_contract = "cua-s1-text";
 inline constexpr std::size_t cua_s1_max_options = 26;
 inline constexpr std::size_t cua_s1_max_prompt_tokens = 16384;
-
-// How letter logits reach the softmax: rounded to BF16 as the reference's BF16 LM head leaves them,
-// or kept as computed (to compare against an fp32 reference worker).
-enum class LogitRounding { bf16, none };
 
 struct CuaS1Settings {
   std::string name = "cua-s1-4b-0.2";
@@ -72,10 +69,6 @@ std::string cua_s1_option_label(const api::ChoiceOption& option);
 // The two chat messages (system, user) of one choice question. Throws std::invalid_argument for a
 // question that is not a choice with 1–26 options.
 std::vector<text::ChatMessage> cua_s1_messages(const api::Json& state, const api::Question& question);
-
-// The logit as the reference's BF16 LM head returns it: rounded to fp32, then to BF16 (nearest, ties
-// to even).
-double round_logit_to_bf16(double logit);
 
 // One choice answer from the letter logits of its options: rounding, softmax (T = 1), argmax with the
 // earliest option winning ties, normalised-entropy confidence (1.0 for one option).

@@ -8,11 +8,10 @@
 #include <stdexcept>
 
 #include "decide/answer_math.h"
-#include "decide/contracts/embedding_similarity.h"
+#include "decide/contract_common.h"
 #include "decide/contracts/label_token.h"
 #include "decide/prompt.h"
 #include "decide/token_budget.h"
-#include "kernels/linear.h"
 #include "model/checkpoint/load_error.h"
 #include "model/decoder/families.h"
 #include "text/unicode.h"
@@ -65,33 +64,16 @@ std::span<const int32_t> decider_label_token_ids() { return pinned_label_ids; }
 
 DeciderSettings default_decider_settings() {
   DeciderSettings settings;
-  settings.precision =
-      kernels::linear_supported(kernels::Precision::bf16) ? kernels::Precision::bf16 : kernels::Precision::fp32;
+  settings.precision = default_linear_precision();
   settings.label_token_ids.assign(pinned_label_ids.begin(), pinned_label_ids.end());
   return settings;
 }
 
 DeciderSettings read_decider_settings(checkpoint::ConfigReader& decision_file) {
   DeciderSettings settings = default_decider_settings();
-  settings.name = decision_file.optional<std::string>("name", settings.name);
-  if (settings.name.empty()) decision_file.reject("name", "must not be empty");
-  settings.aliases = decision_file.optional<std::vector<std::string>>("aliases", {});
-  settings.description = decision_file.optional<std::string>("description", settings.description);
-  if (auto precision = decision_file.optional<std::string>("precision")) {
-    const auto parsed = parse_precision(*precision);
-    if (!parsed) decision_file.reject("precision", "must be \"fp32\" or \"bf16\"");
-    if (!kernels::linear_supported(*parsed)) decision_file.reject("precision", "bf16 needs a CPU with AMX-BF16");
-    settings.precision = *parsed;
-  }
-  if (auto rounding = decision_file.optional<std::string>("logit_rounding")) {
-    if (*rounding == "bf16") {
-      settings.logit_rounding = LogitRounding::bf16;
-    } else if (*rounding == "none") {
-      settings.logit_rounding = LogitRounding::none;
-    } else {
-      decision_file.reject("logit_rounding", "must be \"bf16\" or \"none\"");
-    }
-  }
+  read_served_model_identity(decision_file, settings);
+  settings.precision = read_precision(decision_file, settings.precision);
+  settings.logit_rounding = read_logit_rounding(decision_file, settings.logit_rounding);
   if (auto temperatures = decision_file.optional_object("temperatures")) {
     const auto read = [&](std::string_view type, double fallback) {
       const double value = temperatures->optional<double>(type, fallback);
@@ -272,11 +254,7 @@ int64_t decider_unique_tokens(const std::vector<std::vector<int32_t>>& rows) {
 api::Result<api::Answer> decider_answer(api::QuestionType type, std::span<const std::vector<double>> row_logits,
                                         const DeciderTemperatures& temperatures, LogitRounding rounding) {
   std::vector<std::vector<double>> rows(row_logits.begin(), row_logits.end());
-  if (rounding == LogitRounding::bf16) {
-    for (auto& row : rows) {
-      for (double& logit : row) logit = round_logit_to_bf16(logit);
-    }
-  }
+  for (auto& row : rows) round_logits(row, rounding);
   switch (type) {
     case api::QuestionType::choice:
       return make_answer(type, rows.front(), temperatures.choice, ConfidenceMethod::linear);

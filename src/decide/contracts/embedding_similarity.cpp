@@ -14,12 +14,6 @@ namespace s1::decide {
 
 // ---- settings and texts ----------------------------------------------------------------------------
 
-std::optional<kernels::Precision> parse_precision(std::string_view name) {
-  if (name == "fp32") return kernels::Precision::fp32;
-  if (name == "bf16") return kernels::Precision::bf16;
-  return std::nullopt;
-}
-
 EmbeddingSimilaritySettings read_embedding_similarity_settings(checkpoint::ConfigReader& decision_file) {
   EmbeddingSimilaritySettings settings;
   settings.name = decision_file.required<std::string>("name");

@@ -18,6 +18,7 @@
 // together with its state.
 
 #include "api/request.h"
+#include "decide/contract_common.h"
 #include "decide/contracts/embedding_cache.h"
 #include "kernels/precision.h"
 #include "model/checkpoint/config_reader.h"
@@ -50,9 +51,6 @@ struct EmbeddingSimilaritySettings {
 // Reads this contract's members of an s1serve.json whose "contract" member was already read;
 // unknown members are load errors (checkpoint::LoadError naming the file and key).
 EmbeddingSimilaritySettings read_embedding_similarity_settings(checkpoint::ConfigReader& decision_file);
-
-// "fp32" or "bf16"; nullopt for anything else.
-std::optional<kernels::Precision> parse_precision(std::string_view name);
 
 // The candidate texts of one question, in label order (noul: [yes, no]).
 std::vector<std::string> candidate_texts(const api::Question& question);

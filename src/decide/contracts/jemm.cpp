@@ -6,12 +6,11 @@
 #include <stdexcept>
 
 #include "decide/answer_math.h"
-#include "decide/contracts/embedding_similarity.h"
+#include "decide/contract_common.h"
 #include "decide/contracts/label_token.h"
 #include "decide/prompt.h"
 #include "decide/python_text.h"
 #include "decide/token_budget.h"
-#include "kernels/linear.h"
 #include "model/checkpoint/load_error.h"
 #include "model/decoder/families.h"
 #include "model/decoder/lora_adapter.h"
@@ -132,32 +131,15 @@ std::string member_text(const api::Json& object, const char* name) {
 
 JemmSettings default_jemm_settings() {
   JemmSettings settings;
-  settings.precision =
-      kernels::linear_supported(kernels::Precision::bf16) ? kernels::Precision::bf16 : kernels::Precision::fp32;
+  settings.precision = default_linear_precision();
   return settings;
 }
 
 JemmSettings read_jemm_settings(checkpoint::ConfigReader& decision_file) {
   JemmSettings settings = default_jemm_settings();
-  settings.name = decision_file.optional<std::string>("name", settings.name);
-  if (settings.name.empty()) decision_file.reject("name", "must not be empty");
-  settings.aliases = decision_file.optional<std::vector<std::string>>("aliases", {});
-  settings.description = decision_file.optional<std::string>("description", settings.description);
-  if (auto precision = decision_file.optional<std::string>("precision")) {
-    const auto parsed = parse_precision(*precision);
-    if (!parsed) decision_file.reject("precision", "must be \"fp32\" or \"bf16\"");
-    if (!kernels::linear_supported(*parsed)) decision_file.reject("precision", "bf16 needs a CPU with AMX-BF16");
-    settings.precision = *parsed;
-  }
-  if (auto rounding = decision_file.optional<std::string>("logit_rounding")) {
-    if (*rounding == "bf16") {
-      settings.logit_rounding = LogitRounding::bf16;
-    } else if (*rounding == "none") {
-      settings.logit_rounding = LogitRounding::none;
-    } else {
-      decision_file.reject("logit_rounding", "must be \"bf16\" or \"none\"");
-    }
-  }
+  read_served_model_identity(decision_file, settings);
+  settings.precision = read_precision(decision_file, settings.precision);
+  settings.logit_rounding = read_logit_rounding(decision_file, settings.logit_rounding);
   decision_file.finish();
   return settings;
 }
@@ -233,9 +215,7 @@ std::vector<text::ChatMessage> jemm_messages(const api::Json& state, const api::
 api::Result<api::Answer> jemm_answer(api::QuestionType type, std::span<const double> label_logits,
                                      LogitRounding rounding) {
   std::vector<double> scores(label_logits.begin(), label_logits.end());
-  if (rounding == LogitRounding::bf16) {
-    for (double& score : scores) score = round_logit_to_bf16(score);
-  }
+  round_logits(scores, rounding);
   // Noul labels are yes (A) then no (B): the answer's p(true) is the first probability.
   return make_answer(type, scores, jemm_text_temperature, ConfidenceMethod::max_probability);
 }
@@ -256,19 +236,10 @@ class JemmEngine : public runtime::Engine {
         decoder_(load_decoder(model_dir, settings_.precision)) {
     const decoder::DecoderInfo& model = decoder_->info();
     context_tokens_ = std::min(jemm_max_prompt_tokens, model.max_positions);
-    text::EncodeOptions options;
-    options.add_special_tokens = false;
     std::vector<int32_t> label_ids;
     for (const char label : jemm_labels) {
-      const std::string text(1, label);
-      const std::optional<int32_t> id = tokenizer_.token_to_id(text);
-      const std::vector<int32_t> encoded = tokenizer_.encode(text, options).ids;
-      if (!id || encoded.size() != 1 || encoded.front() != *id || static_cast<std::size_t>(*id) >= model.vocab_size) {
-        throw checkpoint::LoadError(model_dir.string() + ": the label '" + text +
-                                    "' is not a single token of tokenizer.json within the model's vocabulary, so "
-                                    "the jemm contract cannot read it");
-      }
-      label_ids.push_back(*id);
+      label_ids.push_back(
+          require_label_token(tokenizer_, std::string(1, label), model.vocab_size, model_dir, jemm_contract));
     }
     check_export_manifest(model_dir, chat_template_, label_ids);
     const std::filesystem::path side_file = model_dir / jemm_label_head_file;

@@ -41,7 +41,7 @@
 #include "api/errors.h"
 #include "api/request.h"
 #include "api/response.h"
-#include "decide/contracts/cua_s1.h"
+#include "decide/contract_common.h"
 #include "kernels/precision.h"
 #include "model/checkpoint/config_reader.h"
 #include "runtime/engine.h"

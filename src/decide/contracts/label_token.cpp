@@ -5,10 +5,9 @@
 #include <stdexcept>
 
 #include "decide/answer_math.h"
-#include "decide/contracts/embedding_similarity.h"
+#include "decide/contract_common.h"
 #include "decide/prompt.h"
 #include "decide/token_budget.h"
-#include "kernels/linear.h"
 #include "model/checkpoint/load_error.h"
 #include "model/decoder/families.h"
 #include "text/chat_template.h"
@@ -21,27 +20,18 @@ LabelTokenSettings default_label_token_settings(const std::filesystem::path& mod
   settings.name = std::filesystem::absolute(model_dir).lexically_normal().filename().string();
   if (settings.name.empty()) settings.name = std::filesystem::absolute(model_dir).parent_path().filename().string();
   settings.description = "Chat decoder answering by label-token scores (label-token contract)";
-  settings.precision =
-      kernels::linear_supported(kernels::Precision::bf16) ? kernels::Precision::bf16 : kernels::Precision::fp32;
+  settings.precision = default_linear_precision();
   return settings;
 }
 
 LabelTokenSettings read_label_token_settings(checkpoint::ConfigReader& decision_file,
                                              const std::filesystem::path& model_dir) {
   LabelTokenSettings settings = default_label_token_settings(model_dir);
-  settings.name = decision_file.optional<std::string>("name", settings.name);
-  if (settings.name.empty()) decision_file.reject("name", "must not be empty");
-  settings.aliases = decision_file.optional<std::vector<std::string>>("aliases", {});
-  settings.description = decision_file.optional<std::string>("description", settings.description);
+  read_served_model_identity(decision_file, settings);
   settings.system_prompt = decision_file.optional<std::string>("system_prompt");
   settings.temperature = decision_file.optional<double>("temperature", 1.0);
   if (!(settings.temperature > 0.0)) decision_file.reject("temperature", "must be a number above 0");
-  if (auto precision = decision_file.optional<std::string>("precision")) {
-    const auto parsed = parse_precision(*precision);
-    if (!parsed) decision_file.reject("precision", "must be \"fp32\" or \"bf16\"");
-    if (!kernels::linear_supported(*parsed)) decision_file.reject("precision", "bf16 needs a CPU with AMX-BF16");
-    settings.precision = *parsed;
-  }
+  settings.precision = read_precision(decision_file, settings.precision);
   const int64_t context = decision_file.optional<int64_t>("context_tokens", 0);
   if (context < 0) decision_file.reject("context_tokens", "must not be negative");
   settings.context_tokens = static_cast<std::size_t>(context);

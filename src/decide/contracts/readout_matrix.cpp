@@ -1,19 +1,16 @@
 #include "decide/contracts/readout_matrix.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <set>
 #include <stdexcept>
 
 #include "decide/answer_math.h"
-#include "decide/contracts/embedding_similarity.h"
+#include "decide/contract_common.h"
 #include "decide/contracts/label_token.h"
 #include "decide/prompt.h"
 #include "decide/token_budget.h"
-#include "kernels/convert.h"
-#include "kernels/linear.h"
 #include "model/checkpoint/load_error.h"
 #include "model/decoder/output_matrix.h"
 #include "model/qwen3_5/qwen3_5_model.h"
@@ -66,11 +63,7 @@ bool truthy(const api::Json& value) {
   return true;
 }
 
-float round_to_bf16(float value) {
-  kernels::Bf16Bits bits = 0;
-  kernels::convert_fp32_to_bf16(std::span<const float>(&value, 1), std::span<kernels::Bf16Bits>(&bits, 1));
-  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
-}
+float round_to_bf16(float value) { return static_cast<float>(round_logit_to_bf16(value)); }
 
 ReadoutDtype parse_readout_dtype(checkpoint::ConfigReader& reader, std::string_view key) {
   const std::string value = reader.required<std::string>(key);
@@ -138,21 +131,13 @@ CodeReadoutConfig read_code_readout_config(const std::filesystem::path& file, Co
 CodeReadoutSettings read_code_readout_settings(checkpoint::ConfigReader& decision_file, CodeReadoutFamily family) {
   CodeReadoutSettings settings;
   settings.family = family;
-  settings.precision =
-      kernels::linear_supported(kernels::Precision::bf16) ? kernels::Precision::bf16 : kernels::Precision::fp32;
+  settings.precision = default_linear_precision();
   const bool d3 = family == CodeReadoutFamily::d3;
-  settings.name = decision_file.optional<std::string>("name", d3 ? "d3" : "pplx-decider-v1.1-27b");
-  if (settings.name.empty()) decision_file.reject("name", "must not be empty");
-  settings.aliases = decision_file.optional<std::vector<std::string>>("aliases", {});
-  settings.description = decision_file.optional<std::string>(
-      "description", d3 ? "Decision 3.0 (vllm-sr/d3): answer-code readout over a noncausal Qwen3.5 backbone"
-                        : "pplx-decider v1.1: answer-code readout over a noncausal Qwen3.8 backbone");
-  if (auto precision = decision_file.optional<std::string>("precision")) {
-    const auto parsed = parse_precision(*precision);
-    if (!parsed) decision_file.reject("precision", "must be \"fp32\" or \"bf16\"");
-    if (!kernels::linear_supported(*parsed)) decision_file.reject("precision", "bf16 needs a CPU with AMX-BF16");
-    settings.precision = *parsed;
-  }
+  settings.name = d3 ? "d3" : "pplx-decider-v1.1-27b";
+  settings.description = d3 ? "Decision 3.0 (vllm-sr/d3): answer-code readout over a noncausal Qwen3.5 backbone"
+                            : "pplx-decider v1.1: answer-code readout over a noncausal Qwen3.8 backbone";
+  read_served_model_identity(decision_file, settings);
+  settings.precision = read_precision(decision_file, settings.precision);
   if (decision_file.contains("readout_dtype")) {
     settings.readout_dtype = parse_readout_dtype(decision_file, "readout_dtype");
   }

@@ -6,12 +6,11 @@
 #include <stdexcept>
 
 #include "decide/answer_math.h"
-#include "decide/contracts/embedding_similarity.h"
+#include "decide/contract_common.h"
 #include "decide/contracts/label_token.h"
 #include "decide/contracts/startlux_prompt.h"
 #include "decide/prompt.h"
 #include "decide/token_budget.h"
-#include "kernels/linear.h"
 #include "model/checkpoint/load_error.h"
 #include "model/decoder/families.h"
 #include "text/chat_template.h"
@@ -75,23 +74,14 @@ StartLuxDecisionConfig read_startlux_decision_config(const std::filesystem::path
 
 StartLuxSettings default_startlux_settings() {
   StartLuxSettings settings;
-  settings.precision =
-      kernels::linear_supported(kernels::Precision::bf16) ? kernels::Precision::bf16 : kernels::Precision::fp32;
+  settings.precision = default_linear_precision();
   return settings;
 }
 
 StartLuxSettings read_startlux_settings(checkpoint::ConfigReader& decision_file) {
   StartLuxSettings settings = default_startlux_settings();
-  settings.name = decision_file.optional<std::string>("name", settings.name);
-  if (settings.name.empty()) decision_file.reject("name", "must not be empty");
-  settings.aliases = decision_file.optional<std::vector<std::string>>("aliases", {});
-  settings.description = decision_file.optional<std::string>("description", settings.description);
-  if (auto precision = decision_file.optional<std::string>("precision")) {
-    const auto parsed = parse_precision(*precision);
-    if (!parsed) decision_file.reject("precision", "must be \"fp32\" or \"bf16\"");
-    if (!kernels::linear_supported(*parsed)) decision_file.reject("precision", "bf16 needs a CPU with AMX-BF16");
-    settings.precision = *parsed;
-  }
+  read_served_model_identity(decision_file, settings);
+  settings.precision = read_precision(decision_file, settings.precision);
   const int64_t context = decision_file.optional<int64_t>("context_tokens", 0);
   if (context < 0) decision_file.reject("context_tokens", "must not be negative");
   settings.context_tokens = static_cast<std::size_t>(context);

@@ -1,0 +1,65 @@
+#include "decide/contract_common.h"
+
+#include <bit>
+#include <cstdint>
+
+#include "kernels/linear.h"
+#include "model/checkpoint/load_error.h"
+
+namespace s1::decide {
+
+std::optional<kernels::Precision> parse_precision(std::string_view name) {
+  if (name == "fp32") return kernels::Precision::fp32;
+  if (name == "bf16") return kernels::Precision::bf16;
+  return std::nullopt;
+}
+
+kernels::Precision default_linear_precision() {
+  return kernels::linear_supported(kernels::Precision::bf16) ? kernels::Precision::bf16 : kernels::Precision::fp32;
+}
+
+kernels::Precision read_precision(checkpoint::ConfigReader& decision_file, kernels::Precision fallback) {
+  const auto precision = decision_file.optional<std::string>("precision");
+  if (!precision) return fallback;
+  const auto parsed = parse_precision(*precision);
+  if (!parsed) decision_file.reject("precision", "must be \"fp32\" or \"bf16\"");
+  if (!kernels::linear_supported(*parsed)) decision_file.reject("precision", "bf16 needs a CPU with AMX-BF16");
+  return *parsed;
+}
+
+LogitRounding read_logit_rounding(checkpoint::ConfigReader& decision_file, LogitRounding fallback) {
+  const auto rounding = decision_file.optional<std::string>("logit_rounding");
+  if (!rounding) return fallback;
+  if (*rounding == "bf16") return LogitRounding::bf16;
+  if (*rounding == "none") return LogitRounding::none;
+  decision_file.reject("logit_rounding", "must be \"bf16\" or \"none\"");
+}
+
+double round_logit_to_bf16(double logit) {
+  const auto bits = std::bit_cast<uint32_t>(static_cast<float>(logit));
+  if ((bits & 0x7F800000U) == 0x7F800000U) return static_cast<float>(logit);
+  // Round to nearest, ties to even, on the upper 16 bits of the fp32 pattern.
+  const uint32_t rounded = (bits + 0x7FFFU + ((bits >> 16) & 1U)) & 0xFFFF0000U;
+  return static_cast<double>(std::bit_cast<float>(rounded));
+}
+
+void round_logits(std::span<double> logits, LogitRounding rounding) {
+  if (rounding != LogitRounding::bf16) return;
+  for (double& logit : logits) logit = round_logit_to_bf16(logit);
+}
+
+int32_t require_label_token(const text::Tokenizer& tokenizer, const std::string& label, std::size_t vocab_size,
+                            const std::filesystem::path& model_dir, std::string_view contract) {
+  text::EncodeOptions options;
+  options.add_special_tokens = false;
+  const std::optional<int32_t> id = tokenizer.token_to_id(label);
+  const std::vector<int32_t> encoded = tokenizer.encode(label, options).ids;
+  if (!id || encoded.size() != 1 || encoded.front() != *id || static_cast<std::size_t>(*id) >= vocab_size) {
+    throw checkpoint::LoadError(model_dir.string() + ": the label '" + label +
+                                "' is not a single token of tokenizer.json within the model's vocabulary, so the " +
+                                std::string(contract) + " contract cannot read it");
+  }
+  return *id;
+}
+
+}  // namespace s1::decide

@@ -1,0 +1,61 @@
+#pragma once
+// The s1serve.json members and logit handling that every decoder contract shares, read and applied
+// the same way so that a model card's "name", "precision" or "logit_rounding" means one thing.
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/precision.h"
+#include "model/checkpoint/config_reader.h"
+#include "text/tokenizer.h"
+
+namespace s1::decide {
+
+// "fp32" or "bf16"; nullopt for anything else.
+std::optional<kernels::Precision> parse_precision(std::string_view name);
+
+// bf16 where the CPU multiplies bf16 natively (AMX), else fp32.
+kernels::Precision default_linear_precision();
+
+// The optional "precision" member ("fp32" | "bf16"); `fallback` when absent. A value this CPU cannot
+// run is a load error naming the key.
+kernels::Precision read_precision(checkpoint::ConfigReader& decision_file, kernels::Precision fallback);
+
+// How label logits reach the softmax: rounded to BF16 as a reference's BF16 LM head leaves them, or
+// kept as computed (to compare against an fp32 reference worker).
+enum class LogitRounding { bf16, none };
+
+// The optional "logit_rounding" member ("bf16" | "none"); `fallback` when absent.
+LogitRounding read_logit_rounding(checkpoint::ConfigReader& decision_file, LogitRounding fallback);
+
+// The logit as a BF16 LM head returns it: rounded to fp32, then to BF16 (nearest, ties to even);
+// inf and NaN unchanged.
+double round_logit_to_bf16(double logit);
+
+// Applies `rounding` to every logit in place.
+void round_logits(std::span<double> logits, LogitRounding rounding);
+
+// The served-model members every contract's settings carry: "name" (not empty), "aliases" and
+// "description", each defaulting to what `settings` already holds (aliases: none).
+template <typename Settings>
+void read_served_model_identity(checkpoint::ConfigReader& decision_file, Settings& settings) {
+  settings.name = decision_file.optional<std::string>("name", settings.name);
+  if (settings.name.empty()) decision_file.reject("name", "must not be empty");
+  settings.aliases = decision_file.optional<std::vector<std::string>>("aliases", {});
+  settings.description = decision_file.optional<std::string>("description", settings.description);
+}
+
+// The vocabulary id of a label whose logit a contract reads, as its reference looks the label up in
+// the vocabulary. The readout only makes sense when the label alone also encodes to exactly that
+// token, within the model's `vocab_size` rows; otherwise a checkpoint::LoadError names `model_dir`,
+// the label and `contract`.
+int32_t require_label_token(const text::Tokenizer& tokenizer, const std::string& label, std::size_t vocab_size,
+                            const std::filesystem::path& model_dir, std::string_view contract);
+
+}  // namespace s1::decide
