@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
 sys.path.insert(0, HERE)
 
 import s1harness  # noqa: E402
-from reference_answers import compare_answer, expect_error, post_systemone, read_jsonl, run_validate  # noqa: E402
+from reference_answers import check_reference_request, expect_error, post_systemone, read_jsonl, run_validate  # noqa: E402
 
 MODEL_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-clm")
 TOLERANCE = 1e-5
@@ -41,20 +41,9 @@ def check_serving(binary, name, lines, problems):
         first = {}
         for number, line in enumerate(lines):
             body = dict(line["request"], model=name)
-            response = post_systemone(server, body)
-            where = f"request {number}"
-            if response.status != 200:
-                problems.append(f"{where}: status {response.status}: {response.body[:300]!r}")
-                continue
-            shape = []
-            s1harness.check_systemone_200(body, response, shape)
-            problems += [f"{where}: {p}" for p in shape]
-            got = response.json()
-            first[number] = response.body
-            if got["usage"]["input_tokens"] != line["input_tokens"]:
-                problems.append(f"{where}: input_tokens {got['usage']} vs reference {line['input_tokens']}")
-            for key, answer in line["answers"].items():
-                compare_answer(f"{where}/{key}", answer, got["answers"][key], TOLERANCE, problems)
+            response = check_reference_request(server, body, line, f"request {number}", TOLERANCE, problems)
+            if response is not None:
+                first[number] = response.body
 
         # Every candidate is cached now; a cache hit must not change a byte, usage included.
         for number in reversed(range(len(lines))):

@@ -67,3 +67,21 @@ def expect_error(server, body, status, error_type, where, problems, location=Non
 def run_validate(binary, model_dir, reference, *gates, timeout=600):
     return subprocess.run([binary, "validate", "--model", model_dir, "--reference", reference, *gates],
                           capture_output=True, text=True, timeout=timeout)
+
+
+def check_reference_request(server, body, line, where, tolerance, problems):
+    """Posts one reference-file request and checks the 200's shape, input_tokens and every answer
+    against the reference line; the response, or None when the status was not 200."""
+    response = post_systemone(server, body)
+    if response.status != 200:
+        problems.append(f"{where}: status {response.status}: {response.body[:300]!r}")
+        return None
+    shape = []
+    s1harness.check_systemone_200(body, response, shape)
+    problems += [f"{where}: {p}" for p in shape]
+    got = response.json()
+    if got["usage"]["input_tokens"] != line["input_tokens"]:
+        problems.append(f"{where}: input_tokens {got['usage']} vs reference {line['input_tokens']}")
+    for key, answer in line["answers"].items():
+        compare_answer(f"{where}/{key}", answer, got["answers"][key], tolerance, problems)
+    return response
