@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -16,37 +15,17 @@
 #include "decide/contracts/clm_heads.h"
 #include "decide/contracts/embedding_cache.h"
 #include "model/checkpoint/load_error.h"
+#include "support/fixtures.h"
 #include "text/tokenizer.h"
 
 namespace s1::decide {
 namespace {
 
-std::filesystem::path fixture_dir() {
-  const char* source = std::getenv("S1SERVE_SOURCE_DIR");
-  return std::filesystem::path(source != nullptr ? source : ".") / "tests" / "fixtures" / "tiny-clm";
-}
+using test::read_jsonl;
+using test::typed_request;
+using test::single_question;
 
-std::vector<api::Json> read_jsonl(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::vector<api::Json> lines;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) lines.push_back(api::Json::parse(line));
-  }
-  return lines;
-}
-
-api::DecisionRequest typed_request(const api::Json& body) {
-  api::RequestLimits limits;
-  limits.has_default_model = true;
-  auto request = api::validate_system_one_request(body, limits);
-  if (!request) throw std::runtime_error("fixture request rejected: " + request.error().message);
-  return request.value();
-}
-
-api::Question question_of(const char* json) {
-  return typed_request(api::Json::parse(std::string(R"({"state":"s","questions":{"q":)") + json + "}}"))
-      .questions.front();
-}
+std::filesystem::path fixture_dir() { return test::fixture_dir("tiny-clm"); }
 
 // A copy of the fixture directory with s1serve.json replaced.
 std::filesystem::path fixture_copy_with(const std::string& decision_file) {
@@ -80,17 +59,17 @@ TEST(ClmText, StateTextPutsTheQuestionAfterTheContextStrippedAsPython) {
 }
 
 TEST(ClmText, CandidateTextsPerQuestionType) {
-  EXPECT_EQ(clm_candidate_texts(question_of(R"({"type":"noul","instructions":"Is this urgent?"})")),
+  EXPECT_EQ(clm_candidate_texts(single_question(R"({"type":"noul","instructions":"Is this urgent?"})")),
             (std::vector<std::string>{"true: Yes. This is true: Is this urgent?",
                                       "false: No. This is false: Is this urgent?"}));
-  EXPECT_EQ(clm_candidate_texts(question_of(R"({"type":"noul","instructions":"q","criteria":{"true":"It is urgent."}})")),
+  EXPECT_EQ(clm_candidate_texts(single_question(R"({"type":"noul","instructions":"q","criteria":{"true":"It is urgent."}})")),
             (std::vector<std::string>{"true: It is urgent.", "false: No. This is false: q"}));
-  EXPECT_EQ(clm_candidate_texts(question_of(R"({"type":"noul","criteria":{"true":{},"false":""}})")),
+  EXPECT_EQ(clm_candidate_texts(single_question(R"({"type":"noul","criteria":{"true":{},"false":""}})")),
             (std::vector<std::string>{"true: ", "false: false"}));
-  EXPECT_EQ(clm_candidate_texts(question_of(
+  EXPECT_EQ(clm_candidate_texts(single_question(
                 R"({"type":"choice","criteria":{"billing":"A billing issue","tech":"","x":null,"y":{"a":1}}})")),
             (std::vector<std::string>{"A billing issue", "tech", "x", "a: 1"}));
-  EXPECT_EQ(clm_candidate_texts(question_of(R"({"type":"score","criteria":["Calm","Frustrated",["a"]]})")),
+  EXPECT_EQ(clm_candidate_texts(single_question(R"({"type":"score","criteria":["Calm","Frustrated",["a"]]})")),
             (std::vector<std::string>{"Calm", "Frustrated", "- a"}));
 }
 

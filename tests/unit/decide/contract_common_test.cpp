@@ -3,12 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "model/checkpoint/load_error.h"
+#include "support/fixtures.h"
 #include "text/tokenizer.h"
 
 namespace s1::decide {
@@ -84,9 +84,7 @@ TEST(ContractLogits, RoundsToBf16OnlyWhenAsked) {
 }
 
 TEST(ContractLabels, ALabelMustBeItsOwnSingleVocabularyToken) {
-  const char* source = std::getenv("S1SERVE_SOURCE_DIR");
-  const auto tokenizer_dir = std::filesystem::path(source != nullptr ? source : ".") / "tests" / "fixtures" /
-                             "qwen-tiny-tokenizer";
+  const auto tokenizer_dir = test::fixture_dir("qwen-tiny-tokenizer");
   const text::Tokenizer tokenizer = text::Tokenizer::from_file(tokenizer_dir / "tokenizer.json");
   const std::size_t vocab = 1U << 20;
   EXPECT_EQ(require_label_token(tokenizer, "A", vocab, tokenizer_dir, "test"), *tokenizer.token_to_id("A"));

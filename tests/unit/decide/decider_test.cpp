@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -12,37 +11,17 @@
 
 #include "api/request.h"
 #include "decide/contract_table.h"
+#include "support/fixtures.h"
 #include "text/tokenizer.h"
 
 namespace s1::decide {
 namespace {
 
-std::filesystem::path fixture_dir() {
-  const char* source = std::getenv("S1SERVE_SOURCE_DIR");
-  return std::filesystem::path(source != nullptr ? source : ".") / "tests" / "fixtures" / "tiny-decider";
-}
+using test::read_jsonl;
+using test::typed_request;
+using test::single_question;
 
-std::vector<api::Json> read_jsonl(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::vector<api::Json> lines;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) lines.push_back(api::Json::parse(line));
-  }
-  return lines;
-}
-
-api::DecisionRequest typed_request(const api::Json& body) {
-  api::RequestLimits limits;
-  limits.has_default_model = true;
-  auto request = api::validate_system_one_request(body, limits);
-  if (!request) throw std::runtime_error("fixture request rejected: " + request.error().message);
-  return request.value();
-}
-
-api::Question question_of(std::string_view body) {
-  return typed_request(api::Json::parse(std::string(R"({"state":"s","questions":{"q":)") + std::string(body) + "}}"))
-      .questions.front();
-}
+std::filesystem::path fixture_dir() { return test::fixture_dir("tiny-decider"); }
 
 std::vector<int32_t> fixture_label_ids() {
   std::ifstream in(fixture_dir() / "s1serve.json");
@@ -81,19 +60,19 @@ TEST(DeciderPrompt, StripsALeadingLevelNumberLikePythonRe) {
 }
 
 TEST(DeciderPrompt, RowsPerQuestionType) {
-  auto choice = decider_rows(question_of(
+  auto choice = decider_rows(single_question(
       R"({"type":"choice","instructions":{"goal":"g"},"criteria":{"a":null,"b":"","c":"desc","d":["x",1]}})"));
   ASSERT_TRUE(choice);
   ASSERT_EQ(choice.value().size(), 1U);
   EXPECT_EQ(choice.value()[0].question, "{\"goal\": \"g\"}");
   EXPECT_EQ(choice.value()[0].options, (std::vector<std::string>{"a", "b", "c: desc", "d: [\"x\", 1]"}));
 
-  auto noul = decider_rows(question_of(R"({"type":"noul","criteria":{"true":"it is"}})"));
+  auto noul = decider_rows(single_question(R"({"type":"noul","criteria":{"true":"it is"}})"));
   ASSERT_TRUE(noul);
   EXPECT_EQ(noul.value()[0].question, "Which answer fits the context?");
   EXPECT_EQ(noul.value()[0].options, (std::vector<std::string>{"no", "yes: it is"}));
 
-  auto score = decider_rows(question_of(R"({"type":"score","instructions":"How?","criteria":["0: calm",{"x":1}]})"));
+  auto score = decider_rows(single_question(R"({"type":"score","instructions":"How?","criteria":["0: calm",{"x":1}]})"));
   ASSERT_TRUE(score);
   ASSERT_EQ(score.value().size(), 2U);
   EXPECT_EQ(score.value()[0].question, "How?\nProposed answer: calm\nDoes the proposed answer fit?");
@@ -106,7 +85,7 @@ TEST(DeciderPrompt, RefusesWhatTheReferenceCannotRender) {
                            R"({"type":"choice","criteria":{"a":null,"b":null}})",
                            R"({"type":"score","instructions":"","criteria":["a","b"]})",
                            R"({"type":"noul"})", R"({"type":"noul","criteria":{"true":"","false":""}})"}) {
-    auto rows = decider_rows(question_of(body));
+    auto rows = decider_rows(single_question(body));
     ASSERT_FALSE(rows) << body;
     EXPECT_EQ(rows.error().code, api::ErrorCode::unsupported_question_type) << body;
   }

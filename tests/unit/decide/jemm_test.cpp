@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -16,38 +15,18 @@
 #include "api/request.h"
 #include "decide/contract_table.h"
 #include "decide/python_text.h"
+#include "support/fixtures.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 
 namespace s1::decide {
 namespace {
 
-std::filesystem::path fixture_dir() {
-  const char* source = std::getenv("S1SERVE_SOURCE_DIR");
-  return std::filesystem::path(source != nullptr ? source : ".") / "tests" / "fixtures" / "tiny-jemm";
-}
+using test::read_jsonl;
+using test::typed_request;
+using test::single_question;
 
-std::vector<api::Json> read_jsonl(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::vector<api::Json> lines;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) lines.push_back(api::Json::parse(line));
-  }
-  return lines;
-}
-
-api::DecisionRequest typed_request(const api::Json& body) {
-  api::RequestLimits limits;
-  limits.has_default_model = true;
-  auto request = api::validate_system_one_request(body, limits);
-  if (!request) throw std::runtime_error("fixture request rejected: " + request.error().message);
-  return request.value();
-}
-
-api::Question question_of(const char* json) {
-  return typed_request(api::Json::parse(std::string(R"({"state":"s","questions":{"q":)") + json + "}}"))
-      .questions.at(0);
-}
+std::filesystem::path fixture_dir() { return test::fixture_dir("tiny-jemm"); }
 
 TEST(JemmPythonText, MatchesPythonStrReprAndSplit) {
   const auto cases = read_jsonl(fixture_dir() / "python_coercion.jsonl");
@@ -69,7 +48,7 @@ TEST(JemmPythonText, StripAndCodePointPrefix) {
 
 TEST(JemmPrompt, UserMessageLayout) {
   const auto messages = jemm_messages(api::Json::parse(R"({"b":[1,2.5],"a":"é"})"),
-                                      question_of(R"({"type":"choice","instructions":"Pick\n  one.",
+                                      single_question(R"({"type":"choice","instructions":"Pick\n  one.",
                                                       "criteria":{"x":"Go  left","y":null}})"));
   ASSERT_EQ(messages.size(), 2U);
   EXPECT_EQ(messages[0].role, "system");
@@ -80,14 +59,14 @@ TEST(JemmPrompt, UserMessageLayout) {
 }
 
 TEST(JemmPrompt, CandidatesOfEachQuestionType) {
-  EXPECT_EQ(jemm_candidate_texts(question_of(R"({"type":"noul"})")), (std::vector<std::string>{"yes", "no"}));
-  EXPECT_EQ(jemm_candidate_texts(question_of(R"({"type":"noul","criteria":{"false":{"description":"not  so"}}})")),
+  EXPECT_EQ(jemm_candidate_texts(single_question(R"({"type":"noul"})")), (std::vector<std::string>{"yes", "no"}));
+  EXPECT_EQ(jemm_candidate_texts(single_question(R"({"type":"noul","criteria":{"false":{"description":"not  so"}}})")),
             (std::vector<std::string>{"yes", "not so"}));
-  EXPECT_EQ(jemm_candidate_texts(question_of(R"({"type":"score","criteria":["low",{"x":1},["a",true]]})")),
+  EXPECT_EQ(jemm_candidate_texts(single_question(R"({"type":"score","criteria":["low",{"x":1},["a",true]]})")),
             (std::vector<std::string>{"low", "level 1", "['a', True]"}));
   std::string wide = R"({"type":"choice","criteria":{)";
   for (int i = 0; i < 33; ++i) wide += (i > 0 ? ",\"o" : "\"o") + std::to_string(i) + "\":null";
-  EXPECT_THROW(jemm_messages("s", question_of((wide + "}}").c_str())), std::invalid_argument);
+  EXPECT_THROW(jemm_messages("s", single_question((wide + "}}").c_str())), std::invalid_argument);
 }
 
 TEST(JemmPrompt, ToolSpecCandidates) {
@@ -100,7 +79,7 @@ TEST(JemmPrompt, ToolSpecCandidates) {
   EXPECT_EQ(jemm_tool_text(R"({"name":null,"description":""})"), "None");
   EXPECT_EQ(jemm_tool_text("not json\n at all"), "not json at all");
   EXPECT_EQ(jemm_tool_text(R"(["name"])"), "[\"name\"]");
-  const api::Question tools = question_of(R"({"type":"choice","criteria":{
+  const api::Question tools = single_question(R"({"type":"choice","criteria":{
       "t":{"action":{"tool_name":"x"},"description":"{\"name\":\"t\",\"parameters\":{\"q\":{}}}"},
       "u":{"action":{"other":1},"description":"{\"name\":\"u\"}"}}})");
   EXPECT_EQ(jemm_candidate_texts(tools), (std::vector<std::string>{"t | params: q", "{\"name\":\"u\"}"}));

@@ -9,51 +9,27 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "api/request.h"
 #include "decide/contract_table.h"
+#include "support/fixtures.h"
 #include "text/tokenizer.h"
 
 namespace s1::decide {
 namespace {
 
+using test::read_jsonl;
+using test::typed_request;
+using test::question_named;
+
+std::filesystem::path fixture_dir() { return test::fixture_dir("tiny-laya"); }
+
 constexpr double model_tolerance = 1e-4;
 constexpr double wire_tolerance = 1e-4 + 1e-9;  // one step of the 4-decimal rounding
-
-std::filesystem::path fixture_dir() {
-  const char* source = std::getenv("S1SERVE_SOURCE_DIR");
-  return std::filesystem::path(source != nullptr ? source : ".") / "tests" / "fixtures" / "tiny-laya";
-}
-
-std::vector<api::Json> read_jsonl(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::vector<api::Json> lines;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) lines.push_back(api::Json::parse(line));
-  }
-  return lines;
-}
-
-api::DecisionRequest typed_request(const api::Json& body) {
-  api::RequestLimits limits;
-  limits.has_default_model = true;
-  auto request = api::validate_system_one_request(body, limits);
-  if (!request) throw std::runtime_error("fixture request rejected: " + request.error().message);
-  return request.value();
-}
-
-const api::Question& question_named(const api::DecisionRequest& request, const std::string& key) {
-  for (const api::Question& question : request.questions) {
-    if (question.key == key) return question;
-  }
-  throw std::runtime_error("no question " + key);
-}
 
 TEST(LayaPacking, MatchesLayaTokenIdsAndMarkers) {
   const auto tokenizer = text::Tokenizer::from_file(fixture_dir() / "tokenizer" / "tokenizer.json");

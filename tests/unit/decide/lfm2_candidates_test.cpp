@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -13,42 +12,18 @@
 #include "api/request.h"
 #include "decide/contract_table.h"
 #include "model/checkpoint/load_error.h"
+#include "support/fixtures.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 
 namespace s1::decide {
 namespace {
 
-std::filesystem::path fixture_dir() {
-  const char* source = std::getenv("S1SERVE_SOURCE_DIR");
-  return std::filesystem::path(source != nullptr ? source : ".") / "tests" / "fixtures" / "tiny-lfm2";
-}
+using test::read_jsonl;
+using test::typed_request;
+using test::choice;
 
-std::vector<api::Json> read_jsonl(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::vector<api::Json> lines;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) lines.push_back(api::Json::parse(line));
-  }
-  return lines;
-}
-
-api::DecisionRequest typed_request(const api::Json& body) {
-  api::RequestLimits limits;
-  limits.has_default_model = true;
-  auto request = api::validate_system_one_request(body, limits);
-  if (!request) throw std::runtime_error("fixture request rejected: " + request.error().message);
-  return request.value();
-}
-
-api::Question choice(std::vector<api::ChoiceOption> options, api::Json instructions = nullptr) {
-  api::Question question;
-  question.type = api::QuestionType::choice;
-  question.key = "q";
-  question.instructions = std::move(instructions);
-  question.options = std::move(options);
-  return question;
-}
+std::filesystem::path fixture_dir() { return test::fixture_dir("tiny-lfm2"); }
 
 std::vector<int32_t> encode(const text::Tokenizer& tokenizer, std::string_view text) {
   text::EncodeOptions options;

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -15,39 +14,21 @@
 #include "decide/contract_table.h"
 #include "decide/prompt.h"
 #include "model/checkpoint/load_error.h"
+#include "support/fixtures.h"
 #include "text/tokenizer.h"
 
 namespace s1::decide {
 namespace {
 
-std::filesystem::path fixture_dir() {
-  const char* source = std::getenv("S1SERVE_SOURCE_DIR");
-  return std::filesystem::path(source != nullptr ? source : ".") / "tests" / "fixtures" / "tiny-open-jev";
-}
+using test::read_jsonl;
+using test::question_named;
 
-std::vector<api::Json> read_jsonl(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::vector<api::Json> lines;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) lines.push_back(api::Json::parse(line));
-  }
-  return lines;
-}
+std::filesystem::path fixture_dir() { return test::fixture_dir("tiny-open-jev"); }
 
 api::DecisionRequest typed_request(const api::Json& body) {
-  api::RequestLimits limits;
-  limits.has_default_model = true;
+  api::RequestLimits limits = test::default_model_limits();
   limits.max_questions = 5000;
-  auto request = api::validate_system_one_request(body, limits);
-  if (!request) throw std::runtime_error("fixture request rejected: " + request.error().message);
-  return request.value();
-}
-
-const api::Question& question_named(const api::DecisionRequest& request, const std::string& key) {
-  const auto found = std::find_if(request.questions.begin(), request.questions.end(),
-                                  [&](const api::Question& q) { return q.key == key; });
-  if (found == request.questions.end()) throw std::runtime_error("no question " + key);
-  return *found;
+  return test::typed_request(body, limits);
 }
 
 TEST(PythonSortedJson, SortsEveryObjectByCodePointWithDefaultSeparators) {

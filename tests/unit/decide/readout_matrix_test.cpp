@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -14,46 +13,21 @@
 #include "api/request.h"
 #include "decide/contract_table.h"
 #include "model/checkpoint/load_error.h"
+#include "support/fixtures.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 
 namespace s1::decide {
 namespace {
 
-std::filesystem::path fixture_dir(const std::string& name) {
-  const char* source = std::getenv("S1SERVE_SOURCE_DIR");
-  return std::filesystem::path(source != nullptr ? source : ".") / "tests" / "fixtures" / name;
-}
-
-std::vector<api::Json> read_jsonl(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::vector<api::Json> lines;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) lines.push_back(api::Json::parse(line));
-  }
-  return lines;
-}
-
-api::Json read_json(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  return api::Json::parse(in);
-}
+using test::fixture_dir;
+using test::read_json;
+using test::question_named;
+using test::read_jsonl;
+using test::typed_request;
 
 void write_json(const std::filesystem::path& path, const api::Json& value) {
   std::ofstream(path) << value.dump(2);
-}
-
-api::DecisionRequest typed_request(const api::Json& body) {
-  api::RequestLimits limits;
-  limits.has_default_model = true;
-  auto request = api::validate_system_one_request(body, limits);
-  if (!request) throw std::runtime_error("fixture request rejected: " + request.error().message);
-  return request.value();
-}
-
-const api::Question& question_of(const api::DecisionRequest& request, const std::string& key) {
-  return *std::find_if(request.questions.begin(), request.questions.end(),
-                       [&](const api::Question& q) { return q.key == key; });
 }
 
 // A scratch copy of a fixture directory, removed afterwards.
@@ -207,7 +181,7 @@ void expect_prompt_goldens(const std::string& fixture, CodeReadoutFamily family,
     const api::DecisionRequest request = typed_request(requests.at(golden["request"].get<std::size_t>()));
     const std::string key = golden["question"].get<std::string>();
     const std::string prompt = chat_template.render(
-        code_readout_messages(family, request.state, question_of(request, key), config.codes), true,
+        code_readout_messages(family, request.state, question_named(request, key), config.codes), true,
         text::Thinking::disabled);
     EXPECT_EQ(prompt, golden["text"].get<std::string>()) << fixture << " " << key;
     EXPECT_TRUE(prompt.ends_with("<|im_start|>assistant\n<think>\n\n</think>\n\n"));

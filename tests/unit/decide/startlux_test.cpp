@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -16,33 +15,17 @@
 #include "decide/contracts/startlux_prompt.h"
 #include "decide/wide_choice.h"
 #include "model/checkpoint/load_error.h"
+#include "support/fixtures.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 
 namespace s1::decide {
 namespace {
 
-std::filesystem::path fixture_dir() {
-  const char* source = std::getenv("S1SERVE_SOURCE_DIR");
-  return std::filesystem::path(source != nullptr ? source : ".") / "tests" / "fixtures" / "tiny-startlux";
-}
+using test::read_jsonl;
+using test::typed_request;
 
-std::vector<api::Json> read_jsonl(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::vector<api::Json> lines;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) lines.push_back(api::Json::parse(line));
-  }
-  return lines;
-}
-
-api::DecisionRequest typed_request(const api::Json& body) {
-  api::RequestLimits limits;
-  limits.has_default_model = true;
-  auto request = api::validate_system_one_request(body, limits);
-  if (!request) throw std::runtime_error("fixture request rejected: " + request.error().message);
-  return request.value();
-}
+std::filesystem::path fixture_dir() { return test::fixture_dir("tiny-startlux"); }
 
 api::Question question_of(const char* json) { return typed_request(api::Json::parse(json)).questions.front(); }
 
