@@ -68,9 +68,76 @@ void linear_arguments(benchmark::internal::Benchmark* benchmark) {
     // Per-call latency at small and large row counts.
     for (const int threads : {1, 2})
       for (const int rows : {8, 32, 512}) benchmark->Args({precision, rows, 384, 1152, threads, 0});
+    // The four ModernBERT-large (LAYA) GEMMs of one layer at 512 tokens.
+    for (const int threads : {1, 2})
+      for (const auto& [in, out] : {std::pair{1024, 3072}, {1024, 1024}, {1024, 2624}, {2624, 1024}})
+        benchmark->Args({precision, 512, in, out, threads, 0});
   }
 }
 BENCHMARK(linear_forward)->Apply(linear_arguments)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// As linear_forward, but cycling through 200 MB of layers of the shape, as a model's forward pass
+// does: the weights come from memory rather than from the cache a single repeated layer stays in.
+void linear_forward_cold(benchmark::State& state) {
+  const auto precision = state.range(0) == 0 ? Precision::fp32 : Precision::bf16;
+  const auto rows = static_cast<std::size_t>(state.range(1));
+  const auto in = static_cast<std::size_t>(state.range(2));
+  const auto out = static_cast<std::size_t>(state.range(3));
+  set_thread_count(static_cast<int>(state.range(4)));
+  std::vector<PackedLinear> layers;
+  const std::size_t layer_count = std::max<std::size_t>(8, 100'000'000 / (in * out));
+  for (std::size_t layer = 0; layer < layer_count; ++layer)
+    layers.emplace_back(random_values(in * out, 0.05F), random_values(out, 0.1F), in, out, precision);
+  const auto x = random_values(rows * in, 1.0F);
+  std::vector<float> y(rows * out);
+  layers[0].forward(x, y);
+  std::size_t next = 0;
+  for (auto _ : state) {
+    layers[next].forward(x, y);
+    next = (next + 1) % layers.size();
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_rate(state, 2.0 * static_cast<double>(rows * in * out));
+}
+// The GEMMs of a ModernBERT-large forward pass alone, layer after layer, no other op between them.
+void modernbert_large_gemms(benchmark::State& state) {
+  set_thread_count(static_cast<int>(state.range(1)));
+  const std::size_t rows = static_cast<std::size_t>(state.range(0));
+  struct Layer {
+    PackedLinear qkv, out, wi, wg, wo;
+  };
+  std::vector<Layer> layers;
+  for (int layer = 0; layer < 28; ++layer)
+    layers.push_back(Layer{PackedLinear(random_values(1024 * 3072, 0.05F), {}, 1024, 3072, Precision::bf16),
+                           PackedLinear(random_values(1024 * 1024, 0.05F), {}, 1024, 1024, Precision::bf16),
+                           PackedLinear(random_values(1024 * 2624, 0.05F), {}, 1024, 2624, Precision::bf16),
+                           PackedLinear(random_values(1024 * 2624, 0.05F), {}, 1024, 2624, Precision::bf16),
+                           PackedLinear(random_values(1024 * 2624, 0.05F), {}, 2624, 1024, Precision::bf16)});
+  const auto x = random_values(rows * 2624, 1.0F);
+  std::vector<float> qkv(rows * 3072), hidden(rows * 1024), a(rows * 2624), g(rows * 2624);
+  const std::span<const float> narrow(x.data(), rows * 1024);
+  for (auto _ : state) {
+    for (const Layer& layer : layers) {
+      layer.qkv.forward(narrow, qkv);
+      layer.out.forward(narrow, hidden);
+      layer.wi.forward(narrow, a);
+      layer.wg.forward(narrow, g);
+      layer.wo.forward(x, hidden);
+    }
+    benchmark::DoNotOptimize(hidden.data());
+  }
+  set_rate(state, 2.0 * 28 * static_cast<double>(rows) * (1024.0 * 3072 + 1024.0 * 1024 + 3 * 1024.0 * 2624));
+}
+BENCHMARK(modernbert_large_gemms)->ArgNames({"M", "threads"})->Args({512, 2})->UseRealTime()->Unit(benchmark::kMillisecond);
+
+BENCHMARK(linear_forward_cold)
+    ->ArgNames({"bf16", "M", "K", "N", "threads"})
+    ->Args({1, 512, 1024, 3072, 2})
+    ->Args({1, 512, 1024, 2624, 2})
+    ->Args({1, 512, 2624, 1024, 2})
+    ->Args({1, 512, 1024, 512, 2})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 // Args: bf16, batch, seq, threads.
 void attention_minilm(benchmark::State& state) {

@@ -1,6 +1,7 @@
 #include "kernels/linear.h"
 
 #include <omp.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <bit>
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <new>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>
 #include <unordered_map>
@@ -105,11 +107,35 @@ bool linear_supported(Precision precision) {
   return precision == Precision::fp32 || cpu_features().avx512();
 }
 
+namespace {
+
+struct FreeDeleter {
+  void operator()(std::byte* data) const { std::free(data); }
+};
+
+// Storage for packed weights, on transparent huge pages where a matrix spans some (this system's
+// THP mode is "madvise": plain allocations stay on 4 KiB pages). A forward pass streams every
+// layer's weights from memory once; on 4 KiB pages AMX's tile loads stall on page walks. Measured
+// with bench/kernels_bench.cpp: linear_forward_cold 2.5x faster, the 140 GEMMs of a ModernBERT-large
+// forward pass (modernbert_large_gemms) 7-16% faster (docs/benchmarks/kernels.md).
+std::unique_ptr<std::byte, FreeDeleter> weight_allocation(std::size_t bytes) {
+  constexpr std::size_t huge_page = std::size_t{2} << 20;
+  constexpr std::size_t cache_line = 64;
+  void* data = nullptr;
+  if (posix_memalign(&data, bytes >= huge_page ? huge_page : cache_line, bytes) != 0) throw std::bad_alloc();
+  // Only whole huge pages inside the block: the tail stays on small pages rather than over-allocating.
+  if (bytes >= huge_page) madvise(data, bytes / huge_page * huge_page, MADV_HUGEPAGE);
+  return std::unique_ptr<std::byte, FreeDeleter>(static_cast<std::byte*>(data));
+}
+
+}  // namespace
+
 struct PackedLinear::Impl {
   std::size_t in_features = 0;
   std::size_t out_features = 0;
   Precision precision = Precision::fp32;
   Activation activation = Activation::none;
+  std::unique_ptr<std::byte, FreeDeleter> weight_storage;  // owns what `weights` points to
   dnnl::memory weights;  // packed, in the layout the primitives expect
   dnnl::memory bias;     // empty handle when there is no bias
 };
@@ -133,7 +159,8 @@ PackedLinear::PackedLinear(std::span<const float> weight, std::span<const float>
     // nn.Linear's [N, K] row-major weight is the matmul's [K, N] operand with strides (1, K): "ba".
     const dnnl::memory::desc torch_layout({in, out}, DataType::f32, FormatTag::ba);
     dnnl::memory source(torch_layout, cpu_engine(), const_cast<float*>(weight.data()));
-    impl_->weights = dnnl::memory(probe.weights_desc(), cpu_engine());
+    impl_->weight_storage = weight_allocation(probe.weights_desc().get_size());
+    impl_->weights = dnnl::memory(probe.weights_desc(), cpu_engine(), impl_->weight_storage.get());
     dnnl::stream stream(cpu_engine());
     apply_thread_count();
     dnnl::reorder(source, impl_->weights).execute(stream, source, impl_->weights);
