@@ -48,12 +48,16 @@ void round_logits(std::span<double> logits, LogitRounding rounding) {
   for (double& logit : logits) logit = round_logit_to_bf16(logit);
 }
 
-int32_t require_label_token(const text::Tokenizer& tokenizer, const std::string& label, std::size_t vocab_size,
-                            const std::filesystem::path& model_dir, std::string_view contract) {
+std::vector<int32_t> encode_without_special_tokens(const text::Tokenizer& tokenizer, std::string_view text) {
   text::EncodeOptions options;
   options.add_special_tokens = false;
+  return tokenizer.encode(text, options).ids;
+}
+
+int32_t require_label_token(const text::Tokenizer& tokenizer, const std::string& label, std::size_t vocab_size,
+                            const std::filesystem::path& model_dir, std::string_view contract) {
   const std::optional<int32_t> id = tokenizer.token_to_id(label);
-  const std::vector<int32_t> encoded = tokenizer.encode(label, options).ids;
+  const std::vector<int32_t> encoded = encode_without_special_tokens(tokenizer, label);
   if (!id || encoded.size() != 1 || encoded.front() != *id || static_cast<std::size_t>(*id) >= vocab_size) {
     throw checkpoint::LoadError(model_dir.string() + ": the label '" + label +
                                 "' is not a single token of tokenizer.json within the model's vocabulary, so the " +

@@ -51,6 +51,10 @@ void read_served_model_identity(checkpoint::ConfigReader& decision_file, Setting
   settings.description = decision_file.optional<std::string>("description", settings.description);
 }
 
+// The ids of `text` with no special tokens added: a rendered chat template spells its own, and a
+// label or value is read as the bare tokens it is.
+std::vector<int32_t> encode_without_special_tokens(const text::Tokenizer& tokenizer, std::string_view text);
+
 // The vocabulary id of a label whose logit a contract reads, as its reference looks the label up in
 // the vocabulary. The readout only makes sense when the label alone also encodes to exactly that
 // token, within the model's `vocab_size` rows; otherwise a checkpoint::LoadError names `model_dir`,

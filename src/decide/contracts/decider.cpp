@@ -52,12 +52,6 @@ api::ApiError unsupported(std::string message) {
   return api::ApiError::make(api::ErrorCode::unsupported_question_type, std::move(message));
 }
 
-std::vector<int32_t> encode(const text::Tokenizer& tokenizer, std::string_view text) {
-  text::EncodeOptions options;
-  options.add_special_tokens = false;
-  return tokenizer.encode(text, options).ids;
-}
-
 }  // namespace
 
 std::span<const int32_t> decider_label_token_ids() { return pinned_label_ids; }
@@ -207,7 +201,7 @@ api::Result<std::vector<DeciderRow>> decider_rows(const api::Question& question)
 }
 
 std::vector<int32_t> decider_context_tokens(const text::Tokenizer& tokenizer, const api::Json& state) {
-  std::vector<int32_t> context = encode(tokenizer, "Context:\n" + decider_state_text(state));
+  std::vector<int32_t> context = encode_without_special_tokens(tokenizer, "Context:\n" + decider_state_text(state));
   // The reference keeps the first 32,768 state tokens; the question pieces are never cut.
   if (context.size() > decider_max_state_tokens) context.resize(decider_max_state_tokens);
   return context;
@@ -221,18 +215,18 @@ std::vector<int32_t> decider_question_tokens(const text::Tokenizer& tokenizer, c
     std::string piece = head;
     for (std::size_t i = 0; i < row.options.size(); ++i) piece += "\n(" + letter_label(i) + ") " + row.options[i];
     piece += tail;
-    return encode(tokenizer, piece);
+    return encode_without_special_tokens(tokenizer, piece);
   }
   // Past ten options the reference splices each label's token id between separately encoded texts.
-  std::vector<int32_t> ids = encode(tokenizer, head);
-  const std::vector<int32_t> open = encode(tokenizer, "\n(");
+  std::vector<int32_t> ids = encode_without_special_tokens(tokenizer, head);
+  const std::vector<int32_t> open = encode_without_special_tokens(tokenizer, "\n(");
   for (std::size_t i = 0; i < row.options.size(); ++i) {
     ids.insert(ids.end(), open.begin(), open.end());
     ids.push_back(label_ids[i]);
-    const std::vector<int32_t> option = encode(tokenizer, ") " + row.options[i]);
+    const std::vector<int32_t> option = encode_without_special_tokens(tokenizer, ") " + row.options[i]);
     ids.insert(ids.end(), option.begin(), option.end());
   }
-  const std::vector<int32_t> closing = encode(tokenizer, tail);
+  const std::vector<int32_t> closing = encode_without_special_tokens(tokenizer, tail);
   ids.insert(ids.end(), closing.begin(), closing.end());
   return ids;
 }
@@ -308,7 +302,7 @@ class DeciderEngine : public runtime::Engine {
     // tokenizer's own single-token letters.
     for (std::size_t i = 0; i < 26; ++i) {
       const std::string letter = letter_label(i);
-      const std::vector<int32_t> encoded = encode(tokenizer_, letter);
+      const std::vector<int32_t> encoded = encode_without_special_tokens(tokenizer_, letter);
       if (encoded.size() != 1 || encoded.front() != settings_.label_token_ids[i]) {
         throw checkpoint::LoadError(model_dir.string() + "/tokenizer.json: the letter '" + letter +
                                     "' does not encode to the single label token " +

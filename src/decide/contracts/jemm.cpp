@@ -277,12 +277,10 @@ class JemmEngine : public runtime::Engine {
     }
     auto plan = std::make_unique<JemmPlan>();
     std::vector<std::vector<int32_t>> prompts;
-    text::EncodeOptions options;
-    options.add_special_tokens = false;
     for (const api::Question& question : request.questions) {
       const std::string prompt =
           chat_template_.render(jemm_messages(request.state, question), true, text::Thinking::disabled);
-      prompts.push_back(tokenizer_.encode(prompt, options).ids);
+      prompts.push_back(encode_without_special_tokens(tokenizer_, prompt));
       if (auto error = check_sequence_fits(static_cast<int64_t>(prompts.back().size()),
                                            static_cast<int64_t>(context_tokens_))) {
         return *error;

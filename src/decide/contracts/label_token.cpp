@@ -103,11 +103,9 @@ class LabelTokenPlan : public runtime::Plan {
 
 // The single token a label text encodes to, or nullopt.
 std::optional<int32_t> single_token(const text::Tokenizer& tokenizer, std::string_view label) {
-  text::EncodeOptions options;
-  options.add_special_tokens = false;
-  const text::Encoding encoding = tokenizer.encode(label, options);
-  if (encoding.ids.size() != 1) return std::nullopt;
-  return encoding.ids.front();
+  const std::vector<int32_t> ids = encode_without_special_tokens(tokenizer, label);
+  if (ids.size() != 1) return std::nullopt;
+  return ids.front();
 }
 
 class LabelTokenEngine : public runtime::Engine {
@@ -166,9 +164,7 @@ class LabelTokenEngine : public runtime::Engine {
       if (settings_.system_prompt) messages.push_back({"system", *settings_.system_prompt});
       messages.push_back({"user", state_prefix + default_question_block(question)});
       const std::string prompt = chat_template_.render(messages, true, text::Thinking::disabled);
-      text::EncodeOptions options;
-      options.add_special_tokens = false;
-      prompts.push_back(tokenizer_.encode(prompt, options).ids);
+      prompts.push_back(encode_without_special_tokens(tokenizer_, prompt));
       if (auto error = check_sequence_fits(static_cast<int64_t>(prompts.back().size()),
                                            static_cast<int64_t>(context_tokens_))) {
         return *error;

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "decide/answer_math.h"
+#include "decide/contract_common.h"
 #include "decide/contracts/embedding_similarity.h"
 #include "decide/prompt.h"
 #include "decide/token_budget.h"
@@ -34,9 +35,7 @@ std::string without_mask(std::string text) {
 }
 
 std::vector<int32_t> encode(const text::Tokenizer& tokenizer, const std::string& text) {
-  text::EncodeOptions options;
-  options.add_special_tokens = false;
-  return tokenizer.encode(without_mask(text), options).ids;
+  return encode_without_special_tokens(tokenizer, without_mask(text));
 }
 
 bool no_description(const api::Json& value) {

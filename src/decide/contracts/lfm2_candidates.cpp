@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "decide/answer_math.h"
+#include "decide/contract_common.h"
 #include "decide/contracts/embedding_similarity.h"
 #include "decide/prompt.h"
 #include "decide/token_budget.h"
@@ -115,7 +116,7 @@ class Lfm2CandidatesEngine : public runtime::Engine {
         tokenizer_(text::Tokenizer::from_file(model_dir / "tokenizer.json")),
         chat_template_(text::ChatTemplate::from_model_dir(model_dir)),
         decoder_(decoder::load_causal_decoder(model_dir, settings_.precision)) {
-    suffix_ = encode(field_suffix);
+    suffix_ = encode_without_special_tokens(tokenizer_, field_suffix);
   }
 
   runtime::ModelInfo info() const override {
@@ -145,10 +146,10 @@ class Lfm2CandidatesEngine : public runtime::Engine {
       const std::string prompt =
           chat_template_.render(lfm2_candidates_messages(request.state, question), true, text::Thinking::disabled) +
           std::string(prompt_tail);
-      tokens.prompt = encode(prompt);
+      tokens.prompt = encode_without_special_tokens(tokenizer_, prompt);
       std::size_t longest = 0;
       for (const api::ChoiceOption& option : question.options) {
-        tokens.values.push_back(encode(lfm2_candidates_value(option)));
+        tokens.values.push_back(encode_without_special_tokens(tokenizer_, lfm2_candidates_value(option)));
         longest = std::max(longest, tokens.values.back().size());
         plan->input_tokens += static_cast<int64_t>(suffix_.size() + tokens.values.back().size());
       }
@@ -190,12 +191,6 @@ class Lfm2CandidatesEngine : public runtime::Engine {
   }
 
  private:
-  std::vector<int32_t> encode(std::string_view text) const {
-    text::EncodeOptions options;
-    options.add_special_tokens = false;
-    return tokenizer_.encode(text, options).ids;
-  }
-
   // One batch of option branches after the question's prefix: suffix + value tokens each, reading
   // the hidden rows that predict the value tokens (the last suffix token's row onwards).
   void append_scores(const decoder::SequenceState& prefix, std::span<const std::vector<int32_t>> values,

@@ -240,10 +240,8 @@ class CodeReadoutEngine : public runtime::Engine {
       throw LoadError((model_dir / "readout.safetensors").string() + ": tensor 'weight' has " +
                       std::to_string(readout_.rows()) + " rows; a readout has one row per answer code (255)");
     }
-    text::EncodeOptions options;
-    options.add_special_tokens = false;
     for (std::size_t i = 0; i < readout_code_count; ++i) {
-      const std::vector<int32_t> encoded = tokenizer_.encode(config_.codes[i], options).ids;
+      const std::vector<int32_t> encoded = encode_without_special_tokens(tokenizer_, config_.codes[i]);
       if (encoded.size() != 1 || encoded.front() != config_.token_ids[i] ||
           static_cast<std::size_t>(config_.token_ids[i]) >= model.vocab_size) {
         throw LoadError((model_dir / "decision_config.json").string() + ": answer code '" + config_.codes[i] +
@@ -269,13 +267,11 @@ class CodeReadoutEngine : public runtime::Engine {
   api::Result<std::unique_ptr<runtime::Plan>> prepare(const api::DecisionRequest& request,
                                                       const runtime::PrepareLimits& limits) const override {
     auto plan = std::make_unique<CodeReadoutPlan>();
-    text::EncodeOptions options;
-    options.add_special_tokens = false;
     for (const api::Question& question : request.questions) {
       const std::string prompt =
           chat_template_.render(code_readout_messages(settings_.family, request.state, question, config_.codes), true,
                                 text::Thinking::disabled);
-      plan->prompts.push_back(tokenizer_.encode(prompt, options).ids);
+      plan->prompts.push_back(encode_without_special_tokens(tokenizer_, prompt));
       plan->code_counts.push_back(question.label_count());
       if (auto error = check_sequence_fits(static_cast<int64_t>(plan->prompts.back().size()),
                                            static_cast<int64_t>(context_tokens_))) {

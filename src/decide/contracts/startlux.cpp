@@ -307,9 +307,7 @@ class StartLuxEngine : public runtime::Engine {
                               std::span<const std::size_t> order) const {
     const std::string prompt = chat_template_.render(startlux_messages(state_text, question, order), true,
                                                      text::Thinking::disabled);
-    text::EncodeOptions options;
-    options.add_special_tokens = false;
-    return tokenizer_.encode(prompt, options).ids;
+    return encode_without_special_tokens(tokenizer_, prompt);
   }
 
   // The letter rows of the first `count` letters dotted with one hidden row, in fp32 rows with double
@@ -345,15 +343,13 @@ class StartLuxEngine : public runtime::Engine {
                                   ") has no thinking switch: with thinking off it does not end the prompt with "
                                   "the empty <think></think> block this model is read after");
     }
-    text::EncodeOptions options;
-    options.add_special_tokens = false;
-    const std::vector<int32_t> prompt = tokenizer_.encode(text, options).ids;
+    const std::vector<int32_t> prompt = encode_without_special_tokens(tokenizer_, text);
     for (std::size_t i = 0; i < startlux_max_row_options; ++i) {
       const std::string letter = letter_label(i);
-      const std::vector<int32_t> alone = tokenizer_.encode(letter, options).ids;
+      const std::vector<int32_t> alone = encode_without_special_tokens(tokenizer_, letter);
       std::vector<int32_t> expected = prompt;
       expected.insert(expected.end(), alone.begin(), alone.end());
-      if (alone.size() != 1 || tokenizer_.encode(text + letter, options).ids != expected) {
+      if (alone.size() != 1 || encode_without_special_tokens(tokenizer_, text + letter) != expected) {
         throw checkpoint::LoadError((model_dir / "tokenizer.json").string() + ": the letter '" + letter +
                                     "' is not one token that stays separate after the prompt");
       }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "api/request.h"
+#include "decide/contract_common.h"
 #include "decide/contract_table.h"
 #include "model/checkpoint/load_error.h"
 #include "support/fixtures.h"
@@ -24,12 +25,6 @@ using test::typed_request;
 using test::choice;
 
 std::filesystem::path fixture_dir() { return test::fixture_dir("tiny-lfm2"); }
-
-std::vector<int32_t> encode(const text::Tokenizer& tokenizer, std::string_view text) {
-  text::EncodeOptions options;
-  options.add_special_tokens = false;
-  return tokenizer.encode(text, options).ids;
-}
 
 TEST(Lfm2CandidatesPrompt, SchemaAndMessages) {
   const api::Question question = choice({{"yes", "asks for a refund"}, {"n\"o", nullptr}}, "Refund?");
@@ -76,11 +71,12 @@ TEST(Lfm2CandidatesPrompt, MatchesTransformersGoldens) {
                                std::string(lfm2_candidates_prompt_tail());
     EXPECT_EQ(prompt, golden["text"].get<std::string>()) << key;
     EXPECT_TRUE(prompt.starts_with("<|startoftext|><|im_start|>system\n"));
-    EXPECT_EQ(encode(tokenizer, prompt), golden["ids"].get<std::vector<int32_t>>()) << key;
-    EXPECT_EQ(encode(tokenizer, lfm2_candidates_field_suffix()), golden["suffix"].get<std::vector<int32_t>>());
+    EXPECT_EQ(encode_without_special_tokens(tokenizer, prompt), golden["ids"].get<std::vector<int32_t>>()) << key;
+    EXPECT_EQ(encode_without_special_tokens(tokenizer, lfm2_candidates_field_suffix()),
+              golden["suffix"].get<std::vector<int32_t>>());
     ASSERT_EQ(question->options.size(), golden["values"].size()) << key;
     for (std::size_t i = 0; i < question->options.size(); ++i) {
-      EXPECT_EQ(encode(tokenizer, lfm2_candidates_value(question->options[i])),
+      EXPECT_EQ(encode_without_special_tokens(tokenizer, lfm2_candidates_value(question->options[i])),
                 golden["values"][i].get<std::vector<int32_t>>())
           << key << "/" << question->options[i].name;
     }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "api/request.h"
+#include "decide/contract_common.h"
 #include "decide/contract_table.h"
 #include "model/checkpoint/load_error.h"
 #include "support/fixtures.h"
@@ -174,8 +175,6 @@ void expect_prompt_goldens(const std::string& fixture, CodeReadoutFamily family,
   const auto chat_template = text::ChatTemplate::from_model_dir(fixture_dir(fixture));
   const auto tokenizer = text::Tokenizer::from_file(fixture_dir(fixture) / "tokenizer.json");
   const CodeReadoutConfig config = read_code_readout_config(fixture_dir(fixture) / "decision_config.json", family);
-  text::EncodeOptions options;
-  options.add_special_tokens = false;
   std::size_t checked = 0;
   for (const api::Json& golden : read_jsonl(fixture_dir(fixture) / "prompts.jsonl")) {
     const api::DecisionRequest request = typed_request(requests.at(golden["request"].get<std::size_t>()));
@@ -185,7 +184,8 @@ void expect_prompt_goldens(const std::string& fixture, CodeReadoutFamily family,
         text::Thinking::disabled);
     EXPECT_EQ(prompt, golden["text"].get<std::string>()) << fixture << " " << key;
     EXPECT_TRUE(prompt.ends_with("<|im_start|>assistant\n<think>\n\n</think>\n\n"));
-    EXPECT_EQ(tokenizer.encode(prompt, options).ids, golden["ids"].get<std::vector<int32_t>>()) << fixture << " " << key;
+    EXPECT_EQ(encode_without_special_tokens(tokenizer, prompt), golden["ids"].get<std::vector<int32_t>>())
+        << fixture << " " << key;
     ++checked;
   }
   EXPECT_EQ(checked, questions);
