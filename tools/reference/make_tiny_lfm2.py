@@ -1,6 +1,12 @@
 """Write the tiny LFM2.5-350M stand-in checkpoint, its prompt goldens and its reference answers.
 
     /work/.venv-ref/bin/python tools/reference/make_tiny_lfm2.py
+    /work/.venv-ref/bin/python tools/reference/make_tiny_lfm2.py --scaled DIR   # benchmark checkpoint
+
+--scaled writes a random checkpoint of LFM2-350M's shape instead (1024 wide, 16 layers with attention
+at 2, 5, 8, 10, 12 and 14, GQA 16/8, MLP 4608, 65,536-row tied embedding; ~700 MB in BF16) with the
+tiny tokenizer below, served bf16 by the lfm2-candidate-likelihood contract: for
+docs/benchmarks/questions.md, not for tests.
 
 tests/fixtures/tiny-lfm2/ gets:
 - a tiny byte-level BPE tokenizer with LFM2's chat tokens: the vocabulary and pipeline of
@@ -48,11 +54,11 @@ LABEL_TOKEN_REQUESTS = [
 ]
 
 
-def write_tokenizer() -> None:
+def write_tokenizer(out: str = OUT) -> None:
     tokenizer = Tokenizer.from_file(QWEN_TOKENIZER)
     tokenizer.add_special_tokens([AddedToken("<|pad|>", special=True, normalized=False),
                                   AddedToken("<|startoftext|>", special=True, normalized=False)])
-    tokenizer.save(os.path.join(OUT, "tokenizer.json"))
+    tokenizer.save(os.path.join(out, "tokenizer.json"))
     with open(TEMPLATE, encoding="utf-8") as f:
         template = f.read()
     config = {
@@ -66,7 +72,7 @@ def write_tokenizer() -> None:
         "model_max_length": 4096,
         "chat_template": template,
     }
-    with open(os.path.join(OUT, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+    with open(os.path.join(out, "tokenizer_config.json"), "w", encoding="utf-8") as f:
         json.dump(config, f, indent=2, ensure_ascii=False)
         f.write("\n")
 
@@ -81,7 +87,33 @@ def build(vocab: int, pad: int, bos: int, eos: int) -> torch.nn.Module:
     return Lfm2ForCausalLM(config)
 
 
+def write_scaled(out: str) -> None:
+    """LFM2-350M's published shape with random weights: prefill cost depends on shapes, not values."""
+    os.makedirs(out, exist_ok=True)
+    write_tokenizer(out)
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    config = Lfm2Config(
+        vocab_size=65536, hidden_size=1024, intermediate_size=6656, block_multiple_of=256,
+        block_auto_adjust_ff_dim=True, block_ffn_dim_multiplier=1.0, num_hidden_layers=16,
+        num_attention_heads=16, num_key_value_heads=8, conv_L_cache=3, conv_bias=False, norm_eps=1e-5,
+        max_position_embeddings=128000, tie_word_embeddings=True, full_attn_idxs=[2, 5, 8, 10, 12, 14],
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+        pad_token_id=tokenizer.convert_tokens_to_ids("<|pad|>"),
+        bos_token_id=tokenizer.convert_tokens_to_ids("<|startoftext|>"),
+        eos_token_id=tokenizer.convert_tokens_to_ids("<|im_end|>"))
+    torch.manual_seed(11)
+    Lfm2ForCausalLM(config).to(torch.bfloat16).save_pretrained(out, safe_serialization=True)
+    with open(os.path.join(out, "s1serve.json"), "w") as f:
+        json.dump({"contract": "lfm2-candidate-likelihood", "name": "lfm2-350m-scaled",
+                   "description": "Random LFM2-350M-shaped stand-in (benchmarks)", "precision": "bf16"}, f, indent=2)
+        f.write("\n")
+    print(f"wrote {out}")
+
+
 def main() -> None:
+    if len(sys.argv) == 3 and sys.argv[1] == "--scaled":
+        write_scaled(sys.argv[2])
+        return
     os.makedirs(OUT, exist_ok=True)
     for name in ("config.json", "model.safetensors", "generation_config.json"):
         if os.path.exists(os.path.join(OUT, name)):
