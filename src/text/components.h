@@ -36,6 +36,13 @@ class PreTokenizer {
   virtual bool byte_level() const = 0;
   // Words as views into text.
   virtual std::vector<std::string_view> split(std::string_view text) const = 0;
+  // The text split() is to see when this stage rewrites a piece first (HF's Metaspace spells spaces
+  // as its replacement and may prepend one); nullopt to split the piece as it stands.
+  // `at_input_start` says the piece begins the encoded text (HF's offsets_original().0 == 0).
+  virtual std::optional<std::string> rewrite(std::string_view /*piece*/, bool /*at_input_start*/) const {
+    return std::nullopt;
+  }
+  virtual bool rewrites() const { return false; }
 };
 
 class Model {
@@ -63,8 +70,11 @@ class PostProcessor {
 class Decoder {
  public:
   virtual ~Decoder() = default;
-  // Text of a token sequence; may be invalid UTF-8 (the caller repairs it).
-  virtual std::string decode(std::span<const std::string_view> tokens) const = 0;
+  // HF's decode_chain: the token strings after this stage (a Sequence feeds each stage's output to
+  // the next); may be invalid UTF-8.
+  virtual std::vector<std::string> decode_chain(std::vector<std::string> tokens) const = 0;
+  // Text of a token sequence: the chain's pieces joined; may be invalid UTF-8 (the caller repairs it).
+  std::string decode(std::span<const std::string_view> tokens) const;
 };
 
 // Factories; a null section yields nullptr where HF allows it to be absent.

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "text/json_fields.h"
+#include "text/regex_split.h"
 #include "text/unicode.h"
 #include "text/utf8.h"
 
@@ -143,6 +144,45 @@ class NfcNormalizer final : public Normalizer {
   }
 };
 
+// HF's Replace: every non-overlapping match of a literal or regex pattern, left to right, becomes
+// `content` (Gemma's tokenizer spells spaces as "▁" this way).
+class ReplaceNormalizer final : public Normalizer {
+ public:
+  ReplaceNormalizer(std::unique_ptr<RegexMatcher> matcher, std::string content)
+      : matcher_(std::move(matcher)), content_(std::move(content)) {}
+
+  std::string normalize(std::string_view text) const override {
+    std::string result;
+    result.reserve(text.size());
+    size_t copied = 0;
+    for (const MatchSpan& match : matcher_->find_all(text)) {
+      result.append(text.substr(copied, match.begin - copied));
+      result.append(content_);
+      copied = match.end;
+    }
+    result.append(text.substr(copied));
+    return result;
+  }
+
+ private:
+  std::unique_ptr<RegexMatcher> matcher_;
+  std::string content_;
+};
+
+// HF's Prepend: `prepend` in front of any non-empty text (SentencePiece's dummy prefix).
+class PrependNormalizer final : public Normalizer {
+ public:
+  explicit PrependNormalizer(std::string prepend) : prepend_(std::move(prepend)) {}
+
+  std::string normalize(std::string_view text) const override {
+    if (text.empty()) return {};
+    return prepend_ + std::string(text);
+  }
+
+ private:
+  std::string prepend_;
+};
+
 class SequenceNormalizer final : public Normalizer {
  public:
   explicit SequenceNormalizer(std::vector<std::unique_ptr<Normalizer>> stages) : stages_(std::move(stages)) {}
@@ -172,6 +212,27 @@ std::unique_ptr<Normalizer> make_normalizer(const nlohmann::json& section) {
                                             strip_accents, lowercase);
   }
   if (type == "NFC") return std::make_unique<NfcNormalizer>();
+  if (type == "Replace") {
+    constexpr std::string_view component = "normalizer Replace";
+    const auto pattern = section.find("pattern");
+    if (pattern == section.end() || !pattern->is_object() || pattern->size() != 1) {
+      throw ConfigError("normalizer Replace: 'pattern' must be {\"String\": ...} or {\"Regex\": ...}");
+    }
+    std::string content = required_field<std::string>(section, component, "content");
+    if (const auto literal = pattern->find("String"); literal != pattern->end() && literal->is_string()) {
+      if (literal->get_ref<const std::string&>().empty()) throw ConfigError("normalizer Replace: empty String pattern");
+      return std::make_unique<ReplaceNormalizer>(make_pcre2_matcher(literal->get<std::string>(), true),
+                                                 std::move(content));
+    }
+    if (const auto regex = pattern->find("Regex"); regex != pattern->end() && regex->is_string()) {
+      return std::make_unique<ReplaceNormalizer>(make_pcre2_matcher(regex->get<std::string>(), false),
+                                                 std::move(content));
+    }
+    throw ConfigError("normalizer Replace: pattern " + pattern->dump() + " is not supported");
+  }
+  if (type == "Prepend") {
+    return std::make_unique<PrependNormalizer>(required_field<std::string>(section, "normalizer Prepend", "prepend"));
+  }
   if (type == "Sequence") {
     const auto stages_json = section.find("normalizers");
     if (stages_json == section.end() || !stages_json->is_array()) {

@@ -1,5 +1,7 @@
 #include <algorithm>
 #include <array>
+#include <optional>
+#include <string>
 
 #include "text/json_fields.h"
 #include "text/regex_split.h"
@@ -63,16 +65,62 @@ class BertPreTokenizer final : public PreTokenizer {
   std::array<Kind, 0x80> ascii_{};
 };
 
-// HF's Split with behavior Isolated and invert false: matches and the text between them.
+// HF's Split with invert false: matches and the text between them, each match kept apart, dropped
+// or joined to a neighbour as `behavior` says.
 class SplitPreTokenizer final : public PreTokenizer {
  public:
-  explicit SplitPreTokenizer(std::unique_ptr<RegexMatcher> matcher) : matcher_(std::move(matcher)) {}
+  SplitPreTokenizer(std::unique_ptr<RegexMatcher> matcher, SplitBehavior behavior)
+      : matcher_(std::move(matcher)), behavior_(behavior) {}
 
   bool byte_level() const override { return false; }
-  std::vector<std::string_view> split(std::string_view text) const override { return split_isolated(text, *matcher_); }
+  std::vector<std::string_view> split(std::string_view text) const override {
+    return split_with_behavior(text, *matcher_, behavior_);
+  }
 
  private:
   std::unique_ptr<RegexMatcher> matcher_;
+  SplitBehavior behavior_;
+};
+
+// HF's Metaspace (SentencePiece's whitespace): spaces become `replacement`, which is prepended to a
+// piece not already starting with it — always, only at the start of the input ("first"), or never —
+// and, with split, each replacement starts a new word (MergedWithNext).
+class MetaspacePreTokenizer final : public PreTokenizer {
+ public:
+  enum class Prepend { always, first, never };
+
+  MetaspacePreTokenizer(std::string replacement, Prepend prepend, bool split)
+      : replacement_(std::move(replacement)),
+        prepend_(prepend),
+        splitter_(split ? make_pcre2_matcher(replacement_, true) : nullptr) {}
+
+  bool byte_level() const override { return false; }
+  bool rewrites() const override { return true; }
+
+  std::optional<std::string> rewrite(std::string_view piece, bool at_input_start) const override {
+    std::string text;
+    text.reserve(piece.size() + replacement_.size());
+    for (const char c : piece) {
+      if (c == ' ') {
+        text += replacement_;
+      } else {
+        text += c;
+      }
+    }
+    const bool prepend = prepend_ == Prepend::always || (prepend_ == Prepend::first && at_input_start);
+    if (prepend && !text.starts_with(replacement_)) text.insert(0, replacement_);
+    return text;
+  }
+
+  std::vector<std::string_view> split(std::string_view text) const override {
+    if (!splitter_) return {text};
+    return split_with_behavior(text, *splitter_, SplitBehavior::merged_with_next);
+  }
+
+ private:
+  std::string replacement_;
+  Prepend prepend_;
+  std::unique_ptr<RegexMatcher> splitter_;
 };
 
 // GPT-2's split, which ByteLevel applies itself when use_regex is true.
@@ -103,6 +151,12 @@ class SequencePreTokenizer final : public PreTokenizer {
     return std::any_of(stages_.begin(), stages_.end(), [](const auto& stage) { return stage->byte_level(); });
   }
 
+  bool rewrites() const override { return !stages_.empty() && stages_.front()->rewrites(); }
+  std::optional<std::string> rewrite(std::string_view piece, bool at_input_start) const override {
+    if (!rewrites()) return std::nullopt;
+    return stages_.front()->rewrite(piece, at_input_start);
+  }
+
   std::vector<std::string_view> split(std::string_view text) const override {
     std::vector<std::string_view> pieces{text};
     for (const auto& stage : stages_) {
@@ -124,8 +178,19 @@ class SequencePreTokenizer final : public PreTokenizer {
 
 std::unique_ptr<PreTokenizer> make_split(const nlohmann::json& section) {
   constexpr std::string_view component = "pre_tokenizer Split";
-  const auto behavior = required_field<std::string>(section, component, "behavior");
-  if (behavior != "Isolated") throw ConfigError("pre_tokenizer Split: behavior '" + behavior + "' is not supported");
+  const auto behavior_name = required_field<std::string>(section, component, "behavior");
+  SplitBehavior behavior;
+  if (behavior_name == "Isolated") {
+    behavior = SplitBehavior::isolated;
+  } else if (behavior_name == "Removed") {
+    behavior = SplitBehavior::removed;
+  } else if (behavior_name == "MergedWithPrevious") {
+    behavior = SplitBehavior::merged_with_previous;
+  } else if (behavior_name == "MergedWithNext") {
+    behavior = SplitBehavior::merged_with_next;
+  } else {
+    throw ConfigError("pre_tokenizer Split: behavior '" + behavior_name + "' is not supported");
+  }
   if (optional_field<bool>(section, component, "invert", false)) {
     throw ConfigError("pre_tokenizer Split: invert true is not supported");
   }
@@ -136,12 +201,12 @@ std::unique_ptr<PreTokenizer> make_split(const nlohmann::json& section) {
   if (const auto regex = pattern->find("Regex"); regex != pattern->end() && regex->is_string()) {
     const auto& text = regex->get_ref<const std::string&>();
     if (std::unique_ptr<RegexMatcher> known = make_known_matcher(text)) {
-      return std::make_unique<SplitPreTokenizer>(std::move(known));
+      return std::make_unique<SplitPreTokenizer>(std::move(known), behavior);
     }
-    return std::make_unique<SplitPreTokenizer>(make_pcre2_matcher(text, false));
+    return std::make_unique<SplitPreTokenizer>(make_pcre2_matcher(text, false), behavior);
   }
   if (const auto literal = pattern->find("String"); literal != pattern->end() && literal->is_string()) {
-    return std::make_unique<SplitPreTokenizer>(make_pcre2_matcher(literal->get<std::string>(), true));
+    return std::make_unique<SplitPreTokenizer>(make_pcre2_matcher(literal->get<std::string>(), true), behavior);
   }
   throw ConfigError("pre_tokenizer Split: pattern " + pattern->dump() + " is not supported");
 }
@@ -156,6 +221,31 @@ std::unique_ptr<PreTokenizer> make_byte_level(const nlohmann::json& section) {
   return std::make_unique<ByteLevelPreTokenizer>(make_pcre2_matcher(std::string(kGpt2SplitPattern), false));
 }
 
+std::unique_ptr<PreTokenizer> make_metaspace(const nlohmann::json& section) {
+  constexpr std::string_view component = "pre_tokenizer Metaspace";
+  std::string replacement = required_field<std::string>(section, component, "replacement");
+  if (replacement.empty()) throw ConfigError("pre_tokenizer Metaspace: empty replacement");
+  MetaspacePreTokenizer::Prepend prepend;
+  if (const auto scheme = section.find("prepend_scheme"); scheme != section.end() && !scheme->is_null()) {
+    const auto name = required_field<std::string>(section, component, "prepend_scheme");
+    if (name == "always") {
+      prepend = MetaspacePreTokenizer::Prepend::always;
+    } else if (name == "first") {
+      prepend = MetaspacePreTokenizer::Prepend::first;
+    } else if (name == "never") {
+      prepend = MetaspacePreTokenizer::Prepend::never;
+    } else {
+      throw ConfigError("pre_tokenizer Metaspace: prepend_scheme '" + name + "' is not supported");
+    }
+  } else {
+    // Files older than prepend_scheme say add_prefix_space instead.
+    prepend = optional_field<bool>(section, component, "add_prefix_space", true) ? MetaspacePreTokenizer::Prepend::always
+                                                                                : MetaspacePreTokenizer::Prepend::never;
+  }
+  return std::make_unique<MetaspacePreTokenizer>(std::move(replacement), prepend,
+                                                 optional_field<bool>(section, component, "split", true));
+}
+
 }  // namespace
 
 std::unique_ptr<PreTokenizer> make_pre_tokenizer(const nlohmann::json& section) {
@@ -164,6 +254,7 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const nlohmann::json& section) 
   if (type == "BertPreTokenizer") return std::make_unique<BertPreTokenizer>();
   if (type == "Split") return make_split(section);
   if (type == "ByteLevel") return make_byte_level(section);
+  if (type == "Metaspace") return make_metaspace(section);
   if (type == "Sequence") {
     const auto stages_json = section.find("pretokenizers");
     if (stages_json == section.end() || !stages_json->is_array()) {
@@ -177,6 +268,11 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const nlohmann::json& section) 
         throw ConfigError("pre_tokenizer Sequence: a stage after ByteLevel is not supported");
       }
       stages.push_back(make_pre_tokenizer(stage));
+      // A rewrite after an earlier split would see words where HF's sees them too, but with offsets
+      // s1serve does not track ("first" prepending); only a leading rewriting stage is supported.
+      if (stages.size() > 1 && stages.back()->rewrites()) {
+        throw ConfigError("pre_tokenizer Sequence: Metaspace is only supported as the first stage");
+      }
     }
     return std::make_unique<SequencePreTokenizer>(std::move(stages));
   }

@@ -1,5 +1,7 @@
 #include "text/regex_split.h"
 
+#include <algorithm>
+
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
@@ -24,7 +26,9 @@ class Pcre2Matcher final : public RegexMatcher {
   Pcre2Matcher(const std::string& pattern, bool literal) {
     int error_code = 0;
     PCRE2_SIZE error_offset = 0;
-    const uint32_t options = PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK | (literal ? PCRE2_LITERAL : 0u);
+    // PCRE2 refuses PCRE2_UCP together with PCRE2_LITERAL (a literal has no character classes).
+    const uint32_t options =
+        PCRE2_UTF | PCRE2_NO_UTF_CHECK | (literal ? PCRE2_LITERAL : static_cast<uint32_t>(PCRE2_UCP));
     code_.reset(pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options, &error_code,
                               &error_offset, nullptr));
     if (!code_) {
@@ -219,6 +223,62 @@ std::vector<std::string_view> split_isolated(std::string_view text, const RegexM
   }
   if (consumed < text.size()) pieces.push_back(text.substr(consumed));
   return pieces;
+}
+
+std::vector<std::string_view> split_with_behavior(std::string_view text, const RegexMatcher& matcher,
+                                                  SplitBehavior behavior) {
+  if (behavior == SplitBehavior::isolated) return split_isolated(text, matcher);
+  struct Piece {
+    size_t begin, end;
+    bool match;
+  };
+  std::vector<Piece> pieces;
+  size_t consumed = 0;
+  for (const MatchSpan& match : matcher.find_all(text)) {
+    if (match.begin > consumed) pieces.push_back({consumed, match.begin, false});
+    if (match.end > match.begin) pieces.push_back({match.begin, match.end, true});
+    consumed = match.end;
+  }
+  if (consumed < text.size()) pieces.push_back({consumed, text.size(), false});
+
+  // A match joins its neighbour unless that neighbour is itself a match, as HF's fold does; for
+  // merged_with_next the fold runs right to left.
+  std::vector<Piece> merged;
+  const auto fold = [&](const Piece& piece, bool& previous_match, bool to_next) {
+    if (piece.match && !previous_match && !merged.empty()) {
+      if (to_next) {
+        merged.back().begin = piece.begin;
+      } else {
+        merged.back().end = piece.end;
+      }
+    } else {
+      merged.push_back({piece.begin, piece.end, false});
+    }
+    previous_match = piece.match;
+  };
+  bool previous_match = false;
+  switch (behavior) {
+    case SplitBehavior::removed:
+      for (const Piece& piece : pieces) {
+        if (!piece.match) merged.push_back(piece);
+      }
+      break;
+    case SplitBehavior::merged_with_previous:
+      for (const Piece& piece : pieces) fold(piece, previous_match, false);
+      break;
+    case SplitBehavior::merged_with_next:
+      for (auto piece = pieces.rbegin(); piece != pieces.rend(); ++piece) fold(*piece, previous_match, true);
+      std::reverse(merged.begin(), merged.end());
+      break;
+    case SplitBehavior::isolated:
+      break;
+  }
+  std::vector<std::string_view> words;
+  words.reserve(merged.size());
+  for (const Piece& piece : merged) {
+    if (piece.end > piece.begin) words.push_back(text.substr(piece.begin, piece.end - piece.begin));
+  }
+  return words;
 }
 
 }  // namespace s1::text::detail

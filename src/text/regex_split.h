@@ -41,4 +41,11 @@ std::unique_ptr<RegexMatcher> make_known_matcher(std::string_view pattern);
 // HF's "Isolated" split: matches and the text between them, empty pieces dropped.
 std::vector<std::string_view> split_isolated(std::string_view text, const RegexMatcher& matcher);
 
+// HF's SplitDelimiterBehavior: what becomes of each match.
+enum class SplitBehavior { isolated, removed, merged_with_previous, merged_with_next };
+
+// HF's NormalizedString::split with `behavior`, empty pieces dropped.
+std::vector<std::string_view> split_with_behavior(std::string_view text, const RegexMatcher& matcher,
+                                                  SplitBehavior behavior);
+
 }  // namespace s1::text::detail

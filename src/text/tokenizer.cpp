@@ -146,8 +146,17 @@ std::vector<int32_t> Tokenizer::Impl::tokenize_text(std::string_view text) const
         continue;
       }
       if (piece.text.empty()) continue;
+      std::string rewritten;
+      std::string_view piece_text = piece.text;
+      if (pre_tokenizer) {
+        const bool at_input_start = raw_piece.text.data() == text.data() && piece.text.data() == normalized.data();
+        if (std::optional<std::string> rewrite = pre_tokenizer->rewrite(piece.text, at_input_start)) {
+          rewritten = std::move(*rewrite);
+          piece_text = rewritten;
+        }
+      }
       const std::vector<std::string_view> words =
-          pre_tokenizer ? pre_tokenizer->split(piece.text) : std::vector<std::string_view>{piece.text};
+          pre_tokenizer ? pre_tokenizer->split(piece_text) : std::vector<std::string_view>{piece_text};
       std::vector<int32_t> word_ids = model->tokenize(words);
       if (ids.empty()) {
         ids = std::move(word_ids);

@@ -2,11 +2,14 @@
 // Tokenizer loaded from a HF tokenizer.json, producing the same ids as HF `tokenizers`.
 //
 // Supported today: models WordPiece and BPE (byte-level or not, byte_fallback, unk, ignore_merges;
-// no dropout); normalizers BertNormalizer, NFC, Sequence; pre_tokenizers BertPreTokenizer,
-// Split (Isolated; regex via PCRE2, with a hand-written matcher for the Qwen patterns), ByteLevel
-// (no prefix space), Sequence; post_processors TemplateProcessing / BertProcessing (single
-// sequence), ByteLevel; decoders ByteLevel, WordPiece; added_tokens. Any other component type or
-// option is a load error naming it. The file's own truncation/padding sections are
+// no dropout); normalizers BertNormalizer, NFC, Replace (String or Regex), Prepend, Sequence;
+// pre_tokenizers BertPreTokenizer, Split (Isolated, Removed, MergedWithPrevious, MergedWithNext;
+// regex via PCRE2, with a hand-written matcher for the Qwen patterns), ByteLevel (no prefix space),
+// Metaspace (prepend_scheme always/first/never, split; first stage of a Sequence only), Sequence;
+// post_processors TemplateProcessing / BertProcessing (single sequence), ByteLevel; decoders
+// ByteLevel, WordPiece, Replace, ByteFallback, Fuse, Strip, Metaspace, Sequence; added_tokens —
+// enough for BERT/MiniLM, Qwen and the Gemma-style SentencePiece-BPE files (mmBERT, Vela 2.0). Any
+// other component type or option is a load error naming it. The file's own truncation/padding sections are
 // reported but not applied: the caller chooses max_length per call, as sentence-transformers does.
 // Encoding accepts any bytes: invalid UTF-8 is read as Python's decode(errors="replace") would.
 

@@ -248,8 +248,16 @@ TEST(TokenizerLoad, ErrorsNameTheFileAndTheProblem) {
               HasSubstr("normalizer type 'NFKC' is not supported"));
   EXPECT_THAT(load_error(tokenizer_json("normalizer", R"({"type": "BertNormalizer", "lowercase": "yes"})")),
               HasSubstr("field 'lowercase' has the wrong type"));
+  EXPECT_THAT(load_error(tokenizer_json("pre_tokenizer", R"({"type": "Whitespace"})")),
+              HasSubstr("pre_tokenizer type 'Whitespace' is not supported"));
   EXPECT_THAT(load_error(tokenizer_json("pre_tokenizer", R"({"type": "Metaspace"})")),
-              HasSubstr("pre_tokenizer type 'Metaspace' is not supported"));
+              HasSubstr("pre_tokenizer Metaspace: missing field 'replacement'"));
+  EXPECT_THAT(load_error(tokenizer_json("pre_tokenizer", R"({"type": "Metaspace", "replacement": "▁", "prepend_scheme": "sometimes"})")),
+              HasSubstr("prepend_scheme 'sometimes' is not supported"));
+  EXPECT_THAT(load_error(tokenizer_json("normalizer", R"({"type": "Replace", "pattern": {"String": ""}, "content": "x"})")),
+              HasSubstr("normalizer Replace: empty String pattern"));
+  EXPECT_THAT(load_error(tokenizer_json("decoder", R"({"type": "Strip", "content": "ab", "start": 1, "stop": 0})")),
+              HasSubstr("decoder Strip: 'content' must be one character"));
   EXPECT_THAT(load_error(tokenizer_json("pre_tokenizer", R"({"type": "ByteLevel"})")),
               HasSubstr("add_prefix_space true is not supported"));
   EXPECT_THAT(load_error(tokenizer_json("post_processor", R"({"type": "RobertaProcessing"})")),
