@@ -11,6 +11,7 @@
 #include "decide/contracts/mock.h"
 #include "decide/contracts/open_jev.h"
 #include "decide/contracts/startlux.h"
+#include "decide/contracts/vela_encoder.h"
 #include "decide/contracts/readout_matrix.h"
 #include "model/checkpoint/config_reader.h"
 #include "model/checkpoint/load_error.h"
@@ -86,10 +87,14 @@ LoadedModel load_directory_contract(const std::filesystem::path& dir, const std:
     const LayaSettings settings = read_laya_settings(reader);
     return LoadedModel{settings.name, settings.aliases, make_laya_engine(dir, settings)};
   }
+  if (contract == vela_encoder_contract) {
+    const VelaSettings settings = read_vela_settings(reader);
+    return LoadedModel{settings.name, settings.aliases, make_vela_engine(dir, settings)};
+  }
   reader.reject("contract", "'" + contract +
                                 "' is not a known contract (known: clm, cua-s1-text, d3, decider-2b, "
                                 "embedding-similarity, jemm, label-token, laya, lfm2-candidate-likelihood, open-jev, "
-                                "pplx-decider, startlux-instant)");
+                                "pplx-decider, startlux-instant, vela-0.3b)");
 }
 
 LoadedModel load_directory(const std::filesystem::path& dir, const std::string& source) {

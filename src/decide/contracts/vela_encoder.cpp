@@ -1,0 +1,466 @@
+#include "decide/contracts/vela_encoder.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "decide/answer_math.h"
+#include "decide/contract_common.h"
+#include "decide/prompt.h"
+#include "decide/token_budget.h"
+#include "model/checkpoint/checkpoint.h"
+#include "model/checkpoint/load_error.h"
+#include "model/modernbert/modernbert_model.h"
+
+namespace s1::decide {
+namespace {
+
+constexpr std::string_view encoder_prefix = "encoder.";
+
+// The vela2-unified marker names, as config.json's "markers" and "marker_ids" spell them.
+constexpr std::array<std::string_view, 8> marker_names = {
+    "[Q]", "[O]", "[ABS]", "[SEP_SCHEMA]", "[SEG_user]", "[SEG_answer]", "[E]", "[SEG_context]"};
+
+// State members and the part each becomes, in sequence order.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 3> state_parts = {
+    {{"request", "user"}, {"source", "context"}, {"answer", "answer"}}};
+
+bool no_description(const api::Json& value) {
+  return value.is_null() || (value.is_string() && value.get<std::string>().empty());
+}
+
+std::string option_text(const std::string& name, const api::Json& description) {
+  return no_description(description) ? name : name + ": " + python_text(description);
+}
+
+std::optional<api::QuestionType> parse_question_type(std::string_view name) {
+  if (name == "choice") return api::QuestionType::choice;
+  if (name == "noul") return api::QuestionType::noul;
+  if (name == "score") return api::QuestionType::score;
+  return std::nullopt;
+}
+
+double read_temperature(checkpoint::ConfigReader& reader, std::string_view type) {
+  const double value = reader.optional<double>(type, 1.0);
+  if (!(value > 0.0) || !std::isfinite(value)) reader.reject(type, "must be a positive temperature");
+  return value;
+}
+
+// The largest per-part length cap that fits `room`, then the leftover tokens one each to the cut
+// parts in order: every part keeps its head and the longest lose the most.
+std::vector<std::size_t> fit_parts(std::span<const std::size_t> lengths, std::size_t room) {
+  std::vector<std::size_t> kept(lengths.begin(), lengths.end());
+  std::size_t total = 0;
+  for (const std::size_t length : lengths) total += length;
+  if (total <= room) return kept;
+  const auto fitted = [&](std::size_t cap) {
+    std::size_t sum = 0;
+    for (const std::size_t length : lengths) sum += std::min(length, cap);
+    return sum;
+  };
+  std::size_t low = 0, high = *std::max_element(lengths.begin(), lengths.end());
+  while (low < high) {
+    const std::size_t middle = (low + high + 1) / 2;
+    if (fitted(middle) <= room) {
+      low = middle;
+    } else {
+      high = middle - 1;
+    }
+  }
+  std::size_t left = room - fitted(low);
+  for (std::size_t i = 0; i < lengths.size(); ++i) {
+    kept[i] = std::min(lengths[i], low);
+    if (lengths[i] > low && left > 0) {
+      ++kept[i];
+      --left;
+    }
+  }
+  return kept;
+}
+
+// The package tokenizer without its marker entries, so that text never produces a marker id (as
+// vllm-sr's own runtime loads it).
+text::Tokenizer tokenizer_without_markers(const std::filesystem::path& file, std::span<const std::string> markers) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw text::TokenizerLoadError("cannot open tokenizer file " + file.string());
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  api::Json spec;
+  try {
+    spec = api::Json::parse(contents.str());
+  } catch (const api::Json::exception& error) {
+    throw text::TokenizerLoadError("tokenizer " + file.string() + ": " + error.what());
+  }
+  if (auto added = spec.find("added_tokens"); added != spec.end() && added->is_array()) {
+    api::Json kept = api::Json::array();
+    for (const api::Json& token : *added) {
+      const bool marker = token.is_object() && token.contains("content") && token["content"].is_string() &&
+                          std::find(markers.begin(), markers.end(), token["content"].get<std::string>()) != markers.end();
+      if (!marker) kept.push_back(token);
+    }
+    *added = std::move(kept);
+  }
+  return text::Tokenizer::from_json(spec.dump(), file.string());
+}
+
+std::vector<int32_t> encode(const text::Tokenizer& tokenizer, const std::string& text) {
+  text::EncodeOptions options;
+  options.add_special_tokens = false;
+  return tokenizer.encode(text, options).ids;
+}
+
+}  // namespace
+
+VelaSettings read_vela_settings(checkpoint::ConfigReader& decision_file) {
+  VelaSettings settings;
+  read_served_model_identity(decision_file, settings);
+  settings.precision = read_precision(decision_file, kernels::Precision::fp32);
+  if (auto types = decision_file.optional<std::vector<std::string>>("abstain_types")) {
+    settings.abstain_types.clear();
+    for (const std::string& name : *types) {
+      const std::optional<api::QuestionType> type = parse_question_type(name);
+      if (!type) decision_file.reject("abstain_types", "'" + name + "' is not choice, noul or score");
+      settings.abstain_types.insert(*type);
+    }
+  }
+  decision_file.finish();
+  return settings;
+}
+
+VelaPackage read_vela_package(const std::filesystem::path& config_file) {
+  checkpoint::ConfigReader reader = checkpoint::ConfigReader::from_file(config_file);
+  VelaPackage package;
+  if (const auto type = reader.required<std::string>("model_type"); type != "vela2-unified") {
+    reader.reject("model_type", "'" + type + "' is not the Vela 2.0 encoder format (vela2-unified)");
+  }
+  if (reader.required<int64_t>("format_version") != 1) reader.reject("format_version", "only format 1 is known");
+  checkpoint::ConfigReader encoder = reader.required_object("encoder_config");
+  package.encoder = modernbert::read_modernbert_config(encoder);
+  const int64_t projection = reader.required<int64_t>("proj_dim");
+  if (projection < 1) reader.reject("proj_dim", "must be at least 1");
+  package.projection = static_cast<std::size_t>(projection);
+  const std::string readout = reader.required<std::string>("readout");
+  if (readout == "cosine") {
+    package.readout = VelaReadout::cosine;
+  } else if (readout == "mlp") {
+    package.readout = VelaReadout::mlp;
+  } else if (readout == "both") {
+    package.readout = VelaReadout::both;
+  } else {
+    reader.reject("readout", "must be \"cosine\", \"mlp\" or \"both\"");
+  }
+  package.marker_names = reader.required<std::vector<std::string>>("markers");
+  std::vector<std::string> sorted_names = package.marker_names;
+  std::vector<std::string> expected(marker_names.begin(), marker_names.end());
+  std::sort(sorted_names.begin(), sorted_names.end());
+  std::sort(expected.begin(), expected.end());
+  if (sorted_names != expected) reader.reject("markers", "must name the eight Vela 2.0 markers");
+  checkpoint::ConfigReader ids = reader.required_object("marker_ids");
+  const auto marker = [&](std::string_view name) {
+    const int64_t id = ids.required<int64_t>(name);
+    if (id < 0 || id >= package.encoder.vocab_size) ids.reject(name, "is outside the encoder's vocabulary");
+    return static_cast<int32_t>(id);
+  };
+  package.markers.q = marker("[Q]");
+  package.markers.o = marker("[O]");
+  package.markers.abstain = marker("[ABS]");
+  package.markers.sep_schema = marker("[SEP_SCHEMA]");
+  package.markers.seg_user = marker("[SEG_user]");
+  package.markers.seg_answer = marker("[SEG_answer]");
+  package.markers.e = marker("[E]");
+  package.markers.seg_context = marker("[SEG_context]");
+  ids.finish();
+  const auto token = [&](std::string_view key) {
+    const int64_t id = reader.required<int64_t>(key);
+    if (id < 0 || id >= package.encoder.vocab_size) reader.reject(key, "is outside the encoder's vocabulary");
+    return static_cast<int32_t>(id);
+  };
+  package.bos = token("bos_token_id");
+  package.eos = token("eos_token_id");
+  (void)token("pad_token_id");  // execution is unpadded
+  const int64_t max_length = reader.required<int64_t>("max_length");
+  if (max_length < 4) reader.reject("max_length", "must be at least 4");
+  package.max_length =
+      static_cast<std::size_t>(std::min<int64_t>(max_length, package.encoder.max_position_embeddings));
+  // window_overlap: the package reads an over-long labelled part in windows; s1serve cuts the
+  // parts instead (docs/models/vela-2.0-0.3b.md).
+  reader.ignore({"architectures", "auto_map", "transformers_version", "torch_dtype", "model_name", "window_overlap"});
+  reader.finish();
+  return package;
+}
+
+VelaCalibration read_vela_calibration(const std::filesystem::path& calibration_file) {
+  checkpoint::ConfigReader reader = checkpoint::ConfigReader::from_file(calibration_file);
+  VelaCalibration calibration;
+  checkpoint::ConfigReader temperature = reader.required_object("temperature");
+  calibration.choice = read_temperature(temperature, "choice");
+  calibration.noul = read_temperature(temperature, "noul");
+  calibration.score = read_temperature(temperature, "score");
+  temperature.ignore({"set", "span"});  // set and span questions are not served
+  temperature.finish();
+  if (std::optional<checkpoint::ConfigReader> noul = reader.optional_object("noul_calibration")) {
+    VelaCalibration::Noul block;
+    block.temperature = noul->required<double>("T");
+    if (!(block.temperature > 0.0) || !std::isfinite(block.temperature)) noul->reject("T", "must be positive");
+    block.bias = noul->required<double>("b");
+    const bool by_default = noul->optional<bool>("default", false);
+    noul->finish();
+    if (by_default) calibration.noul_calibration = block;
+  }
+  // The rest of the file (thresholds, the PII rule, span schemas) calibrates set and span questions.
+  return calibration;
+}
+
+std::vector<VelaPart> vela_parts(const api::Json& state) {
+  const auto is_part = [](const auto& member) {
+    return std::any_of(state_parts.begin(), state_parts.end(),
+                       [&](const auto& part) { return member.key() == part.first; });
+  };
+  if (state.is_object() && !state.empty()) {
+    const auto members = state.items();
+    if (std::all_of(members.begin(), members.end(), is_part)) {
+      std::vector<VelaPart> parts;
+      for (const auto& [member, role] : state_parts) {
+        if (const auto found = state.find(std::string(member)); found != state.end()) {
+          parts.push_back({std::string(role), python_text(*found)});
+        }
+      }
+      return parts;
+    }
+  }
+  return {{"user", python_text(state)}};
+}
+
+std::vector<std::string> vela_option_texts(const api::Question& question) {
+  std::vector<std::string> texts;
+  switch (question.type) {
+    case api::QuestionType::choice:
+      for (const api::ChoiceOption& option : question.options) texts.push_back(option_text(option.name, option.description));
+      break;
+    case api::QuestionType::noul:
+      texts.push_back(option_text("false", question.noul_false));
+      texts.push_back(option_text("true", question.noul_true));
+      break;
+    case api::QuestionType::score:
+      for (std::size_t i = 0; i < question.levels.size(); ++i) {
+        texts.push_back(option_text(std::to_string(i), question.levels[i]));
+      }
+      break;
+  }
+  return texts;
+}
+
+api::Result<VelaSequence> vela_pack_request(const text::Tokenizer& tokenizer, const VelaPackage& package,
+                                            const std::set<api::QuestionType>& abstain_types,
+                                            const api::DecisionRequest& request) {
+  VelaSequence sequence;
+  std::vector<int32_t>& ids = sequence.ids;
+  ids.push_back(package.bos);
+  for (const api::Question& question : request.questions) {
+    VelaQuestionSlots slots;
+    slots.query = ids.size();
+    ids.push_back(package.markers.q);
+    const std::vector<int32_t> instructions =
+        encode(tokenizer, question.instructions.is_null() ? std::string() : python_text(question.instructions));
+    ids.insert(ids.end(), instructions.begin(), instructions.end());
+    const std::vector<std::string> options = vela_option_texts(question);
+    for (const std::string& option : options) {
+      slots.options.push_back(ids.size());
+      ids.push_back(package.markers.o);
+      const std::vector<int32_t> text = encode(tokenizer, option);
+      ids.insert(ids.end(), text.begin(), text.end());
+    }
+    if (abstain_types.contains(question.type)) {
+      slots.options.push_back(ids.size());
+      ids.push_back(package.markers.abstain);
+    }
+    sequence.questions.push_back(std::move(slots));
+    sequence.real_options.push_back(options.size());
+  }
+  ids.push_back(package.markers.sep_schema);
+
+  const std::vector<VelaPart> parts = vela_parts(request.state);
+  std::vector<std::vector<int32_t>> part_ids;
+  std::vector<std::size_t> lengths;
+  for (const VelaPart& part : parts) {
+    part_ids.push_back(encode(tokenizer, part.text));
+    lengths.push_back(part_ids.back().size());
+    sequence.state_tokens += lengths.back();
+  }
+  const std::size_t overhead = ids.size() + parts.size() + 1;  // a segment marker per part, <eos>
+  if (overhead > package.max_length || (overhead == package.max_length && sequence.state_tokens > 0)) {
+    return api::ApiError::make(api::ErrorCode::max_tokens_exceeded,
+                               "The questions and options of this request take " + std::to_string(overhead) +
+                                   " of this model's " + std::to_string(package.max_length) +
+                                   " sequence tokens and leave no room for the state");
+  }
+  const std::vector<std::size_t> kept = fit_parts(lengths, package.max_length - overhead);
+  const std::size_t pool_begin = ids.size();
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const std::string& role = parts[i].role;
+    ids.push_back(role == "user" ? package.markers.seg_user
+                  : role == "context" ? package.markers.seg_context
+                                      : package.markers.seg_answer);
+    ids.insert(ids.end(), part_ids[i].begin(), part_ids[i].begin() + static_cast<std::ptrdiff_t>(kept[i]));
+    sequence.state_tokens_kept += kept[i];
+  }
+  const std::size_t pool_end = ids.size();
+  ids.push_back(package.eos);
+  for (VelaQuestionSlots& slots : sequence.questions) {
+    slots.pool_begin = pool_begin;
+    slots.pool_end = pool_end;
+  }
+  return sequence;
+}
+
+double top2_margin_confidence(std::span<const double> probabilities) {
+  if (probabilities.size() <= 1) return 1.0;
+  double first = 0.0, second = 0.0;
+  for (const double p : probabilities) {
+    if (p > first) {
+      second = first;
+      first = p;
+    } else if (p > second) {
+      second = p;
+    }
+  }
+  return std::clamp(first - second, 0.0, 1.0);
+}
+
+double variance_confidence(std::span<const double> probabilities) {
+  const std::size_t n = probabilities.size();
+  if (n <= 1) return 1.0;
+  double mean = 0.0;
+  for (std::size_t i = 0; i < n; ++i) mean += static_cast<double>(i) * probabilities[i];
+  double variance = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double distance = static_cast<double>(i) - mean;
+    variance += probabilities[i] * distance * distance;
+  }
+  const double half_range = (static_cast<double>(n) - 1.0) / 2.0;
+  return std::clamp(1.0 - variance / (half_range * half_range), 0.0, 1.0);
+}
+
+api::Result<api::Answer> vela_answer(api::QuestionType type, std::span<const float> option_logits,
+                                     const VelaCalibration& calibration) {
+  std::vector<double> scores(option_logits.begin(), option_logits.end());
+  if (type == api::QuestionType::noul) {
+    if (scores.size() != 2) return api::ApiError::make(api::ErrorCode::internal_error, "a noul question needs two logits");
+    const std::vector<double> p = softmax(scores, calibration.noul);  // (false, true)
+    if (p.empty()) return api::ApiError::make(api::ErrorCode::internal_error, "The model produced a non-finite label score");
+    double p_true = p[1];
+    if (calibration.noul_calibration) {
+      const double clamped = std::clamp(p_true, 1e-12, 1.0 - 1e-12);
+      const double logit = std::log(clamped) - std::log1p(-clamped);
+      p_true = 1.0 / (1.0 + std::exp(-(logit / calibration.noul_calibration->temperature +
+                                       calibration.noul_calibration->bias)));
+    }
+    api::Answer answer;
+    answer.type = type;
+    answer.probabilities = {p_true, 1.0 - p_true};
+    return answer;
+  }
+  const double temperature = type == api::QuestionType::choice ? calibration.choice : calibration.score;
+  auto answer = make_answer(type, scores, temperature, ConfidenceMethod::linear);
+  if (!answer) return answer;
+  answer.value().confidence = type == api::QuestionType::choice ? top2_margin_confidence(answer.value().probabilities)
+                                                                : variance_confidence(answer.value().probabilities);
+  return answer;
+}
+
+namespace {
+
+class VelaPlan : public runtime::Plan {
+ public:
+  VelaSequence sequence;
+  std::vector<bool> noul;  // per question
+};
+
+class VelaEngine : public runtime::Engine {
+ public:
+  VelaEngine(const std::filesystem::path& model_dir, VelaSettings settings)
+      : settings_(std::move(settings)),
+        package_(read_vela_package(model_dir / "config.json")),
+        calibration_(read_vela_calibration(model_dir / "calibration.json")),
+        tokenizer_(tokenizer_without_markers(model_dir / "tokenizer.json", package_.marker_names)),
+        weights_(checkpoint::Checkpoint::open(model_dir)),
+        encoder_(package_.encoder, weights_, settings_.precision, std::string(encoder_prefix)),
+        head_(weights_, static_cast<std::size_t>(package_.encoder.hidden_size), package_.projection, package_.readout,
+              encoder_prefix) {}
+
+  runtime::ModelInfo info() const override {
+    runtime::ModelInfo model;
+    model.description = settings_.description;
+    model.question_types = {api::QuestionType::choice, api::QuestionType::noul, api::QuestionType::score};
+    model.max_choice_options = api::max_choice_options;
+    model.context_tokens = static_cast<int64_t>(package_.max_length);
+    model.confidence_method = "top2-margin";
+    return model;
+  }
+
+  api::Result<std::unique_ptr<runtime::Plan>> prepare(const api::DecisionRequest& request,
+                                                      const runtime::PrepareLimits& limits) const override {
+    auto sequence = vela_pack_request(tokenizer_, package_, settings_.abstain_types, request);
+    if (!sequence) return sequence.error();
+    auto plan = std::make_unique<VelaPlan>();
+    plan->sequence = std::move(sequence.value());
+    plan->input_tokens = static_cast<int64_t>(plan->sequence.ids.size());
+    for (const api::Question& question : request.questions) plan->noul.push_back(question.type == api::QuestionType::noul);
+    if (auto error = check_request_budget(plan->input_tokens, limits.token_budget)) return *error;
+    return std::unique_ptr<runtime::Plan>(std::move(plan));
+  }
+
+  api::Result<runtime::RawOutputs> run(runtime::Plan& base_plan) override {
+    const auto& plan = static_cast<const VelaPlan&>(base_plan);
+    const std::span<const int32_t> sequences[] = {plan.sequence.ids};
+    const std::span<const float> hidden = encoder_.forward(sequences);
+    runtime::RawOutputs raw;
+    const std::vector<std::vector<float>> logits = head_.option_logits(hidden, plan.sequence.questions);
+    for (std::size_t q = 0; q < logits.size(); ++q) {
+      // The real options only: an [ABS] logit never enters the distribution.
+      std::vector<double> scores(logits[q].begin(),
+                                 logits[q].begin() + static_cast<std::ptrdiff_t>(plan.sequence.real_options[q]));
+      // The runtime's label order for noul is (true, false); the markers are (false, true).
+      if (plan.noul[q]) std::reverse(scores.begin(), scores.end());
+      raw.label_scores.push_back(std::move(scores));
+    }
+    return raw;
+  }
+
+  api::Result<std::vector<api::Answer>> finish(const api::DecisionRequest& request, const runtime::Plan& base_plan,
+                                               runtime::RawOutputs outputs) const override {
+    (void)base_plan;
+    std::vector<api::Answer> answers;
+    for (std::size_t q = 0; q < request.questions.size(); ++q) {
+      std::vector<double>& scores = outputs.label_scores[q];
+      const api::QuestionType type = request.questions[q].type;
+      if (type == api::QuestionType::noul) std::reverse(scores.begin(), scores.end());
+      // The head's logits were float32; the round trip through double is exact.
+      const std::vector<float> logits(scores.begin(), scores.end());
+      auto answer = vela_answer(type, logits, calibration_);
+      if (!answer) return answer.error();
+      answers.push_back(std::move(answer.value()));
+    }
+    return answers;
+  }
+
+ private:
+  VelaSettings settings_;
+  VelaPackage package_;
+  VelaCalibration calibration_;
+  text::Tokenizer tokenizer_;
+  checkpoint::Checkpoint weights_;
+  modernbert::ModernBertEncoder encoder_;
+  VelaMarkerHead head_;
+};
+
+}  // namespace
+
+std::unique_ptr<runtime::Engine> make_vela_engine(const std::filesystem::path& model_dir, const VelaSettings& settings) {
+  return std::make_unique<VelaEngine>(model_dir, settings);
+}
+
+}  // namespace s1::decide

@@ -1,0 +1,55 @@
+#pragma once
+// Vela 2.0 0.3B's marker readout (the vela2-unified package's "heads": vllm-sr/Vela-2.0-0.3B
+// modeling_vela2.py `_Vela2Forward.heads`, as vllm-sr's own reimplementation `MarkerHead` and a
+// Core ML port read it), in fp32 on the encoder's last hidden states of one marker sequence:
+//
+//   part   = normalize(W_p · LN(mean h[pool_begin, pool_end)))           per question
+//   query  = W_q · LN(h[Q])                                              per question
+//   option = normalize(W_o · LN(h[O]) + query)                           per [O] / [ABS] marker
+//   logit  = option · part / exp(log_tau)   (cosine)   [+ MLP(h[O]) = W_3 · ReLU(W_0 · h[O])  (mlp)]
+//
+// with one LayerNorm (eps 1e-5) shared by every read and normalize = x / max(‖x‖, 1e-12), as
+// torch.nn.functional.normalize. "readout" picks cosine, mlp or both (the released 0.3B: both).
+// The span tensors (w_t, w_e, log_tau_span) belong to span questions, which s1serve does not serve.
+
+#include <cstddef>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "kernels/linear.h"
+#include "model/checkpoint/checkpoint.h"
+
+namespace s1::decide {
+
+enum class VelaReadout { cosine, mlp, both };
+
+// Where one question sits in its sequence: its [Q] marker, its option markers ([ABS] last when
+// present) and the rows its state pool averages.
+struct VelaQuestionSlots {
+  std::size_t query = 0;
+  std::vector<std::size_t> options;
+  std::size_t pool_begin = 0, pool_end = 0;
+};
+
+class VelaMarkerHead {
+ public:
+  // Reads the head tensors (top-level names, beside the "encoder."-prefixed encoder) for a
+  // `hidden`-wide encoder; any other top-level tensor is a load error naming the file and tensor.
+  VelaMarkerHead(const checkpoint::Checkpoint& weights, std::size_t hidden, std::size_t projection,
+                 VelaReadout readout, std::string_view encoder_prefix);
+
+  // One fp32 logit per option marker of each question; hidden: [rows, hidden] of one sequence.
+  std::vector<std::vector<float>> option_logits(std::span<const float> hidden,
+                                                std::span<const VelaQuestionSlots> questions) const;
+
+ private:
+  std::size_t hidden_, projection_;
+  VelaReadout readout_;
+  std::vector<float> norm_weight_, norm_bias_;
+  kernels::PackedLinear w_o_, w_q_, w_p_;
+  float tau_ = 1.0F;  // exp(log_tau)
+  std::vector<kernels::PackedLinear> mlp_;  // cls_mlp.0 (ReLU after), cls_mlp.3; empty for cosine
+};
+
+}  // namespace s1::decide

@@ -1,0 +1,205 @@
+"""The Python reference for s1serve's vela-0.3b contract on a vela2-unified package directory.
+
+    /work/.venv-ref/bin/python tools/reference/vela_contract.py tests/fixtures/tiny-vela
+
+Reads <dir>/requests.jsonl (System One request bodies) and writes, per request:
+  packing.jsonl   the sequence's token ids, each question's [Q] position, option marker positions
+                  ([ABS] last), real option count and pool range, and the state tokens before/after the cut;
+  heads.jsonl     the marker head's raw fp32 logits per question ([ABS] included);
+  expected.jsonl  {"request", "answers", "input_tokens"} as the e2e tests and `s1serve validate` read them.
+
+Independent of s1serve: HF `tokenizers` for text (the file's marker entries dropped, as vllm-sr's runtime
+does), Transformers' ModernBertModel for the encoder, the marker head written out in torch from the
+formula vllm-sr documents for its MarkerHead (heads/marker.py), float64 softmax and confidences.
+The layout follows vllm-sr's encoder_layout.py (<bos> ([Q] q ([O] option)* [ABS]?)* [SEP_SCHEMA]
+([SEG_role] part)* <eos>); the state mapping, option spellings for noul/score, the cut of over-long
+parts and the confidences are s1serve's documented choices (docs/models/vela-2.0-0.3b.md).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file
+from tokenizers import Tokenizer
+from transformers import ModernBertConfig, ModernBertModel
+
+PARTS = (("request", "user"), ("source", "context"), ("answer", "answer"))
+ABSTAIN_TYPES = {"choice"}
+
+
+def python_text(value) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def option_text(name: str, description) -> str:
+    if description is None or description == "":
+        return name
+    return f"{name}: {python_text(description)}"
+
+
+def options_of(question: dict) -> tuple[list[str], list[str]]:
+    """(label names, option texts) in marker order; noul false then true."""
+    kind, criteria = question["type"], question.get("criteria")
+    if kind == "choice":
+        return list(criteria), [option_text(name, description) for name, description in criteria.items()]
+    if kind == "score":
+        return [str(i) for i in range(len(criteria))], [option_text(str(i), level) for i, level in enumerate(criteria)]
+    criteria = criteria or {}
+    return ["false", "true"], [option_text("false", criteria.get("false")), option_text("true", criteria.get("true"))]
+
+
+def parts_of(state) -> list[tuple[str, str]]:
+    if isinstance(state, dict) and state and all(key in dict(PARTS) for key in state):
+        return [(role, python_text(state[key])) for key, role in PARTS if key in state]
+    return [("user", python_text(state))]
+
+
+def fit(lengths: list[int], room: int) -> list[int]:
+    if sum(lengths) <= room:
+        return list(lengths)
+    cap = max(c for c in range(max(lengths) + 1) if sum(min(n, c) for n in lengths) <= room)
+    kept = [min(n, cap) for n in lengths]
+    left = room - sum(kept)
+    for i, n in enumerate(lengths):
+        if n > cap and left > 0:
+            kept[i] += 1
+            left -= 1
+    return kept
+
+
+class Reference:
+    def __init__(self, directory: str):
+        with open(os.path.join(directory, "config.json"), encoding="utf-8") as f:
+            self.config = json.load(f)
+        with open(os.path.join(directory, "calibration.json"), encoding="utf-8") as f:
+            self.temperature = json.load(f)["temperature"]
+        with open(os.path.join(directory, "tokenizer.json"), encoding="utf-8") as f:
+            spec = json.load(f)
+        spec["added_tokens"] = [t for t in spec["added_tokens"] if t["content"] not in self.config["markers"]]
+        self.tokenizer = Tokenizer.from_str(json.dumps(spec))
+        self.tokenizer.no_padding()
+        self.tokenizer.no_truncation()
+        encoder_config = ModernBertConfig.from_dict(self.config["encoder_config"])
+        encoder_config._attn_implementation = "eager"
+        self.encoder = ModernBertModel(encoder_config).eval()
+        tensors = load_file(os.path.join(directory, "model.safetensors"))
+        self.encoder.load_state_dict({k[len("encoder."):]: v for k, v in tensors.items() if k.startswith("encoder.")},
+                                     strict=True)
+        self.head = {k: v for k, v in tensors.items() if not k.startswith("encoder.")}
+        self.max_length = min(self.config["max_length"], encoder_config.max_position_embeddings)
+
+    def tokens(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False).ids
+
+    def pack(self, request: dict):
+        markers = self.config["marker_ids"]
+        ids = [self.config["bos_token_id"]]
+        questions = []
+        for key, question in request["questions"].items():
+            names, texts = options_of(question)
+            query = len(ids)
+            ids.append(markers["[Q]"])
+            instructions = question.get("instructions")
+            ids += self.tokens("" if instructions is None else python_text(instructions))
+            options = []
+            for text in texts:
+                options.append(len(ids))
+                ids.append(markers["[O]"])
+                ids += self.tokens(text)
+            if question["type"] in ABSTAIN_TYPES:
+                options.append(len(ids))
+                ids.append(markers["[ABS]"])
+            questions.append({"key": key, "type": question["type"], "names": names, "query": query,
+                              "options": options, "real_options": len(texts)})
+        ids.append(markers["[SEP_SCHEMA]"])
+        parts = parts_of(request["state"])
+        part_ids = [self.tokens(text) for _, text in parts]
+        overhead = len(ids) + len(parts) + 1
+        state_tokens = sum(len(p) for p in part_ids)
+        if overhead > self.max_length or (overhead == self.max_length and state_tokens > 0):
+            return None
+        kept = fit([len(p) for p in part_ids], self.max_length - overhead)
+        pool_begin = len(ids)
+        for (role, _), tokens, keep in zip(parts, part_ids, kept):
+            ids.append(markers[f"[SEG_{role}]"])
+            ids += tokens[:keep]
+        pool_end = len(ids)
+        ids.append(self.config["eos_token_id"])
+        for question in questions:
+            question["pool"] = [pool_begin, pool_end]
+        return {"ids": ids, "questions": questions, "state_tokens": state_tokens, "state_tokens_kept": sum(kept)}
+
+    def logits(self, packed) -> list[list[float]]:
+        with torch.no_grad():
+            ids = torch.tensor([packed["ids"]])
+            hidden = self.encoder(input_ids=ids, attention_mask=torch.ones_like(ids)).last_hidden_state[0].float()
+            h = self.head
+
+            def norm(x):
+                return F.layer_norm(x, (x.shape[-1],), h["norm.weight"], h["norm.bias"], 1e-5)
+
+            def linear(name, x):
+                return F.linear(x, h[f"{name}.weight"], h[f"{name}.bias"])
+
+            out = []
+            for question in packed["questions"]:
+                begin, end = question["pool"]
+                part = F.normalize(linear("w_p", norm(hidden[begin:end].mean(0))), dim=-1)
+                query = linear("w_q", norm(hidden[question["query"]]))
+                markers = hidden[question["options"]]
+                option = F.normalize(linear("w_o", norm(markers)) + query, dim=-1)
+                cosine = (option * part).sum(-1) / h["log_tau"].exp()
+                mlp = linear("cls_mlp.3", torch.relu(linear("cls_mlp.0", markers))).squeeze(-1)
+                out.append((cosine + mlp).tolist())
+            return out
+
+    def answer(self, question, logits: list[float]) -> dict:
+        real = torch.tensor(logits[: question["real_options"]], dtype=torch.float64)
+        kind = question["type"]
+        p = torch.softmax(real / float(self.temperature.get(kind, 1.0)), dim=0).tolist()
+        if kind == "noul":
+            return {"type": "noul", "noul": p[1]}
+        probabilities = dict(zip(question["names"], p))
+        if kind == "choice":
+            ranked = sorted(p, reverse=True)
+            margin = 1.0 if len(p) == 1 else ranked[0] - ranked[1]
+            best = max(range(len(p)), key=lambda i: (p[i], -i))
+            return {"type": "choice", "choice": question["names"][best], "confidence": margin,
+                    "probabilities": probabilities}
+        mean = sum(i * q for i, q in enumerate(p))
+        variance = sum(q * (i - mean) ** 2 for i, q in enumerate(p))
+        half = (len(p) - 1) / 2
+        confidence = min(1.0, max(0.0, 1.0 - variance / (half * half)))
+        return {"type": "score", "score": mean, "confidence": confidence, "probabilities": probabilities}
+
+
+def main() -> None:
+    directory = sys.argv[1]
+    reference = Reference(directory)
+    with open(os.path.join(directory, "requests.jsonl"), encoding="utf-8") as f:
+        requests = [json.loads(line) for line in f if line.strip()]
+    packing, heads, expected = [], [], []
+    for request in requests:
+        packed = reference.pack(request)
+        if packed is None:
+            continue  # over-long questions: refused, checked by the tests directly
+        logits = reference.logits(packed)
+        packing.append({"request": request, **packed})
+        heads.append({"logits": logits})
+        answers = {q["key"]: reference.answer(q, values) for q, values in zip(packed["questions"], logits)}
+        expected.append({"request": request, "answers": answers, "input_tokens": len(packed["ids"])})
+    for name, lines in (("packing.jsonl", packing), ("heads.jsonl", heads), ("expected.jsonl", expected)):
+        with open(os.path.join(directory, name), "w", encoding="utf-8") as f:
+            for line in lines:
+                f.write(json.dumps(line, ensure_ascii=False) + "\n")
+    print(f"{len(expected)} requests answered ({math.fsum(len(p['ids']) for p in packing):.0f} tokens)")
+
+
+if __name__ == "__main__":
+    main()
