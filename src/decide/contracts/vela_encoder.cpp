@@ -106,12 +106,6 @@ text::Tokenizer tokenizer_without_markers(const std::filesystem::path& file, std
   return text::Tokenizer::from_json(spec.dump(), file.string());
 }
 
-std::vector<int32_t> encode(const text::Tokenizer& tokenizer, const std::string& text) {
-  text::EncodeOptions options;
-  options.add_special_tokens = false;
-  return tokenizer.encode(text, options).ids;
-}
-
 }  // namespace
 
 VelaSettings read_vela_settings(checkpoint::ConfigReader& decision_file) {
@@ -263,14 +257,15 @@ api::Result<VelaSequence> vela_pack_request(const text::Tokenizer& tokenizer, co
     VelaQuestionSlots slots;
     slots.query = ids.size();
     ids.push_back(package.markers.q);
-    const std::vector<int32_t> instructions =
-        encode(tokenizer, question.instructions.is_null() ? std::string() : python_text(question.instructions));
+    const std::string instructions_text =
+        question.instructions.is_null() ? std::string() : python_text(question.instructions);
+    const std::vector<int32_t> instructions = encode_without_special_tokens(tokenizer, instructions_text);
     ids.insert(ids.end(), instructions.begin(), instructions.end());
     const std::vector<std::string> options = vela_option_texts(question);
     for (const std::string& option : options) {
       slots.options.push_back(ids.size());
       ids.push_back(package.markers.o);
-      const std::vector<int32_t> text = encode(tokenizer, option);
+      const std::vector<int32_t> text = encode_without_special_tokens(tokenizer, option);
       ids.insert(ids.end(), text.begin(), text.end());
     }
     if (abstain_types.contains(question.type)) {
@@ -286,7 +281,7 @@ api::Result<VelaSequence> vela_pack_request(const text::Tokenizer& tokenizer, co
   std::vector<std::vector<int32_t>> part_ids;
   std::vector<std::size_t> lengths;
   for (const VelaPart& part : parts) {
-    part_ids.push_back(encode(tokenizer, part.text));
+    part_ids.push_back(encode_without_special_tokens(tokenizer, part.text));
     lengths.push_back(part_ids.back().size());
     sequence.state_tokens += lengths.back();
   }
