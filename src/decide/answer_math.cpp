@@ -10,6 +10,7 @@ std::string_view confidence_method_name(ConfidenceMethod method) {
     case ConfidenceMethod::linear: return "linear";
     case ConfidenceMethod::entropy: return "entropy";
     case ConfidenceMethod::max_probability: return "max_probability";
+    case ConfidenceMethod::top_minus_mean: return "top_minus_mean";
   }
   return "linear";
 }
@@ -54,6 +55,17 @@ double max_probability_confidence(std::span<const double> probabilities) {
   return *std::max_element(probabilities.begin(), probabilities.end());
 }
 
+double top_minus_mean_confidence(std::span<const double> probabilities) {
+  if (probabilities.size() < 2) return 1.0;
+  const auto top = std::max_element(probabilities.begin(), probabilities.end());
+  double rest = 0.0;
+  for (auto p = probabilities.begin(); p != probabilities.end(); ++p) {
+    if (p != top) rest += *p;
+  }
+  const double mean_rest = rest / static_cast<double>(probabilities.size() - 1);
+  return std::clamp(*top - mean_rest, 0.0, 1.0);
+}
+
 double score_confidence(std::span<const double> probabilities) {
   const size_t n = probabilities.size();
   const size_t mode = static_cast<size_t>(std::max_element(probabilities.begin(), probabilities.end()) -
@@ -68,6 +80,21 @@ double score_confidence(std::span<const double> probabilities) {
   }
   return std::clamp(1.0 - distance / spread, 0.0, 1.0);
 }
+
+namespace {
+
+// The API's linear method has a score variant (§5.4); every other method reads choice and score alike.
+double confidence(ConfidenceMethod method, api::QuestionType type, std::span<const double> p) {
+  switch (method) {
+    case ConfidenceMethod::entropy: return entropy_confidence(p);
+    case ConfidenceMethod::max_probability: return max_probability_confidence(p);
+    case ConfidenceMethod::top_minus_mean: return top_minus_mean_confidence(p);
+    case ConfidenceMethod::linear: break;
+  }
+  return type == api::QuestionType::score ? score_confidence(p) : linear_confidence(p);
+}
+
+}  // namespace
 
 api::Result<api::Answer> make_answer(api::QuestionType type, std::span<const double> label_scores,
                                      double temperature, ConfidenceMethod method) {
@@ -84,17 +111,13 @@ api::Result<api::Answer> make_answer(api::QuestionType type, std::span<const dou
     case api::QuestionType::choice:
       // max_element returns the first maximum: the earliest option wins exact ties.
       answer.choice_index = static_cast<size_t>(std::max_element(p.begin(), p.end()) - p.begin());
-      answer.confidence = method == ConfidenceMethod::entropy           ? entropy_confidence(p)
-                          : method == ConfidenceMethod::max_probability ? max_probability_confidence(p)
-                                                                        : linear_confidence(p);
+      answer.confidence = confidence(method, type, p);
       break;
     case api::QuestionType::score: {
       double expected = 0.0;
       for (size_t i = 0; i < p.size(); ++i) expected += static_cast<double>(i) * p[i];
       answer.score = std::clamp(expected, 0.0, static_cast<double>(p.size() - 1));
-      answer.confidence = method == ConfidenceMethod::entropy           ? entropy_confidence(p)
-                          : method == ConfidenceMethod::max_probability ? max_probability_confidence(p)
-                                                                        : score_confidence(p);
+      answer.confidence = confidence(method, type, p);
       break;
     }
   }

@@ -10,9 +10,9 @@
 
 namespace s1::decide {
 
-// linear and entropy are the API's (§5.4); max_probability (p_max, for choice and score alike) is
-// JEMM's reference confidence.
-enum class ConfidenceMethod { linear, entropy, max_probability };
+// linear and entropy are the API's (§5.4). The others are models' own reference confidences, for
+// choice and score alike: max_probability (p_max) is JEMM's, top_minus_mean CLM's.
+enum class ConfidenceMethod { linear, entropy, max_probability, top_minus_mean };
 
 std::string_view confidence_method_name(ConfidenceMethod method);
 
@@ -23,6 +23,9 @@ std::vector<double> softmax(std::span<const double> label_scores, double tempera
 double linear_confidence(std::span<const double> probabilities);
 double entropy_confidence(std::span<const double> probabilities);
 double max_probability_confidence(std::span<const double> probabilities);
+// p_max − mean of the other probabilities (the first maximum is the top), clamped to [0, 1]; 1 for
+// fewer than two.
+double top_minus_mean_confidence(std::span<const double> probabilities);
 double score_confidence(std::span<const double> probabilities);
 
 // One answer from one question's label scores; 500 internal_error when anything is not finite.

@@ -63,7 +63,7 @@ def check_serving(binary, name, lines, problems):
         entry = next((m for m in listed.get("models", []) if m.get("name") == name), None)
         if (entry is None or entry.get("max_choice_options") != 255 or entry.get("context_tokens") != 512
                 or entry.get("question_types") != ["choice", "noul", "score"]
-                or entry.get("confidence_method") != "top-minus-mean"):
+                or entry.get("confidence_method") != "top_minus_mean"):
             problems.append(f"/v1/models entry {entry}")
 
 

@@ -152,27 +152,11 @@ std::vector<std::string> clm_candidate_texts(const api::Question& question) {
 
 double clm_scale(double logit_scale, double max_scale) { return std::min(std::exp(logit_scale), max_scale); }
 
-double top_minus_mean_confidence(std::span<const double> probabilities) {
-  if (probabilities.size() < 2) return 1.0;
-  const auto top = std::max_element(probabilities.begin(), probabilities.end());
-  double rest = 0.0;
-  for (auto p = probabilities.begin(); p != probabilities.end(); ++p) {
-    if (p != top) rest += *p;
-  }
-  const double mean_rest = rest / static_cast<double>(probabilities.size() - 1);
-  return std::clamp(*top - mean_rest, 0.0, 1.0);
-}
-
 api::Result<api::Answer> clm_answer(api::QuestionType type, std::span<const double> cosines, double scale,
                                     double temperature) {
   std::vector<double> logits(cosines.begin(), cosines.end());
   for (double& logit : logits) logit = scale * logit / temperature;
-  // make_answer gives the probabilities, the choice and the expected score; CLM's confidence replaces
-  // the default formula.
-  auto answer = make_answer(type, logits, 1.0, ConfidenceMethod::linear);
-  if (!answer) return answer;
-  if (type != api::QuestionType::noul) answer->confidence = top_minus_mean_confidence(answer->probabilities);
-  return answer;
+  return make_answer(type, logits, 1.0, ConfidenceMethod::top_minus_mean);
 }
 
 namespace {
@@ -216,7 +200,7 @@ class ClmEngine : public runtime::Engine {
     model.question_types = {api::QuestionType::choice, api::QuestionType::noul, api::QuestionType::score};
     model.max_choice_options = api::max_choice_options;
     model.context_tokens = static_cast<int64_t>(context_tokens_);
-    model.confidence_method = "top-minus-mean";
+    model.confidence_method = std::string(confidence_method_name(ConfidenceMethod::top_minus_mean));
     return model;
   }
 

@@ -78,10 +78,6 @@ std::vector<std::string> clm_candidate_texts(const api::Question& question);
 // min(exp(logit_scale), max_scale).
 double clm_scale(double logit_scale, double max_scale);
 
-// p_max − mean of the other probabilities (the first maximum is the top), clamped to [0, 1]; 1 for
-// fewer than two.
-double top_minus_mean_confidence(std::span<const double> probabilities);
-
 // One answer from a question's cosines in label order; 500 internal_error when anything is not finite.
 api::Result<api::Answer> clm_answer(api::QuestionType type, std::span<const double> cosines, double scale,
                                     double temperature);

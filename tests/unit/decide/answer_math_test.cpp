@@ -49,6 +49,18 @@ TEST(AnswerMath, WorkedValues) {
   EXPECT_NEAR(score10->confidence, 0.7673909252163081, tolerance);
 }
 
+TEST(AnswerMath, TopMinusMeanConfidence) {
+  EXPECT_DOUBLE_EQ(top_minus_mean_confidence(std::vector{1.0}), 1.0);
+  EXPECT_NEAR(top_minus_mean_confidence(std::vector{0.7, 0.2, 0.1}), 0.55, 1e-15);
+  EXPECT_DOUBLE_EQ(top_minus_mean_confidence(std::vector{0.5, 0.5}), 0.0);
+  EXPECT_NEAR(top_minus_mean_confidence(std::vector{0.1, 0.6, 0.3}), 0.4, 1e-15);
+  // The method reads choice and score alike (CLM's reference).
+  const auto score = make_answer(api::QuestionType::score, std::vector{0.0, 1.0, 0.0}, 1.0, ConfidenceMethod::top_minus_mean);
+  ASSERT_TRUE(score);
+  EXPECT_DOUBLE_EQ(score->confidence, top_minus_mean_confidence(score->probabilities));
+  EXPECT_EQ(confidence_method_name(ConfidenceMethod::top_minus_mean), "top_minus_mean");
+}
+
 TEST(AnswerMath, UniformScoresTieToTheFirstOption) {
   const std::vector<double> equal(4, 0.0);
   auto choice = make_answer(api::QuestionType::choice, equal, 1.0, ConfidenceMethod::linear);

@@ -100,13 +100,6 @@ TEST(ClmReadout, ScaleIsCappedAt100) {
   EXPECT_DOUBLE_EQ(clm_scale(2.0, 100.0), std::exp(2.0));
 }
 
-TEST(ClmReadout, TopMinusMeanConfidence) {
-  EXPECT_DOUBLE_EQ(top_minus_mean_confidence(std::vector{1.0}), 1.0);
-  EXPECT_NEAR(top_minus_mean_confidence(std::vector{0.7, 0.2, 0.1}), 0.55, 1e-15);
-  EXPECT_DOUBLE_EQ(top_minus_mean_confidence(std::vector{0.5, 0.5}), 0.0);
-  EXPECT_NEAR(top_minus_mean_confidence(std::vector{0.1, 0.6, 0.3}), 0.4, 1e-15);
-}
-
 TEST(ClmReadout, AnswersFromScaledCosines) {
   // Logits 100·c/2 = (10, 0, -10).
   const std::vector<double> cosines{0.2, 0.0, -0.2};
@@ -164,7 +157,7 @@ TEST(ClmEngine, AnswersLikeTheReferenceAndCountsCandidatesEveryTime) {
   EXPECT_EQ(model.name, "tiny-clm");
   const runtime::ModelInfo info = model.engine->info();
   EXPECT_EQ(info.context_tokens, 512);
-  EXPECT_EQ(info.confidence_method, "top-minus-mean");
+  EXPECT_EQ(info.confidence_method, "top_minus_mean");
   for (int pass = 0; pass < 2; ++pass) {  // the second pass reads every candidate from the cache
     for (const api::Json& line : read_jsonl(fixture_dir() / "expected.jsonl")) {
       const api::DecisionRequest request = typed_request(line["request"]);
