@@ -11,7 +11,7 @@ tools/reference/vela_contract.py).
 2. refusals: span and set questions (the API's 422 union_tag_invalid at the question's type: Vela's
    extensions are outside the three System One kinds), questions and options that leave no room for
    the state in the 192-token sequence (400 max_tokens_exceeded); /v1/models lists the model with its
-   three question types, 255 options, the sequence length and top2-margin confidence;
+   three question types, 255 options, the sequence length and top2_margin confidence;
 3. `s1serve validate` on the reference file passes tight gates.
 
     python3 tests/e2e/vela_e2e.py --binary build/s1serve
@@ -55,7 +55,7 @@ def check_serving(binary, name, lines, problems):
         entry = next((m for m in listed.get("models", []) if m.get("name") == name), None)
         if (entry is None or entry.get("max_choice_options") != 255 or entry.get("context_tokens") != 192
                 or entry.get("question_types") != ["choice", "noul", "score"]
-                or entry.get("confidence_method") != "top2-margin"):
+                or entry.get("confidence_method") != "top2_margin"):
             problems.append(f"/v1/models entry {entry}")
 
 

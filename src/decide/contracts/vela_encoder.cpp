@@ -392,7 +392,7 @@ class VelaEngine : public runtime::Engine {
     model.question_types = {api::QuestionType::choice, api::QuestionType::noul, api::QuestionType::score};
     model.max_choice_options = api::max_choice_options;
     model.context_tokens = static_cast<int64_t>(package_.max_length);
-    model.confidence_method = "top2-margin";
+    model.confidence_method = "top2_margin";
     return model;
   }
 

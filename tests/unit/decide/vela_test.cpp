@@ -162,7 +162,7 @@ TEST(VelaEngine, AnswersLikeTheReference) {
   LoadedModel model = load_model(fixture_dir().string());
   EXPECT_EQ(model.name, "vela-tiny");
   const runtime::ModelInfo info = model.engine->info();
-  EXPECT_EQ(info.confidence_method, "top2-margin");
+  EXPECT_EQ(info.confidence_method, "top2_margin");
   EXPECT_EQ(info.context_tokens, 192);
   const std::vector<api::Json> heads = read_jsonl(fixture_dir() / "heads.jsonl");
   const std::vector<api::Json> lines = read_jsonl(fixture_dir() / "expected.jsonl");
