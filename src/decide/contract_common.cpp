@@ -23,7 +23,7 @@ kernels::Precision read_precision(checkpoint::ConfigReader& decision_file, kerne
   if (!precision) return fallback;
   const auto parsed = parse_precision(*precision);
   if (!parsed) decision_file.reject("precision", "must be \"fp32\" or \"bf16\"");
-  if (!kernels::linear_supported(*parsed)) decision_file.reject("precision", "bf16 needs a CPU with AMX-BF16");
+  if (!kernels::linear_supported(*parsed)) decision_file.reject("precision", "bf16 needs a CPU with AVX-512");
   return *parsed;
 }
 

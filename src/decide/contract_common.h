@@ -20,7 +20,7 @@ namespace s1::decide {
 // "fp32" or "bf16"; nullopt for anything else.
 std::optional<kernels::Precision> parse_precision(std::string_view name);
 
-// bf16 where the CPU multiplies bf16 natively (AMX), else fp32.
+// bf16 where the CPU runs bf16 linears (kernels::linear_supported: AVX-512, AMX when present), else fp32.
 kernels::Precision default_linear_precision();
 
 // The optional "precision" member ("fp32" | "bf16"); `fallback` when absent. A value this CPU cannot
@@ -42,12 +42,12 @@ double round_logit_to_bf16(double logit);
 void round_logits(std::span<double> logits, LogitRounding rounding);
 
 // The served-model members every contract's settings carry: "name" (not empty), "aliases" and
-// "description", each defaulting to what `settings` already holds (aliases: none).
+// "description", each defaulting to what `settings` already holds.
 template <typename Settings>
 void read_served_model_identity(checkpoint::ConfigReader& decision_file, Settings& settings) {
   settings.name = decision_file.optional<std::string>("name", settings.name);
   if (settings.name.empty()) decision_file.reject("name", "must not be empty");
-  settings.aliases = decision_file.optional<std::vector<std::string>>("aliases", {});
+  settings.aliases = decision_file.optional<std::vector<std::string>>("aliases", settings.aliases);
   settings.description = decision_file.optional<std::string>("description", settings.description);
 }
 

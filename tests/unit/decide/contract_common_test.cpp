@@ -32,14 +32,18 @@ std::string load_error_of(Read read) {
 TEST(ContractSettings, ServedModelIdentityKeepsDefaultsAndRefusesAnEmptyName) {
   struct Identity {
     std::string name = "default-name";
-    std::vector<std::string> aliases{"stale"};
+    std::vector<std::string> aliases{"default-alias"};
     std::string description = "default description";
   } identity;
   auto file = decision_file(R"({"description": "mine"})");
   read_served_model_identity(file, identity);
   EXPECT_EQ(identity.name, "default-name");
-  EXPECT_TRUE(identity.aliases.empty());
+  EXPECT_EQ(identity.aliases, std::vector<std::string>{"default-alias"});
   EXPECT_EQ(identity.description, "mine");
+  Identity renamed;
+  auto aliased = decision_file(R"({"aliases": []})");
+  read_served_model_identity(aliased, renamed);
+  EXPECT_TRUE(renamed.aliases.empty());
 
   const std::string error = load_error_of([] {
     Identity empty;
