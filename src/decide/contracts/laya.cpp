@@ -9,10 +9,8 @@
 
 #include "decide/answer_math.h"
 #include "decide/contract_common.h"
-#include "decide/contracts/embedding_similarity.h"
 #include "decide/prompt.h"
 #include "decide/token_budget.h"
-#include "kernels/linear.h"
 #include "model/checkpoint/load_error.h"
 
 namespace s1::decide {
@@ -70,16 +68,8 @@ laya::QuestionKind kind_of(api::QuestionType type) {
 
 LayaSettings read_laya_settings(checkpoint::ConfigReader& decision_file) {
   LayaSettings settings;
-  settings.name = decision_file.optional<std::string>("name", settings.name);
-  if (settings.name.empty()) decision_file.reject("name", "must not be empty");
-  settings.aliases = decision_file.optional<std::vector<std::string>>("aliases", settings.aliases);
-  settings.description = decision_file.optional<std::string>("description", settings.description);
-  if (auto precision = decision_file.optional<std::string>("precision")) {
-    const auto parsed = parse_precision(*precision);
-    if (!parsed) decision_file.reject("precision", "must be \"fp32\" or \"bf16\"");
-    if (!kernels::linear_supported(*parsed)) decision_file.reject("precision", "bf16 needs a CPU with AVX-512");
-    settings.precision = *parsed;
-  }
+  read_served_model_identity(decision_file, settings);
+  settings.precision = read_precision(decision_file, settings.precision);
   const int64_t questions = decision_file.optional<int64_t>("max_questions", 16);
   if (questions < 1) decision_file.reject("max_questions", "must be at least 1");
   settings.max_questions = static_cast<std::size_t>(questions);

@@ -6,10 +6,8 @@
 
 #include "decide/answer_math.h"
 #include "decide/contract_common.h"
-#include "decide/contracts/embedding_similarity.h"
 #include "decide/prompt.h"
 #include "decide/token_budget.h"
-#include "kernels/linear.h"
 #include "model/decoder/families.h"
 #include "model/decoder/readout.h"
 #include "text/tokenizer.h"
@@ -30,23 +28,14 @@ constexpr std::string_view field_suffix = "  \"answer\": ";
 
 Lfm2CandidatesSettings default_lfm2_candidates_settings() {
   Lfm2CandidatesSettings settings;
-  settings.precision =
-      kernels::linear_supported(kernels::Precision::bf16) ? kernels::Precision::bf16 : kernels::Precision::fp32;
+  settings.precision = default_linear_precision();
   return settings;
 }
 
 Lfm2CandidatesSettings read_lfm2_candidates_settings(checkpoint::ConfigReader& decision_file) {
   Lfm2CandidatesSettings settings = default_lfm2_candidates_settings();
-  settings.name = decision_file.optional<std::string>("name", settings.name);
-  if (settings.name.empty()) decision_file.reject("name", "must not be empty");
-  settings.aliases = decision_file.optional<std::vector<std::string>>("aliases", {});
-  settings.description = decision_file.optional<std::string>("description", settings.description);
-  if (auto precision = decision_file.optional<std::string>("precision")) {
-    const auto parsed = parse_precision(*precision);
-    if (!parsed) decision_file.reject("precision", "must be \"fp32\" or \"bf16\"");
-    if (!kernels::linear_supported(*parsed)) decision_file.reject("precision", "bf16 needs a CPU with AMX-BF16");
-    settings.precision = *parsed;
-  }
+  read_served_model_identity(decision_file, settings);
+  settings.precision = read_precision(decision_file, settings.precision);
   if (auto batch = decision_file.optional<int64_t>("candidate_batch_size")) {
     if (*batch < 1) decision_file.reject("candidate_batch_size", "must be a positive integer");
     settings.candidate_batch_size = static_cast<std::size_t>(*batch);

@@ -16,6 +16,7 @@
 
 #include "api/request.h"
 #include "decide/contract_table.h"
+#include "model/checkpoint/load_error.h"
 #include "support/fixtures.h"
 #include "text/tokenizer.h"
 
@@ -192,6 +193,29 @@ TEST(LayaEngine, RefusesTooManyQuestionsAndMarkers) {
   EXPECT_EQ(refused(body), api::ErrorCode::payload_too_large);
   body["questions"].erase("q16");
   EXPECT_TRUE(model.engine->prepare(typed_request(body), {}));
+}
+
+TEST(LayaSettings, DefaultsAndErrorsNameTheKey) {
+  const auto read = [](const char* text) {
+    checkpoint::ConfigReader reader(nlohmann::ordered_json::parse(text), "s1serve.json");
+    return read_laya_settings(reader);
+  };
+  const LayaSettings defaults = read("{}");
+  EXPECT_EQ(defaults.name, "laya-english");
+  EXPECT_EQ(defaults.aliases, std::vector<std::string>{"english"});
+  EXPECT_EQ(defaults.precision, kernels::Precision::fp32);
+  const LayaSettings set = read(R"({"name":"x","aliases":[],"precision":"fp32","max_questions":4})");
+  EXPECT_EQ(set.name, "x");
+  EXPECT_TRUE(set.aliases.empty());
+  EXPECT_EQ(set.max_questions, 4U);
+  for (const char* bad : {R"({"name":""})", R"({"precision":"fp16"})", R"({"max_markers":0})", R"({"temperature":1})"}) {
+    try {
+      (void)read(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const checkpoint::LoadError& error) {
+      EXPECT_NE(std::string(error.what()).find("s1serve.json"), std::string::npos) << error.what();
+    }
+  }
 }
 
 }  // namespace
