@@ -26,14 +26,9 @@ constexpr std::string_view system_message =
 
 }  // namespace
 
-CuaS1Settings default_cua_s1_settings() {
+CuaS1Settings read_cua_s1_settings(checkpoint::ConfigReader& decision_file) {
   CuaS1Settings settings;
   settings.precision = default_linear_precision();
-  return settings;
-}
-
-CuaS1Settings read_cua_s1_settings(checkpoint::ConfigReader& decision_file) {
-  CuaS1Settings settings = default_cua_s1_settings();
   read_served_model_identity(decision_file, settings);
   settings.precision = read_precision(decision_file, settings.precision);
   settings.logit_rounding = read_logit_rounding(decision_file, settings.logit_rounding);

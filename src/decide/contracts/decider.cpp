@@ -56,15 +56,10 @@ api::ApiError unsupported(std::string message) {
 
 std::span<const int32_t> decider_label_token_ids() { return pinned_label_ids; }
 
-DeciderSettings default_decider_settings() {
+DeciderSettings read_decider_settings(checkpoint::ConfigReader& decision_file) {
   DeciderSettings settings;
   settings.precision = default_linear_precision();
   settings.label_token_ids.assign(pinned_label_ids.begin(), pinned_label_ids.end());
-  return settings;
-}
-
-DeciderSettings read_decider_settings(checkpoint::ConfigReader& decision_file) {
-  DeciderSettings settings = default_decider_settings();
   read_served_model_identity(decision_file, settings);
   settings.precision = read_precision(decision_file, settings.precision);
   settings.logit_rounding = read_logit_rounding(decision_file, settings.logit_rounding);

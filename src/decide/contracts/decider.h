@@ -82,9 +82,6 @@ struct DeciderSettings {
 // reference's pinned fixture (ThinkFlowLab/system1-omni tests/decider/data/cpu.json, "label_ids").
 std::span<const int32_t> decider_label_token_ids();
 
-// Defaults: bf16 where the CPU multiplies bf16 natively (AMX), else fp32; the pinned label ids.
-DeciderSettings default_decider_settings();
-
 // Reads this contract's members of an s1serve.json whose "contract" member was already read: name,
 // aliases, description, precision "fp32"|"bf16", logit_rounding "bf16"|"none", temperatures
 // {"choice","noul","score"} (each > 0), label_token_ids (255 distinct ids, for a checkpoint whose

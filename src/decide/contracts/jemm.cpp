@@ -129,14 +129,9 @@ std::string member_text(const api::Json& object, const char* name) {
 
 }  // namespace
 
-JemmSettings default_jemm_settings() {
+JemmSettings read_jemm_settings(checkpoint::ConfigReader& decision_file) {
   JemmSettings settings;
   settings.precision = default_linear_precision();
-  return settings;
-}
-
-JemmSettings read_jemm_settings(checkpoint::ConfigReader& decision_file) {
-  JemmSettings settings = default_jemm_settings();
   read_served_model_identity(decision_file, settings);
   settings.precision = read_precision(decision_file, settings.precision);
   settings.logit_rounding = read_logit_rounding(decision_file, settings.logit_rounding);

@@ -68,9 +68,6 @@ struct JemmSettings {
   LogitRounding logit_rounding = LogitRounding::bf16;
 };
 
-// Defaults: bf16 where the CPU multiplies bf16 natively (AMX), else fp32.
-JemmSettings default_jemm_settings();
-
 // Reads this contract's members of an s1serve.json whose "contract" member was already read (name,
 // aliases, description, precision "fp32"|"bf16", logit_rounding "bf16"|"none"); unknown members are
 // load errors naming the file and key.

@@ -26,14 +26,9 @@ constexpr std::string_view field_suffix = "  \"answer\": ";
 
 }  // namespace
 
-Lfm2CandidatesSettings default_lfm2_candidates_settings() {
+Lfm2CandidatesSettings read_lfm2_candidates_settings(checkpoint::ConfigReader& decision_file) {
   Lfm2CandidatesSettings settings;
   settings.precision = default_linear_precision();
-  return settings;
-}
-
-Lfm2CandidatesSettings read_lfm2_candidates_settings(checkpoint::ConfigReader& decision_file) {
-  Lfm2CandidatesSettings settings = default_lfm2_candidates_settings();
   read_served_model_identity(decision_file, settings);
   settings.precision = read_precision(decision_file, settings.precision);
   if (auto batch = decision_file.optional<int64_t>("candidate_batch_size")) {

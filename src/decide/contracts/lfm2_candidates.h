@@ -50,9 +50,6 @@ struct Lfm2CandidatesSettings {
   std::size_t candidate_batch_size = 64;
 };
 
-// Defaults: bf16 where the CPU multiplies bf16 natively (AMX), else fp32.
-Lfm2CandidatesSettings default_lfm2_candidates_settings();
-
 // Reads this contract's members of an s1serve.json whose "contract" member was already read (name,
 // aliases, description, precision "fp32"|"bf16", candidate_batch_size ≥ 1); unknown members are
 // load errors naming the file and key.

@@ -72,14 +72,9 @@ StartLuxDecisionConfig read_startlux_decision_config(const std::filesystem::path
   return config;
 }
 
-StartLuxSettings default_startlux_settings() {
+StartLuxSettings read_startlux_settings(checkpoint::ConfigReader& decision_file) {
   StartLuxSettings settings;
   settings.precision = default_linear_precision();
-  return settings;
-}
-
-StartLuxSettings read_startlux_settings(checkpoint::ConfigReader& decision_file) {
-  StartLuxSettings settings = default_startlux_settings();
   read_served_model_identity(decision_file, settings);
   settings.precision = read_precision(decision_file, settings.precision);
   const int64_t context = decision_file.optional<int64_t>("context_tokens", 0);

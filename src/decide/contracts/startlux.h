@@ -75,9 +75,6 @@ struct StartLuxSettings {
   std::size_t context_tokens = 0;  // 0: the checkpoint's max_position_embeddings
 };
 
-// Defaults: bf16 where the CPU multiplies bf16 natively (AMX), else fp32.
-StartLuxSettings default_startlux_settings();
-
 // Reads this contract's members of an s1serve.json whose "contract" member was already read (name,
 // aliases, description, precision "fp32"|"bf16", context_tokens); unknown members are load errors.
 StartLuxSettings read_startlux_settings(checkpoint::ConfigReader& decision_file);
