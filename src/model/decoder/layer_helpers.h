@@ -6,7 +6,11 @@
 #include <cstddef>
 #include <initializer_list>
 #include <span>
+#include <stdexcept>
+#include <string>
 #include <vector>
+
+#include "model/decoder/causal_decoder.h"
 
 namespace s1::decoder {
 
@@ -27,6 +31,33 @@ inline std::vector<float> concatenate(std::initializer_list<std::span<const floa
 
 inline void add_in_place(std::span<float> sum, std::span<const float> addend) {
   for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += addend[i];
+}
+
+// A forward pass's branches after a prefix of `start` tokens: each non-empty, within max_positions,
+// with token ids inside the vocabulary and strictly increasing output positions into its tokens.
+// Callers bypassing the contracts' checks get std::invalid_argument naming the family and branch.
+inline void check_branches(const DecoderInfo& info, std::size_t start, std::span<const Branch> branches) {
+  for (std::size_t b = 0; b < branches.size(); ++b) {
+    const Branch& branch = branches[b];
+    const std::string where = info.family + " forward: branch " + std::to_string(b);
+    if (branch.tokens.empty()) throw std::invalid_argument(where + " has no tokens");
+    if (start + branch.tokens.size() > info.max_positions) {
+      throw std::invalid_argument(
+          where + ": " + std::to_string(start) + " prefix + " + std::to_string(branch.tokens.size()) +
+          " branch tokens exceed max_position_embeddings (" + std::to_string(info.max_positions) + ")");
+    }
+    for (const int32_t id : branch.tokens) {
+      if (id < 0 || static_cast<std::size_t>(id) >= info.vocab_size) {
+        throw std::invalid_argument(where + ": token id " + std::to_string(id) + " is outside the vocabulary");
+      }
+    }
+    for (std::size_t i = 0; i < branch.output_positions.size(); ++i) {
+      if (branch.output_positions[i] >= branch.tokens.size() ||
+          (i > 0 && branch.output_positions[i] <= branch.output_positions[i - 1])) {
+        throw std::invalid_argument(where + ": output positions must be strictly increasing indices into its tokens");
+      }
+    }
+  }
 }
 
 }  // namespace s1::decoder

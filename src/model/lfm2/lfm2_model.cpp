@@ -131,7 +131,6 @@ class Lfm2Decoder final : public decoder::CausalDecoder {
   [[nodiscard]] std::size_t conv_history() const { return kernel_ - 1; }
 
   const Lfm2State* checked_prefix(const decoder::SequenceState* prefix) const;
-  void validate(std::size_t start, std::span<const decoder::Branch> branches) const;
   void attention_layer(const Layer& layer, const Lfm2State* base, std::span<const BranchRows> rows,
                        std::span<std::unique_ptr<Lfm2State>> states);
   void conv_layer(const Layer& layer, const Lfm2State* base, std::span<const BranchRows> rows,
@@ -258,35 +257,11 @@ const Lfm2State* Lfm2Decoder::checked_prefix(const decoder::SequenceState* prefi
   return state;
 }
 
-void Lfm2Decoder::validate(std::size_t start, std::span<const decoder::Branch> branches) const {
-  for (std::size_t b = 0; b < branches.size(); ++b) {
-    const decoder::Branch& branch = branches[b];
-    const std::string where = "lfm2 forward: branch " + std::to_string(b);
-    if (branch.tokens.empty()) throw std::invalid_argument(where + " has no tokens");
-    if (start + branch.tokens.size() > info_.max_positions) {
-      throw std::invalid_argument(
-          where + ": " + std::to_string(start) + " prefix + " + std::to_string(branch.tokens.size()) +
-          " branch tokens exceed max_position_embeddings (" + std::to_string(info_.max_positions) + ")");
-    }
-    for (const int32_t id : branch.tokens) {
-      if (id < 0 || static_cast<std::size_t>(id) >= info_.vocab_size) {
-        throw std::invalid_argument(where + ": token id " + std::to_string(id) + " is outside the vocabulary");
-      }
-    }
-    for (std::size_t i = 0; i < branch.output_positions.size(); ++i) {
-      if (branch.output_positions[i] >= branch.tokens.size() ||
-          (i > 0 && branch.output_positions[i] <= branch.output_positions[i - 1])) {
-        throw std::invalid_argument(where + ": output positions must be strictly increasing indices into its tokens");
-      }
-    }
-  }
-}
-
 std::vector<decoder::BranchOutput> Lfm2Decoder::forward(const decoder::SequenceState* prefix,
                                                         std::span<const decoder::Branch> branches, bool keep_states) {
   const Lfm2State* base = checked_prefix(prefix);
   const std::size_t start = base == nullptr ? 0 : base->length();
-  validate(start, branches);
+  decoder::check_branches(info_, start, branches);
   std::vector<decoder::BranchOutput> outputs(branches.size());
   if (branches.empty()) return outputs;
 

@@ -137,7 +137,6 @@ class Qwen3Decoder final : public decoder::CausalDecoder {
   [[nodiscard]] std::size_t kv_width() const { return kv_heads_ * head_dim_; }
   [[nodiscard]] std::size_t qkv_width() const { return q_width() + 2 * kv_width(); }
 
-  void validate(const Qwen3State* prefix, std::span<const decoder::Branch> branches) const;
   void attention_block(const Layer& layer, std::size_t layer_index, const Qwen3State* prefix,
                        std::span<const BranchRows> rows, std::span<const std::shared_ptr<KvSegment>> own_segments);
   void mlp_block(const Layer& layer);
@@ -232,31 +231,6 @@ Qwen3Decoder::Qwen3Decoder(const Qwen3Config& config, const Checkpoint& weights,
     });
   }
   final_norm_ = names.get("norm.weight", {h});
-}
-
-void Qwen3Decoder::validate(const Qwen3State* prefix, std::span<const decoder::Branch> branches) const {
-  const std::size_t start = prefix == nullptr ? 0 : prefix->length();
-  for (std::size_t b = 0; b < branches.size(); ++b) {
-    const decoder::Branch& branch = branches[b];
-    const std::string where = "qwen3 forward: branch " + std::to_string(b);
-    if (branch.tokens.empty()) throw std::invalid_argument(where + " has no tokens");
-    if (start + branch.tokens.size() > info_.max_positions) {
-      throw std::invalid_argument(
-          where + ": " + std::to_string(start) + " prefix + " + std::to_string(branch.tokens.size()) +
-          " branch tokens exceed max_position_embeddings (" + std::to_string(info_.max_positions) + ")");
-    }
-    for (const int32_t id : branch.tokens) {
-      if (id < 0 || static_cast<std::size_t>(id) >= info_.vocab_size) {
-        throw std::invalid_argument(where + ": token id " + std::to_string(id) + " is outside the vocabulary");
-      }
-    }
-    for (std::size_t i = 0; i < branch.output_positions.size(); ++i) {
-      if (branch.output_positions[i] >= branch.tokens.size() ||
-          (i > 0 && branch.output_positions[i] <= branch.output_positions[i - 1])) {
-        throw std::invalid_argument(where + ": output positions must be strictly increasing indices into its tokens");
-      }
-    }
-  }
 }
 
 void Qwen3Decoder::attention_block(const Layer& layer, std::size_t layer_index, const Qwen3State* prefix,
@@ -354,7 +328,7 @@ std::vector<decoder::BranchOutput> Qwen3Decoder::forward(const decoder::Sequence
   if (prefix != nullptr && (prefix->layers() != layers_.size() || prefix->kv_width() != kv_width())) {
     throw std::invalid_argument("qwen3 forward: the prefix state belongs to a different qwen3 model");
   }
-  validate(prefix, branches);
+  decoder::check_branches(info_, prefix == nullptr ? 0 : prefix->length(), branches);
   std::vector<decoder::BranchOutput> outputs(branches.size());
   if (branches.empty()) return outputs;
 

@@ -18,6 +18,7 @@
 #include "kernels/swiglu.h"
 #include "model/checkpoint/checkpoint.h"
 #include "model/checkpoint/load_error.h"
+#include "model/decoder/layer_helpers.h"
 #include "model/decoder/lora_adapter.h"
 #include "model/qwen3_5/config.h"
 
@@ -349,26 +350,10 @@ std::vector<decoder::BranchOutput> Qwen35Decoder::forward(const decoder::Sequenc
                                                           bool keep_states) {
   const Qwen35State* base = checked_prefix(prefix);
   const std::size_t start = base == nullptr ? 0 : base->length();
+  decoder::check_branches(info_, start, branches);
   std::vector<BranchRows> rows;
   std::size_t total = 0;
   for (const decoder::Branch& branch : branches) {
-    if (branch.tokens.empty()) throw std::invalid_argument("qwen3_5: empty branch");
-    if (start + branch.tokens.size() > info_.max_positions) {
-      throw std::invalid_argument("qwen3_5: " + std::to_string(start + branch.tokens.size()) +
-                                  " tokens exceed max_position_embeddings (" + std::to_string(info_.max_positions) +
-                                  ")");
-    }
-    for (const int32_t id : branch.tokens) {
-      if (id < 0 || static_cast<std::size_t>(id) >= info_.vocab_size) {
-        throw std::invalid_argument("qwen3_5: token id " + std::to_string(id) + " out of range");
-      }
-    }
-    for (std::size_t i = 0; i < branch.output_positions.size(); ++i) {
-      if (branch.output_positions[i] >= branch.tokens.size() ||
-          (i > 0 && branch.output_positions[i] <= branch.output_positions[i - 1])) {
-        throw std::invalid_argument("qwen3_5: output positions must be strictly increasing indices into the branch");
-      }
-    }
     rows.push_back(BranchRows{total, branch.tokens.size()});
     total += branch.tokens.size();
   }
