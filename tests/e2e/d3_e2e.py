@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
 sys.path.insert(0, HERE)
 
 import s1harness  # noqa: E402
-from reference_answers import compare_answer, expect_error, post_systemone, read_jsonl, run_validate  # noqa: E402
+from reference_answers import check_reference_request, expect_error, read_jsonl, run_validate  # noqa: E402
 
 FIXTURES = {name: os.path.join(ROOT, "tests", "fixtures", name) for name in ("tiny-d3", "tiny-pplx")}
 TOLERANCE = 1e-5
@@ -45,19 +45,7 @@ def check_serving(binary, fixture, problems):
     with s1harness.Server(binary, ["--model", model_dir, "--port", "0"], name=fixture) as server:
         for number, line in enumerate(read_jsonl(os.path.join(model_dir, "expected.jsonl"))):
             body = dict(line["request"], model=fixture)
-            response = post_systemone(server, body)
-            where = f"{fixture} request {number}"
-            if response.status != 200:
-                problems.append(f"{where}: status {response.status}: {response.body[:300]!r}")
-                continue
-            shape = []
-            s1harness.check_systemone_200(body, response, shape)
-            problems += [f"{where}: {p}" for p in shape]
-            got = response.json()
-            if got["usage"]["input_tokens"] != line["input_tokens"]:
-                problems.append(f"{where}: input_tokens {got['usage']} vs reference {line['input_tokens']}")
-            for key, answer in line["answers"].items():
-                compare_answer(f"{where}/{key}", answer, got["answers"][key], TOLERANCE, problems)
+            check_reference_request(server, body, line, f"{fixture} request {number}", TOLERANCE, problems)
 
         decision = json.load(open(os.path.join(model_dir, "decision_config.json")))
         listed = s1harness.request(server, "GET", "/v1/models").json()

@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
 sys.path.insert(0, HERE)
 
 import s1harness  # noqa: E402
-from reference_answers import compare_answer, expect_error, post_systemone, read_jsonl, run_validate  # noqa: E402
+from reference_answers import check_reference_request, expect_error, post_systemone, read_jsonl, run_validate  # noqa: E402
 
 MODEL_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-jemm")
 TOLERANCE = 1e-5
@@ -47,20 +47,9 @@ LORA_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-jemm-lora")
 def check_serving(binary, name, lines, problems):
     with s1harness.Server(binary, ["--model", MODEL_DIR, "--port", "0"], name="jemm") as server:
         for number, line in enumerate(lines):
-            body = dict(line["request"], model=name)
-            response = post_systemone(server, body)
-            where = f"request {number}"
-            if response.status != 200:
-                problems.append(f"{where}: status {response.status}: {response.body[:300]!r}")
-                continue
-            shape = []
-            s1harness.check_systemone_200(body, response, shape)
-            problems += [f"{where}: {p}" for p in shape]
-            got = response.json()
-            if got["usage"] != {"input_tokens": line["input_tokens"], "output_tokens": 0}:
-                problems.append(f"{where}: usage {got['usage']} vs reference input_tokens {line['input_tokens']}")
-            for key, answer in line["answers"].items():
-                compare_answer(f"{where}/{key}", answer, got["answers"][key], TOLERANCE, problems)
+            # The shape check holds usage to exactly input_tokens and output_tokens 0.
+            check_reference_request(server, dict(line["request"], model=name), line, f"request {number}", TOLERANCE,
+                                    problems)
 
         pick = {"type": "choice", "criteria": {"a": None, "b": "Click B"}}
         plain = {"model": name, "state": "s", "questions": {"q": pick}}

@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
 sys.path.insert(0, HERE)
 
 import s1harness  # noqa: E402
-from reference_answers import compare_answer, expect_error, post_systemone, read_jsonl, run_validate  # noqa: E402
+from reference_answers import check_reference_request, expect_error, read_jsonl, run_validate  # noqa: E402
 
 MODEL_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-lfm2")
 TOLERANCE = 1e-5
@@ -39,19 +39,7 @@ def check_serving(binary, name, alias, lines, problems):
     with s1harness.Server(binary, ["--model", MODEL_DIR, "--port", "0"], name="lfm2") as server:
         for number, line in enumerate(lines):
             body = dict(line["request"], model=name if number % 2 == 0 else alias)
-            response = post_systemone(server, body)
-            where = f"request {number}"
-            if response.status != 200:
-                problems.append(f"{where}: status {response.status}: {response.body[:300]!r}")
-                continue
-            shape = []
-            s1harness.check_systemone_200(body, response, shape)
-            problems += [f"{where}: {p}" for p in shape]
-            got = response.json()
-            if got["usage"]["input_tokens"] != line["input_tokens"]:
-                problems.append(f"{where}: input_tokens {got['usage']} vs reference {line['input_tokens']}")
-            for key, answer in line["answers"].items():
-                compare_answer(f"{where}/{key}", answer, got["answers"][key], TOLERANCE, problems)
+            check_reference_request(server, body, line, f"request {number}", TOLERANCE, problems)
 
         pick = {"type": "choice", "criteria": {"a": None, "b": "Click B"}}
         for kind, question in (("noul", {"type": "noul"}), ("score", {"type": "score", "criteria": ["lo", "hi"]})):

@@ -69,16 +69,17 @@ def run_validate(binary, model_dir, reference, *gates, timeout=600):
                           capture_output=True, text=True, timeout=timeout)
 
 
-def check_reference_request(server, body, line, where, tolerance, problems):
+def check_reference_request(server, body, line, where, tolerance, problems, known_shape_problems=()):
     """Posts one reference-file request and checks the 200's shape, input_tokens and every answer
-    against the reference line; the response, or None when the status was not 200."""
+    against the reference line; the response, or None when the status was not 200. Shape problems
+    containing any of `known_shape_problems` (a model's documented deviation) are not reported."""
     response = post_systemone(server, body)
     if response.status != 200:
         problems.append(f"{where}: status {response.status}: {response.body[:300]!r}")
         return None
     shape = []
     s1harness.check_systemone_200(body, response, shape)
-    problems += [f"{where}: {p}" for p in shape]
+    problems += [f"{where}: {p}" for p in shape if not any(known in p for known in known_shape_problems)]
     got = response.json()
     if got["usage"]["input_tokens"] != line["input_tokens"]:
         problems.append(f"{where}: input_tokens {got['usage']} vs reference {line['input_tokens']}")
