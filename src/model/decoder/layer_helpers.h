@@ -10,6 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "kernels/parallel.h"
+#include "kernels/rms_norm.h"
+#include "kernels/rope.h"
 #include "model/decoder/causal_decoder.h"
 
 namespace s1::decoder {
@@ -31,6 +34,41 @@ inline std::vector<float> concatenate(std::initializer_list<std::span<const floa
 
 inline void add_in_place(std::span<float> sum, std::span<const float> addend) {
   for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += addend[i];
+}
+
+// The grouped-query attention heads of packed [q heads | k heads | v heads] rows.
+struct AttentionHeads {
+  std::size_t heads = 0;
+  std::size_t kv_heads = 0;
+  std::size_t head_dim = 0;
+  [[nodiscard]] std::size_t q_width() const { return heads * head_dim; }
+  [[nodiscard]] std::size_t kv_width() const { return kv_heads * head_dim; }
+  [[nodiscard]] std::size_t row_width() const { return q_width() + 2 * kv_width(); }
+};
+
+// QK-norm then RoPE on the first `rows` packed rows of `qkv`: q_norm/k_norm normalise each query
+// and key head separately (a row's heads are contiguous head_dim-wide blocks, so each is a row for
+// rms_norm), then both are rotated at `positions`, all in one parallel region (the nested kernels
+// run serially): one wake-up of the pool instead of three.
+inline void qk_norm_rope(std::span<float> qkv, std::size_t rows, const AttentionHeads& shape,
+                         std::span<const float> q_norm, std::span<const float> k_norm, float eps,
+                         std::span<const int64_t> positions, float theta) {
+  const std::size_t stride = shape.row_width();
+  const std::size_t q_width = shape.q_width();
+  const std::size_t kv_width = shape.kv_width();
+  kernels::parallel_for(rows, 16, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r) {
+      const std::span<float> row = qkv.subspan(r * stride, stride);
+      kernels::rms_norm(row.first(q_width), q_norm, eps, row.first(q_width));
+      kernels::rms_norm(row.subspan(q_width, kv_width), k_norm, eps, row.subspan(q_width, kv_width));
+    }
+    const std::span<float> block = qkv.subspan(begin * stride, (end - begin) * stride);
+    const std::span<const int64_t> block_positions = positions.subspan(begin, end - begin);
+    kernels::apply_rope(block, end - begin, stride, shape.heads, shape.head_dim, shape.head_dim, block_positions,
+                        theta);
+    kernels::apply_rope(block.subspan(q_width), end - begin, stride, shape.kv_heads, shape.head_dim, shape.head_dim,
+                        block_positions, theta);
+  });
 }
 
 // A forward pass's branches after a prefix of `start` tokens: each non-empty, within max_positions,

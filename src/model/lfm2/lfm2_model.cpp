@@ -329,21 +329,8 @@ void Lfm2Decoder::attention_layer(const Layer& layer, const Lfm2State* base, std
   const std::size_t stride = qkv_width();
   projected_.resize(padded * stride);
   weights.qkv.forward(normed_, projected_);
-  // q_layernorm/k_layernorm normalise each head separately (the heads of a row are contiguous
-  // head_dim-wide blocks), then RoPE rotates the same rows, in one parallel region.
-  const auto theta = static_cast<float>(config_.rope_theta);
-  kernels::parallel_for(rows_, 16, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t r = begin; r < end; ++r) {
-      const std::span<float> row = std::span<float>(projected_).subspan(r * stride, stride);
-      kernels::rms_norm(row.first(q_width()), weights.q_norm, eps_, row.first(q_width()));
-      kernels::rms_norm(row.subspan(q_width(), kv_width()), weights.k_norm, eps_, row.subspan(q_width(), kv_width()));
-    }
-    const std::span<float> block = std::span<float>(projected_).subspan(begin * stride, (end - begin) * stride);
-    const std::span<const int64_t> block_positions = std::span<const int64_t>(positions_).subspan(begin, end - begin);
-    kernels::apply_rope(block, end - begin, stride, heads_, head_dim_, head_dim_, block_positions, theta);
-    kernels::apply_rope(block.subspan(q_width()), end - begin, stride, kv_heads_, head_dim_, head_dim_, block_positions,
-                        theta);
-  });
+  decoder::qk_norm_rope(projected_, rows_, {.heads = heads_, .kv_heads = kv_heads_, .head_dim = head_dim_},
+                        weights.q_norm, weights.k_norm, eps_, positions_, static_cast<float>(config_.rope_theta));
 
   const std::size_t start = base == nullptr ? 0 : base->length();
   const kernels::CachedAttentionShape shape{.heads = heads_,

@@ -240,22 +240,8 @@ void Qwen3Decoder::attention_block(const Layer& layer, std::size_t layer_index, 
   const std::size_t qkv_stride = qkv_width();
   kernels::rms_norm(hidden_rows_, layer.input_norm, eps_, normed_);
   layer.qkv.forward(normed_, qkv_);
-  // q_norm/k_norm normalise each head separately: the q (then k) heads of a row are contiguous, so
-  // each is a block of head_dim-wide rows for rms_norm. RoPE follows on the same rows in the same
-  // parallel region (the nested kernels run serially): one wake-up of the pool instead of three.
-  const auto theta = static_cast<float>(config_.rope_theta);
-  kernels::parallel_for(total, 16, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t r = begin; r < end; ++r) {
-      const std::span<float> row = std::span<float>(qkv_).subspan(r * qkv_stride, qkv_stride);
-      kernels::rms_norm(row.first(q_width()), layer.q_norm, eps_, row.first(q_width()));
-      kernels::rms_norm(row.subspan(q_width(), kv_width()), layer.k_norm, eps_, row.subspan(q_width(), kv_width()));
-    }
-    const std::span<float> rows_qkv = std::span<float>(qkv_).subspan(begin * qkv_stride, (end - begin) * qkv_stride);
-    const std::span<const int64_t> rows_positions = std::span<const int64_t>(positions_).subspan(begin, end - begin);
-    kernels::apply_rope(rows_qkv, end - begin, qkv_stride, heads_, head_dim_, head_dim_, rows_positions, theta);
-    kernels::apply_rope(rows_qkv.subspan(q_width()), end - begin, qkv_stride, kv_heads_, head_dim_, head_dim_,
-                        rows_positions, theta);
-  });
+  decoder::qk_norm_rope(qkv_, total, {.heads = heads_, .kv_heads = kv_heads_, .head_dim = head_dim_}, layer.q_norm,
+                        layer.k_norm, eps_, positions_, static_cast<float>(config_.rope_theta));
 
   const std::size_t start = prefix == nullptr ? 0 : prefix->length();
   const kernels::CachedAttentionShape shape{.heads = heads_,
