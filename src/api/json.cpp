@@ -2,42 +2,46 @@
 
 #include <charconv>
 #include <cmath>
+#include <memory_resource>
 #include <unordered_set>
 #include <vector>
 
 namespace s1::api {
 namespace {
 
-// Builds an ordered_json while enforcing the rules nlohmann's parser leaves to the caller.
-class StrictBuilder : public nlohmann::json_sax<Json> {
+// The rules nlohmann's parser leaves to the caller (duplicate member names, non-finite numbers,
+// depth, binary values, the error messages), shared by every handler so the DOM builder and the
+// scanner give the same verdict with the same message.
+class StrictRules {
  public:
-  explicit StrictBuilder(Json& root) : root_(root) {}
+  // Key sets live in an arena that starts on the stack: most documents then parse without
+  // allocating for duplicate detection.
+  StrictRules() : arena_(arena_buffer_, sizeof arena_buffer_) {}
 
-  bool null() override { return add(Json(nullptr)); }
-  bool boolean(bool value) override { return add(Json(value)); }
-  bool number_integer(number_integer_t value) override { return add(Json(value)); }
-  bool number_unsigned(number_unsigned_t value) override { return add(Json(value)); }
-  bool number_float(number_float_t value, const string_t& /*raw*/) override {
-    if (!std::isfinite(value)) return fail("JSON number out of range");
-    return add(Json(value));
-  }
-  bool string(string_t& value) override { return add(Json(std::move(value))); }
-  bool binary(binary_t& /*value*/) override { return fail("JSON binary values are not allowed"); }
+  size_t depth() const { return depth_; }
+  const std::string& message() const { return message_; }
 
-  bool start_object(std::size_t /*size*/) override { return open(Json::object()); }
-  bool end_object() override { return close(); }
-  bool start_array(std::size_t /*size*/) override { return open(Json::array()); }
-  bool end_array() override { return close(); }
-
-  bool key(string_t& value) override {
-    Frame& frame = stack_.back();
-    if (!frame.keys.insert(value).second) return fail("JSON object has a duplicate member name");
-    frame.pending_key = std::move(value);
+  bool open() {
+    if (static_cast<int>(depth_) >= max_json_depth) {
+      return fail("JSON nesting deeper than " + std::to_string(max_json_depth));
+    }
+    if (depth_ == frames_.size()) frames_.emplace_back();
+    frames_[depth_].clear();
+    ++depth_;
     return true;
   }
 
-  bool parse_error(std::size_t position, const std::string& /*last_token*/,
-                   const nlohmann::detail::exception& error) override {
+  void close() { --depth_; }
+
+  bool key(const std::string& name) {
+    if (!frames_[depth_ - 1].emplace(std::string_view(name)).second) return fail("JSON object has a duplicate member name");
+    return true;
+  }
+
+  bool number(double value) { return std::isfinite(value) || fail("JSON number out of range"); }
+  bool binary() { return fail("JSON binary values are not allowed"); }
+
+  bool parse_error(std::size_t position, const nlohmann::detail::exception& error) {
     if (!failed_) {
       const std::string_view what = error.what();
       std::string reason = "JSON syntax error";
@@ -56,15 +60,6 @@ class StrictBuilder : public nlohmann::json_sax<Json> {
     return false;
   }
 
-  const std::string& message() const { return message_; }
-
- private:
-  struct Frame {
-    Json* container;
-    std::unordered_set<std::string> keys;  // objects only: duplicate detection in O(1)
-    std::string pending_key;
-  };
-
   bool fail(std::string message) {
     if (!failed_) {
       message_ = std::move(message);
@@ -73,21 +68,66 @@ class StrictBuilder : public nlohmann::json_sax<Json> {
     return false;
   }
 
+ private:
+  using KeySet = std::pmr::unordered_set<std::pmr::string>;  // objects only: O(1) duplicate detection
+
+  std::byte arena_buffer_[4096];
+  std::pmr::monotonic_buffer_resource arena_;
+  std::pmr::vector<KeySet> frames_{&arena_};  // frames_[0, depth_) are the open containers
+  size_t depth_ = 0;
+  std::string message_;
+  bool failed_ = false;
+};
+
+// Builds an ordered_json under StrictRules.
+class StrictBuilder final : public nlohmann::json_sax<Json> {
+ public:
+  explicit StrictBuilder(Json& root) : root_(root) {}
+
+  bool null() override { return add(Json(nullptr)); }
+  bool boolean(bool value) override { return add(Json(value)); }
+  bool number_integer(number_integer_t value) override { return add(Json(value)); }
+  bool number_unsigned(number_unsigned_t value) override { return add(Json(value)); }
+  bool number_float(number_float_t value, const string_t& /*raw*/) override {
+    return rules_.number(value) && add(Json(value));
+  }
+  bool string(string_t& value) override { return add(Json(std::move(value))); }
+  bool binary(binary_t& /*value*/) override { return rules_.binary(); }
+
+  bool start_object(std::size_t /*size*/) override { return open(Json::object()); }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t /*size*/) override { return open(Json::array()); }
+  bool end_array() override { return close(); }
+
+  bool key(string_t& value) override {
+    if (!rules_.key(value)) return false;
+    pending_key_ = std::move(value);
+    return true;
+  }
+
+  bool parse_error(std::size_t position, const std::string& /*last_token*/,
+                   const nlohmann::detail::exception& error) override {
+    return rules_.parse_error(position, error);
+  }
+
+  const std::string& message() const { return rules_.message(); }
+
+ private:
   // Places a value in the current container and returns where it now lives.
   Json* place(Json&& value) {
-    if (stack_.empty()) {
+    if (containers_.empty()) {
       root_ = std::move(value);
       return &root_;
     }
-    Frame& frame = stack_.back();
-    if (frame.container->is_array()) {
-      auto& array = frame.container->get_ref<Json::array_t&>();
+    Json& container = *containers_.back();
+    if (container.is_array()) {
+      auto& array = container.get_ref<Json::array_t&>();
       array.push_back(std::move(value));
       return &array.back();
     }
     // The key is known unique, so append directly instead of ordered_map's linear search.
-    auto& object = frame.container->get_ref<Json::object_t&>();
-    object.Container::emplace_back(std::move(frame.pending_key), std::move(value));
+    auto& object = container.get_ref<Json::object_t&>();
+    object.Container::emplace_back(std::move(pending_key_), std::move(value));
     return &object.Container::back().second;
   }
 
@@ -97,24 +137,88 @@ class StrictBuilder : public nlohmann::json_sax<Json> {
   }
 
   bool open(Json&& container) {
-    if (static_cast<int>(stack_.size()) >= max_json_depth) {
-      return fail("JSON nesting deeper than " + std::to_string(max_json_depth));
-    }
-    Json* placed = place(std::move(container));
-    stack_.push_back(Frame{placed, {}, {}});
+    if (!rules_.open()) return false;
+    containers_.push_back(place(std::move(container)));
     return true;
   }
 
   bool close() {
-    stack_.pop_back();
+    rules_.close();
+    containers_.pop_back();
     return true;
   }
 
   Json& root_;
-  std::vector<Frame> stack_;
-  std::string message_;
-  bool failed_ = false;
+  StrictRules rules_;
+  std::vector<Json*> containers_;
+  std::string pending_key_;
 };
+
+// Checks a text under StrictRules without building it, noting one top-level member.
+class TopLevelScanner final : public nlohmann::json_sax<Json> {
+ public:
+  explicit TopLevelScanner(std::string_view name) : name_(name) {}
+
+  bool null() override { return note(TopLevelMember::Kind::null); }
+  bool boolean(bool /*value*/) override { return note(TopLevelMember::Kind::other); }
+  bool number_integer(number_integer_t /*value*/) override { return note(TopLevelMember::Kind::other); }
+  bool number_unsigned(number_unsigned_t /*value*/) override { return note(TopLevelMember::Kind::other); }
+  bool number_float(number_float_t value, const string_t& /*raw*/) override {
+    return rules_.number(value) && note(TopLevelMember::Kind::other);
+  }
+  bool string(string_t& value) override {
+    if (at_member_) scan_.member.text = std::move(value);
+    return note(TopLevelMember::Kind::string);
+  }
+  bool binary(binary_t& /*value*/) override { return rules_.binary(); }
+
+  bool start_object(std::size_t /*size*/) override {
+    if (rules_.depth() == 0) scan_.object = true;
+    return note(TopLevelMember::Kind::other) && rules_.open();
+  }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t /*size*/) override { return note(TopLevelMember::Kind::other) && rules_.open(); }
+  bool end_array() override { return close(); }
+
+  bool key(string_t& value) override {
+    at_member_ = rules_.depth() == 1 && value == name_;
+    return rules_.key(value);
+  }
+
+  bool parse_error(std::size_t position, const std::string& /*last_token*/,
+                   const nlohmann::detail::exception& error) override {
+    return rules_.parse_error(position, error);
+  }
+
+  const std::string& message() const { return rules_.message(); }
+  StrictJsonScan& scan() { return scan_; }
+
+ private:
+  bool note(TopLevelMember::Kind kind) {
+    if (at_member_) {
+      scan_.member.kind = kind;
+      at_member_ = false;
+    }
+    return true;
+  }
+
+  bool close() {
+    rules_.close();
+    return true;
+  }
+
+  std::string_view name_;
+  StrictRules rules_;
+  StrictJsonScan scan_;
+  bool at_member_ = false;  // the next value is the top-level member's
+};
+
+bool starts_with_bom(std::string_view text) {
+  return text.size() >= 3 && static_cast<unsigned char>(text[0]) == 0xEF &&
+         static_cast<unsigned char>(text[1]) == 0xBB && static_cast<unsigned char>(text[2]) == 0xBF;
+}
+
+constexpr std::string_view bom_message = "JSON text must not start with a byte-order mark";
 
 const char* hex_digits = "0123456789abcdef";
 
@@ -127,10 +231,7 @@ void append_escaped_code_unit(std::string& out, unsigned value) {
 }  // namespace
 
 std::variant<Json, JsonSyntaxError> parse_strict_json(std::string_view text) {
-  if (text.size() >= 3 && static_cast<unsigned char>(text[0]) == 0xEF &&
-      static_cast<unsigned char>(text[1]) == 0xBB && static_cast<unsigned char>(text[2]) == 0xBF) {
-    return JsonSyntaxError{"JSON text must not start with a byte-order mark"};
-  }
+  if (starts_with_bom(text)) return JsonSyntaxError{std::string(bom_message)};
   Json root;
   StrictBuilder builder(root);
   const bool ok = Json::sax_parse(text.begin(), text.end(), &builder, Json::input_format_t::json,
@@ -139,6 +240,17 @@ std::variant<Json, JsonSyntaxError> parse_strict_json(std::string_view text) {
     return JsonSyntaxError{builder.message().empty() ? "JSON syntax error" : builder.message()};
   }
   return root;
+}
+
+std::variant<StrictJsonScan, JsonSyntaxError> scan_strict_json(std::string_view text, std::string_view member) {
+  if (starts_with_bom(text)) return JsonSyntaxError{std::string(bom_message)};
+  TopLevelScanner scanner(member);
+  const bool ok = Json::sax_parse(text.begin(), text.end(), &scanner, Json::input_format_t::json,
+                                  /*strict=*/true, /*ignore_comments=*/false);
+  if (!ok) {
+    return JsonSyntaxError{scanner.message().empty() ? "JSON syntax error" : scanner.message()};
+  }
+  return std::move(scanner.scan());
 }
 
 void append_json_double(std::string& out, double value) {

@@ -22,6 +22,22 @@ struct JsonSyntaxError {
 // after unescaping), no NaN/Infinity or overflowing numbers, depth ≤ 64, nothing after the value.
 std::variant<Json, JsonSyntaxError> parse_strict_json(std::string_view text);
 
+// What a text's top level says about one member, for a body forwarded without being built.
+struct TopLevelMember {
+  enum class Kind { absent, null, string, other };
+  Kind kind = Kind::absent;
+  std::string text;  // unescaped, when kind is string
+};
+
+struct StrictJsonScan {
+  bool object = false;  // the text is one JSON object
+  TopLevelMember member;
+};
+
+// parse_strict_json's verdict and message, without building the document: only the top-level
+// member named `member` is kept.
+std::variant<StrictJsonScan, JsonSyntaxError> scan_strict_json(std::string_view text, std::string_view member);
+
 // Appends `value` as compact JSON: raw non-ASCII, control characters escaped, integers as integers
 // and doubles in the shortest round-trip form that always carries '.' or an exponent.
 void append_json(std::string& out, const Json& value);

@@ -75,8 +75,24 @@ registry::ServedModel make_upstream_model(const registry::ModelConfig& model, se
   settings.response_cap = upstream.response_cap;
   settings.max_in_flight = upstream.max_in_flight;
   router::PoolObserver observer;
-  observer.on_request = [&metrics, name](const std::string& replica, const std::string& outcome) {
-    metrics.add_counter("s1serve_upstream_requests_total", {{"model", name}, {"replica", replica}, {"outcome", outcome}});
+  // Every forwarded request writes one of these series: their labels are rendered once.
+  struct RequestSeries {
+    std::string replica, outcome, labels;
+  };
+  auto request_series = std::make_shared<std::vector<RequestSeries>>();
+  for (const std::string& url : upstream.urls) {
+    for (const std::string_view outcome : router::request_outcomes) {
+      request_series->push_back({url, std::string(outcome),
+                                 server::Metrics::render_labels({{"model", name}, {"replica", url}, {"outcome", std::string(outcome)}})});
+    }
+  }
+  observer.on_request = [&metrics, request_series](const std::string& replica, const std::string& outcome) {
+    for (const RequestSeries& series : *request_series) {
+      if (series.replica == replica && series.outcome == outcome) {
+        metrics.add_counter(server::Series{"s1serve_upstream_requests_total", series.labels});
+        return;
+      }
+    }
   };
   observer.on_health = [&metrics, name](const std::string& replica, bool healthy) {
     metrics.set_gauge("s1serve_upstream_replica_healthy", {{"model", name}, {"replica", replica}}, healthy ? 1.0 : 0.0);

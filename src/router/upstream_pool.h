@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace s1::router {
@@ -55,7 +56,9 @@ struct UpstreamRequest {
   Clock::time_point deadline;
 };
 
-// Observations for metrics: outcome is ok, connect_error, timeout, bad_response or retried.
+// Observations for metrics: outcome is one of request_outcomes.
+inline constexpr std::string_view request_outcomes[] = {"ok", "connect_error", "timeout", "bad_response", "retried"};
+
 struct PoolObserver {
   std::function<void(const std::string& replica, const std::string& outcome)> on_request;
   std::function<void(const std::string& replica, bool healthy)> on_health;

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cerrno>
 #include <cstdio>
 #include <limits>
@@ -134,6 +135,9 @@ struct HttpServer::Impl {
   tcp::acceptor acceptor;
   asio::signal_set signals;
   int64_t started_unix;
+  // Some model is an upstream pool: /v1/systemone bodies are scanned for `model` before any DOM.
+  const bool serves_upstream = std::any_of(registry.models().begin(), registry.models().end(),
+                                           [](const auto& model) { return model->pool != nullptr; });
   std::atomic<bool> draining{false};
   std::atomic<int64_t> in_flight{0};
   std::mutex connections_mutex;
@@ -151,7 +155,8 @@ struct HttpServer::Impl {
   asio::awaitable<Reply> run_locally(Connection& connection, Route route, std::shared_ptr<api::DecisionRequest> request,
                                      std::optional<api::DecisionsRequest> decisions,
                                      const registry::ServedModel& served, Clock::time_point deadline);
-  asio::awaitable<Reply> forward_systemone(const http::request<http::string_body>& request, const std::string& name_used,
+  // Takes the request's body: it is sent upstream as is.
+  asio::awaitable<Reply> forward_systemone(http::request<http::string_body>& request, const std::string& name_used,
                                            router::UpstreamPool& pool, Clock::time_point deadline,
                                            const std::string& request_id);
   asio::awaitable<Reply> forward_decisions(const http::request<http::string_body>& request,
@@ -160,6 +165,14 @@ struct HttpServer::Impl {
   void begin_drain();
   asio::awaitable<void> drain_watch();
   void record(Route route, const Reply& reply, double seconds);
+
+  // Labels of the series every request writes, rendered once per route (indexed by Route).
+  struct RouteSeries {
+    std::string route;            // route="…"
+    std::string requests_prefix;  // route="…",status="  (the status and a quote follow)
+  };
+  static std::vector<RouteSeries> make_route_series();
+  const std::vector<RouteSeries> route_series = make_route_series();
 };
 
 HttpServer::HttpServer(registry::ServerConfig options, registry::ModelRegistry& registry, Metrics& metrics)
@@ -244,10 +257,25 @@ asio::awaitable<void> HttpServer::Impl::accept_loop() {
   }
 }
 
+std::vector<HttpServer::Impl::RouteSeries> HttpServer::Impl::make_route_series() {
+  std::vector<RouteSeries> series;
+  for (int route = 0; route <= static_cast<int>(Route::unknown); ++route) {
+    const Labels labels{{"route", std::string(route_label(static_cast<Route>(route)))}};
+    series.push_back({Metrics::render_labels(labels), Metrics::render_labels(labels) + ",status=\""});
+  }
+  return series;
+}
+
 void HttpServer::Impl::record(Route route, const Reply& reply, double seconds) {
-  const std::string label(route_label(route));
-  metrics.add_counter("s1serve_requests_total", {{"route", label}, {"status", std::to_string(reply.status)}});
-  metrics.observe("s1serve_request_duration_seconds", {{"route", label}}, seconds);
+  const RouteSeries& series = route_series[static_cast<size_t>(route)];
+  thread_local std::string requests_labels;  // reused: no allocation per request
+  requests_labels.assign(series.requests_prefix);
+  char status[16];
+  const auto written = std::to_chars(status, status + sizeof status, reply.status);
+  requests_labels.append(status, written.ptr);
+  requests_labels += '"';
+  metrics.add_counter(Series{"s1serve_requests_total", requests_labels});
+  metrics.observe(Series{"s1serve_request_duration_seconds", series.route}, seconds);
   if (!reply.rejected.empty()) metrics.add_counter("s1serve_rejected_total", {{"reason", reply.rejected}});
 }
 
@@ -444,29 +472,37 @@ asio::awaitable<Reply> HttpServer::Impl::handle(Connection& connection, http::re
 asio::awaitable<Reply> HttpServer::Impl::decide(Connection& connection, Route route,
                                                 http::request<http::string_body> http_request,
                                                 Clock::time_point deadline, const std::string& request_id) {
+  // The router checks only `model` before forwarding (§7.1): a scan applies the strict-JSON rules
+  // without building the document, which only a locally served request needs.
+  if (route == Route::systemone && serves_upstream) {
+    const auto scanned = api::scan_strict_json(http_request.body(), "model");
+    if (const auto* error = std::get_if<api::JsonSyntaxError>(&scanned)) {
+      co_return error_reply(api::ApiError::validation({api::validation::json_invalid(error->message)}), route);
+    }
+    const api::StrictJsonScan& scan = std::get<api::StrictJsonScan>(scanned);
+    if (scan.object) {
+      const api::TopLevelMember& model = scan.member;
+      std::optional<std::string> name_used;
+      if (model.kind == api::TopLevelMember::Kind::absent || model.kind == api::TopLevelMember::Kind::null) {
+        name_used = registry.default_model();
+      } else if (model.kind == api::TopLevelMember::Kind::string && !model.text.empty() &&
+                 api::count_code_points(model.text) <= api::max_name_characters &&
+                 !api::has_control_character(model.text)) {
+        name_used = model.text;
+      }
+      const registry::ServedModel* served = name_used ? registry.resolve(*name_used) : nullptr;
+      if (served != nullptr && served->pool) {
+        co_return co_await forward_systemone(http_request, *name_used, *served->pool, deadline, request_id);
+      }
+    }
+  }
+
   const api::RequestLimits limits{options.max_questions, registry.default_model().has_value()};
   auto parsed = api::parse_strict_json(http_request.body());
   if (const auto* error = std::get_if<api::JsonSyntaxError>(&parsed)) {
     co_return error_reply(api::ApiError::validation({api::validation::json_invalid(error->message)}), route);
   }
   const api::Json& body = std::get<api::Json>(parsed);
-
-  // The router checks only `model` before forwarding (§7.1); the worker validates the rest.
-  if (route == Route::systemone && body.is_object()) {
-    const auto model = body.find("model");
-    std::optional<std::string> name_used;
-    if (model == body.end() || model->is_null()) {
-      name_used = registry.default_model();
-    } else if (model->is_string() && !model->get_ref<const std::string&>().empty() &&
-               api::count_code_points(model->get_ref<const std::string&>()) <= api::max_name_characters &&
-               !api::has_control_character(model->get_ref<const std::string&>())) {
-      name_used = model->get<std::string>();
-    }
-    const registry::ServedModel* served = name_used ? registry.resolve(*name_used) : nullptr;
-    if (served != nullptr && served->pool) {
-      co_return co_await forward_systemone(http_request, *name_used, *served->pool, deadline, request_id);
-    }
-  }
 
   std::shared_ptr<api::DecisionRequest> request;
   std::optional<api::DecisionsRequest> decisions;
@@ -526,12 +562,13 @@ std::string query_of(std::string_view target) {
 
 }  // namespace
 
-asio::awaitable<Reply> HttpServer::Impl::forward_systemone(const http::request<http::string_body>& request,
+asio::awaitable<Reply> HttpServer::Impl::forward_systemone(http::request<http::string_body>& request,
                                                            const std::string& name_used, router::UpstreamPool& pool,
                                                            Clock::time_point deadline, const std::string& request_id) {
   router::UpstreamRequest upstream;
   upstream.target = "/v1/systemone" + query_of(request.target());
-  upstream.body = name_used == pool.upstream_model() ? request.body() : router::with_model(request.body(), pool.upstream_model());
+  upstream.body = name_used == pool.upstream_model() ? std::move(request.body())
+                                                     : router::with_model(request.body(), pool.upstream_model());
   upstream.headers = forwardable_headers(request);
   upstream.request_id = request_id;
   upstream.deadline = deadline;

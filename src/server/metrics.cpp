@@ -47,15 +47,6 @@ std::string escape_label_value(const std::string& value) {
   return out;
 }
 
-std::string render_labels(const Labels& labels) {
-  std::string out;
-  for (const auto& [name, value] : labels) {
-    if (!out.empty()) out += ',';
-    out += name + "=\"" + escape_label_value(value) + '"';
-  }
-  return out;
-}
-
 std::string format_number(double value) {
   if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
   char buffer[64];
@@ -67,7 +58,24 @@ std::string with_labels(const std::string& name, const std::string& labels) {
   return labels.empty() ? name : name + '{' + labels + '}';
 }
 
+// The series' slot in a map keyed by rendered labels, found without building a key when it exists.
+template <typename Map>
+typename Map::mapped_type& slot(Map& map, std::string_view labels) {
+  const auto found = map.find(labels);
+  if (found != map.end()) return found->second;
+  return map.emplace(std::string(labels), typename Map::mapped_type{}).first->second;
+}
+
 }  // namespace
+
+std::string Metrics::render_labels(const Labels& labels) {
+  std::string out;
+  for (const auto& [name, value] : labels) {
+    if (!out.empty()) out += ',';
+    out += name + "=\"" + escape_label_value(value) + '"';
+  }
+  return out;
+}
 
 Metrics::Metrics() {
   for (const FamilySpec& spec : known_families) {
@@ -77,32 +85,41 @@ Metrics::Metrics() {
   }
 }
 
-Metrics::Family& Metrics::family(const std::string& name) {
-  Family& entry = families_[name];
+Metrics::Family& Metrics::family(std::string_view name) {
+  Family& entry = slot(families_, name);
   if (entry.type.empty()) entry.type = "untyped";
   return entry;
 }
 
-void Metrics::add_counter(const std::string& name, const Labels& labels, double amount) {
-  const std::string key = render_labels(labels);
-  std::lock_guard lock(mutex_);
-  family(name).values[key] += amount;
+void Metrics::add_counter(std::string_view name, const Labels& labels, double amount) {
+  add_counter(Series{name, render_labels(labels)}, amount);
 }
 
-void Metrics::set_gauge(const std::string& name, const Labels& labels, double value) {
-  const std::string key = render_labels(labels);
-  std::lock_guard lock(mutex_);
-  family(name).values[key] = value;
+void Metrics::set_gauge(std::string_view name, const Labels& labels, double value) {
+  set_gauge(Series{name, render_labels(labels)}, value);
 }
 
-void Metrics::add_gauge(const std::string& name, const Labels& labels, double amount) {
+void Metrics::add_gauge(std::string_view name, const Labels& labels, double amount) {
   add_counter(name, labels, amount);
 }
 
-void Metrics::observe(const std::string& name, const Labels& labels, double seconds) {
-  const std::string key = render_labels(labels);
+void Metrics::observe(std::string_view name, const Labels& labels, double seconds) {
+  observe(Series{name, render_labels(labels)}, seconds);
+}
+
+void Metrics::add_counter(const Series& series, double amount) {
   std::lock_guard lock(mutex_);
-  Histogram& histogram = family(name).histograms[key];
+  slot(family(series.family).values, series.labels) += amount;
+}
+
+void Metrics::set_gauge(const Series& series, double value) {
+  std::lock_guard lock(mutex_);
+  slot(family(series.family).values, series.labels) = value;
+}
+
+void Metrics::observe(const Series& series, double seconds) {
+  std::lock_guard lock(mutex_);
+  Histogram& histogram = slot(family(series.family).histograms, series.labels);
   size_t bucket = 0;
   while (bucket < bucket_bounds.size() && seconds > bucket_bounds[bucket]) ++bucket;
   ++histogram.bucket_counts[bucket];
