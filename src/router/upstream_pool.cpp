@@ -1,5 +1,7 @@
 #include "router/upstream_pool.h"
 
+#include "router/buffered_parse.h"
+
 #include <boost/asio.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/beast/core.hpp>
@@ -7,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <limits>
 #include <mutex>
 #include <stdexcept>
 
@@ -117,19 +120,29 @@ bool UpstreamPool::is_hop_by_hop(std::string_view header_name) {
 }
 
 UpstreamPool::Replica* UpstreamPool::choose(const Replica* excluded) {
-  std::vector<Replica*> candidates;
-  int fewest = 0;
+  // Two passes instead of a list of the tied replicas: nothing allocated per request.
+  auto eligible = [excluded](const Replica& replica) { return &replica != excluded && replica.healthy.load(); };
+  int fewest = std::numeric_limits<int>::max();
+  size_t tied = 0;
   for (const auto& replica : replicas_) {
-    if (replica.get() == excluded || !replica->healthy.load()) continue;
+    if (!eligible(*replica)) continue;
     const int outstanding = replica->outstanding.load();
-    if (candidates.empty() || outstanding < fewest) {
-      candidates.clear();
+    if (outstanding < fewest) {
       fewest = outstanding;
+      tied = 0;
     }
-    if (outstanding == fewest) candidates.push_back(replica.get());
+    if (outstanding == fewest) ++tied;
   }
-  if (candidates.empty()) return nullptr;
-  return candidates[round_robin_.fetch_add(1) % candidates.size()];
+  if (tied == 0) return nullptr;
+  size_t pick = round_robin_.fetch_add(1) % tied;
+  for (const auto& replica : replicas_) {
+    if (eligible(*replica) && replica->outstanding.load() == fewest && pick-- == 0) return replica.get();
+  }
+  // Counts moved between the passes: any eligible replica will do.
+  for (const auto& replica : replicas_) {
+    if (eligible(*replica)) return replica.get();
+  }
+  return nullptr;
 }
 
 asio::awaitable<api::Result<UpstreamReply>> UpstreamPool::forward(UpstreamRequest request) {
@@ -213,7 +226,10 @@ asio::awaitable<api::Result<UpstreamReply>> UpstreamPool::forward(UpstreamReques
       if (!error && parser.content_length() && *parser.content_length() > settings_.response_cap) {
         error = http::error::body_limit;
       }
-      if (!error) co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, error));
+      if (!error) parse_buffered(parser, buffer, error);
+      if (!error && !parser.is_done()) {
+        co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, error));
+      }
       if (!error && parser.get().body().size() > settings_.response_cap) error = http::error::body_limit;
       if (!error) {
         auto response = parser.release();

@@ -4,6 +4,7 @@
 #include "api/request.h"
 #include "api/response.h"
 #include "router/body_rewrite.h"
+#include "router/buffered_parse.h"
 #include "router/decisions_relay.h"
 #include "server/http_checks.h"
 #include "server/status_routes.h"
@@ -355,20 +356,23 @@ asio::awaitable<bool> HttpServer::Impl::read_body(Connection& connection,
                                                   Route route, Reply& failure) {
   if (parser.is_done()) co_return true;
   parser.body_limit(options.max_body_bytes);
-  // A separate timer rather than the stream's expiry, which would close the socket before the 504.
-  connection.stream.expires_never();
-  auto timed_out = std::make_shared<bool>(false);
-  asio::steady_timer timer(co_await asio::this_coro::executor, deadline);
-  timer.async_wait([timed_out, owner = connection.shared_from_this()](const error_code& wait_error) {
-    if (wait_error) return;
-    *timed_out = true;
-    error_code ignored;
-    owner->stream.socket().cancel(ignored);
-  });
   error_code error;
-  co_await http::async_read(connection.stream, buffer, parser, asio::redirect_error(asio::use_awaitable, error));
-  timer.cancel();
-  if (*timed_out && error) error = beast::error::timeout;
+  router::parse_buffered(parser, buffer, error);
+  if (!error && !parser.is_done()) {
+    // A separate timer rather than the stream's expiry, which would close the socket before the 504.
+    connection.stream.expires_never();
+    auto timed_out = std::make_shared<bool>(false);
+    asio::steady_timer timer(co_await asio::this_coro::executor, deadline);
+    timer.async_wait([timed_out, owner = connection.shared_from_this()](const error_code& wait_error) {
+      if (wait_error) return;
+      *timed_out = true;
+      error_code ignored;
+      owner->stream.socket().cancel(ignored);
+    });
+    co_await http::async_read(connection.stream, buffer, parser, asio::redirect_error(asio::use_awaitable, error));
+    timer.cancel();
+    if (*timed_out && error) error = beast::error::timeout;
+  }
   if (!error) co_return true;
   if (error == http::error::body_limit) {
     failure = error_reply(api::ApiError::make(api::ErrorCode::payload_too_large, "Request body too large"), route);
