@@ -3,6 +3,7 @@
 #include <bit>
 #include <cstdint>
 
+#include "decide/token_budget.h"
 #include "kernels/linear.h"
 #include "model/checkpoint/load_error.h"
 
@@ -52,6 +53,15 @@ std::vector<int32_t> encode_without_special_tokens(const text::Tokenizer& tokeni
   text::EncodeOptions options;
   options.add_special_tokens = false;
   return tokenizer.encode(text, options).ids;
+}
+
+api::Result<std::vector<int32_t>> encode_prompt_within(const text::Tokenizer& tokenizer, std::string_view prompt,
+                                                       std::size_t context_tokens) {
+  std::vector<int32_t> ids = encode_without_special_tokens(tokenizer, prompt);
+  if (auto error = check_sequence_fits(static_cast<int64_t>(ids.size()), static_cast<int64_t>(context_tokens))) {
+    return *error;
+  }
+  return ids;
 }
 
 int32_t require_label_token(const text::Tokenizer& tokenizer, const std::string& label, std::size_t vocab_size,

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "api/errors.h"
 #include "kernels/precision.h"
 #include "model/checkpoint/config_reader.h"
 #include "text/tokenizer.h"
@@ -54,6 +55,11 @@ void read_served_model_identity(checkpoint::ConfigReader& decision_file, Setting
 // The ids of `text` with no special tokens added: a rendered chat template spells its own, and a
 // label or value is read as the bare tokens it is.
 std::vector<int32_t> encode_without_special_tokens(const text::Tokenizer& tokenizer, std::string_view text);
+
+// A rendered prompt encoded as encode_without_special_tokens does, or the refusal
+// check_sequence_fits gives when it does not fit the model's `context_tokens` (never truncated).
+api::Result<std::vector<int32_t>> encode_prompt_within(const text::Tokenizer& tokenizer, std::string_view prompt,
+                                                       std::size_t context_tokens);
 
 // The vocabulary id of a label whose logit a contract reads, as its reference looks the label up in
 // the vocabulary. The readout only makes sense when the label alone also encodes to exactly that

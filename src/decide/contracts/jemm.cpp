@@ -275,11 +275,9 @@ class JemmEngine : public runtime::Engine {
     for (const api::Question& question : request.questions) {
       const std::string prompt =
           chat_template_.render(jemm_messages(request.state, question), true, text::Thinking::disabled);
-      prompts.push_back(encode_without_special_tokens(tokenizer_, prompt));
-      if (auto error = check_sequence_fits(static_cast<int64_t>(prompts.back().size()),
-                                           static_cast<int64_t>(context_tokens_))) {
-        return *error;
-      }
+      auto encoded = encode_prompt_within(tokenizer_, prompt, context_tokens_);
+      if (!encoded) return encoded.error();
+      prompts.push_back(std::move(encoded.value()));
     }
     plan->prompts = split_at_shared_prefix(prompts, decoder_->info().prefix_granularity);
     plan->input_tokens = plan->prompts.input_tokens;

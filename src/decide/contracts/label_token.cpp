@@ -164,11 +164,9 @@ class LabelTokenEngine : public runtime::Engine {
       if (settings_.system_prompt) messages.push_back({"system", *settings_.system_prompt});
       messages.push_back({"user", state_prefix + default_question_block(question)});
       const std::string prompt = chat_template_.render(messages, true, text::Thinking::disabled);
-      prompts.push_back(encode_without_special_tokens(tokenizer_, prompt));
-      if (auto error = check_sequence_fits(static_cast<int64_t>(prompts.back().size()),
-                                           static_cast<int64_t>(context_tokens_))) {
-        return *error;
-      }
+      auto encoded = encode_prompt_within(tokenizer_, prompt, context_tokens_);
+      if (!encoded) return encoded.error();
+      prompts.push_back(std::move(encoded.value()));
     }
     plan->prompts = split_at_shared_prefix(prompts, decoder_->info().prefix_granularity);
     plan->input_tokens = plan->prompts.input_tokens;

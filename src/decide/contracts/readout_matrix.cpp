@@ -271,12 +271,10 @@ class CodeReadoutEngine : public runtime::Engine {
       const std::string prompt =
           chat_template_.render(code_readout_messages(settings_.family, request.state, question, config_.codes), true,
                                 text::Thinking::disabled);
-      plan->prompts.push_back(encode_without_special_tokens(tokenizer_, prompt));
+      auto encoded = encode_prompt_within(tokenizer_, prompt, context_tokens_);
+      if (!encoded) return encoded.error();
+      plan->prompts.push_back(std::move(encoded.value()));
       plan->code_counts.push_back(question.label_count());
-      if (auto error = check_sequence_fits(static_cast<int64_t>(plan->prompts.back().size()),
-                                           static_cast<int64_t>(context_tokens_))) {
-        return *error;
-      }
       plan->input_tokens += static_cast<int64_t>(plan->prompts.back().size());
     }
     if (auto error = check_request_budget(plan->input_tokens, limits.token_budget)) return *error;

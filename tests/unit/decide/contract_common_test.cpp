@@ -87,6 +87,19 @@ TEST(ContractLogits, RoundsToBf16OnlyWhenAsked) {
   EXPECT_TRUE(std::isnan(logits[3]));
 }
 
+TEST(ContractPrompts, EncodedWithoutSpecialTokensAndRefusedPastTheContext) {
+  const text::Tokenizer tokenizer =
+      text::Tokenizer::from_file(test::fixture_dir("qwen-tiny-tokenizer") / "tokenizer.json");
+  const std::vector<int32_t> ids = encode_without_special_tokens(tokenizer, "one two three");
+  ASSERT_GT(ids.size(), 1U);
+  const auto fits = encode_prompt_within(tokenizer, "one two three", ids.size());
+  ASSERT_TRUE(fits);
+  EXPECT_EQ(fits.value(), ids);
+  const auto too_long = encode_prompt_within(tokenizer, "one two three", ids.size() - 1);
+  ASSERT_FALSE(too_long);
+  EXPECT_EQ(too_long.error().code, api::ErrorCode::max_tokens_exceeded);
+}
+
 TEST(ContractLabels, ALabelMustBeItsOwnSingleVocabularyToken) {
   const auto tokenizer_dir = test::fixture_dir("qwen-tiny-tokenizer");
   const text::Tokenizer tokenizer = text::Tokenizer::from_file(tokenizer_dir / "tokenizer.json");
