@@ -35,4 +35,18 @@ struct AttentionShape {
 void attention(std::span<const float> qkv, std::span<const std::size_t> lengths, AttentionShape shape,
                bool causal, std::span<float> out, Precision precision = Precision::fp32);
 
+// One sequence's slice of a packed (unpadded) batch: rows [offset, offset + length).
+struct PackedSequence {
+  std::size_t offset = 0;
+  std::size_t length = 0;
+};
+
+// An encoder's bidirectional attention over an unpadded batch: every packed sequence attends over its
+// own rows only, runs of sequences of equal length going to `attention` as one batch. qkv
+// [rows, 3·heads·head_dim] as one fused projection leaves it, out [rows, heads·head_dim]; rows no
+// sequence owns are not touched. half_window 0 means global; otherwise |i − j| ≤ half_window.
+void packed_attention(std::span<const PackedSequence> layout, std::span<const float> qkv, std::size_t heads,
+                      std::size_t head_dim, std::size_t half_window, std::span<float> out,
+                      Precision precision = Precision::fp32);
+
 }  // namespace s1::kernels

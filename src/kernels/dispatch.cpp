@@ -4,6 +4,7 @@
 #include <array>
 #include <cassert>
 #include <cmath>
+#include <vector>
 
 #include "kernels/attention.h"
 #include "kernels/convert.h"
@@ -191,6 +192,30 @@ void convert_fp32_to_bf16(std::span<const float> x, std::span<Bf16Bits> y) {
   parallel_for(x.size(), min_convert_elements_per_thread, [&](std::size_t begin, std::size_t end) {
     run(x.subspan(begin, end - begin), y.subspan(begin, end - begin));
   });
+}
+
+void packed_attention(std::span<const PackedSequence> layout, std::span<const float> qkv, std::size_t heads,
+                      std::size_t head_dim, std::size_t half_window, std::span<float> out, Precision precision) {
+  const std::size_t width = heads * head_dim;
+  for (std::size_t first = 0; first < layout.size();) {
+    std::size_t last = first + 1;
+    while (last < layout.size() && layout[last].length == layout[first].length) ++last;
+    const std::size_t batch = last - first;
+    const std::size_t seq = layout[first].length;
+    const std::size_t offset = layout[first].offset;
+    const std::vector<std::size_t> lengths(batch, seq);
+    // A window as wide as the sequence is no window: the unwindowed kernel is the faster path.
+    const bool windowed = half_window != 0 && seq > half_window + 1;
+    const AttentionShape shape{.batch = batch,
+                               .seq = seq,
+                               .heads = heads,
+                               .kv_heads = heads,
+                               .head_dim = head_dim,
+                               .window = windowed ? half_window : 0};
+    attention(qkv.subspan(offset * 3 * width, batch * seq * 3 * width), lengths, shape, /*causal=*/false,
+              out.subspan(offset * width, batch * seq * width), precision);
+    first = last;
+  }
 }
 
 void attention(std::span<const float> qkv, std::span<const std::size_t> lengths, AttentionShape shape,

@@ -82,7 +82,7 @@ void check_case(const std::string& name, kernels::Precision precision) {
     const std::span<const float> hidden = encoder.forward(ids);
     ASSERT_EQ(encoder.layout().size(), batch.size());
     for (std::size_t s = 0; s < batch.size(); ++s) {
-      const PackedSequence rows = encoder.layout()[s];
+      const kernels::PackedSequence rows = encoder.layout()[s];
       ASSERT_EQ(rows.length, batch[s].ids.size());
       const std::span<const float> got = hidden.subspan(rows.offset * width, rows.length * width);
       const std::vector<float>& expected = batch[s].hidden;
@@ -120,7 +120,7 @@ TEST(ModernBertParity, PackingDoesNotChangeASequence) {
   const std::vector<float> alone(alone_view.begin(), alone_view.end());
   const std::vector<std::span<const int32_t>> packed{batches[0][1].ids, long_ids, batches[0][3].ids};
   const std::span<const float> hidden = encoder.forward(packed);
-  const PackedSequence rows = encoder.layout()[1];
+  const kernels::PackedSequence rows = encoder.layout()[1];
   for (std::size_t k = 0; k < rows.length * width; ++k) {
     ASSERT_NEAR(hidden[rows.offset * width + k], alone[k], 1e-5 * std::max(1.0F, std::fabs(alone[k])));
   }

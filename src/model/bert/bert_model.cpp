@@ -90,7 +90,7 @@ BertEncoder& BertEncoder::operator=(BertEncoder&&) noexcept = default;
 void BertEncoder::embed(std::span<const std::span<const int32_t>> sequences, size_t rows) {
   const auto width = static_cast<size_t>(config_.hidden_size);
   hidden_.assign(rows * width, 0.0F);
-  for (const PackedSequence& sequence : layout_) {
+  for (const kernels::PackedSequence& sequence : layout_) {
     const std::span<const int32_t> ids = sequences[static_cast<size_t>(&sequence - layout_.data())];
     for (size_t t = 0; t < sequence.length; ++t) {
       float* row = hidden_.data() + (sequence.offset + t) * width;
@@ -104,27 +104,6 @@ void BertEncoder::embed(std::span<const std::span<const int32_t>> sequences, siz
   const std::span<float> rows_in_use(hidden_.data(), used);
   kernels::layer_norm(rows_in_use, embedding_norm_weight_, embedding_norm_bias_,
                       static_cast<float>(config_.layer_norm_eps), rows_in_use);
-}
-
-void BertEncoder::attention() {
-  const auto heads = static_cast<size_t>(config_.num_attention_heads);
-  const auto head_dim = static_cast<size_t>(config_.head_dim());
-  const size_t width = heads * head_dim;
-  // Sequences of equal length next to each other form an unpadded batch of their own.
-  for (size_t first = 0; first < layout_.size();) {
-    size_t last = first + 1;
-    while (last < layout_.size() && layout_[last].length == layout_[first].length) ++last;
-    const size_t batch = last - first;
-    const size_t seq = layout_[first].length;
-    const size_t offset = layout_[first].offset;
-    const std::vector<size_t> lengths(batch, seq);
-    const kernels::AttentionShape shape{.batch = batch, .seq = seq, .heads = heads, .kv_heads = heads,
-                                        .head_dim = head_dim};
-    kernels::attention(std::span<const float>(qkv_).subspan(offset * 3 * width, batch * seq * 3 * width), lengths,
-                       shape, /*causal=*/false, std::span<float>(context_).subspan(offset * width, batch * seq * width),
-                       precision_);
-    first = last;
-  }
 }
 
 std::span<const float> BertEncoder::forward(std::span<const std::span<const int32_t>> sequences) {
@@ -143,7 +122,7 @@ std::span<const float> BertEncoder::forward(std::span<const std::span<const int3
         throw std::invalid_argument("BertEncoder::forward: token id " + std::to_string(id) + " out of range");
       }
     }
-    layout_.push_back(PackedSequence{used, ids.size()});
+    layout_.push_back(kernels::PackedSequence{used, ids.size()});
     used += ids.size();
   }
   if (used == 0) return {};
@@ -156,7 +135,8 @@ std::span<const float> BertEncoder::forward(std::span<const std::span<const int3
   const auto eps = static_cast<float>(config_.layer_norm_eps);
   for (const Layer& layer : layers_) {
     layer.qkv.forward(hidden_, qkv_);
-    attention();
+    kernels::packed_attention(layout_, qkv_, static_cast<size_t>(config_.num_attention_heads),
+                              static_cast<size_t>(config_.head_dim()), 0, context_, precision_);
     layer.attention_output.forward(context_, projected_);
     kernels::add_layer_norm(projected_, hidden_, layer.attention_norm_weight, layer.attention_norm_bias, eps, hidden_);
     layer.intermediate.forward(hidden_, intermediate_);

@@ -9,6 +9,7 @@
 // count is rounded up to a few sizes per octave so that oneDNN builds few matmul primitives; the
 // extra rows are zeros that no sequence reads.
 
+#include "kernels/attention.h"
 #include "kernels/linear.h"
 #include "kernels/precision.h"
 #include "model/bert/config.h"
@@ -20,12 +21,6 @@
 #include <vector>
 
 namespace s1::bert {
-
-// One sequence's slice of a packed batch: rows [offset, offset + length).
-struct PackedSequence {
-  size_t offset = 0;
-  size_t length = 0;
-};
 
 class BertEncoder {
  public:
@@ -44,7 +39,7 @@ class BertEncoder {
   // most max_position_embeddings long (std::invalid_argument otherwise). The returned view lives
   // until the next call. Not thread-safe: the encoder's scratch buffers are reused across calls.
   std::span<const float> forward(std::span<const std::span<const int32_t>> sequences);
-  std::span<const PackedSequence> layout() const { return layout_; }
+  std::span<const kernels::PackedSequence> layout() const { return layout_; }
 
  private:
   struct Layer {
@@ -57,7 +52,6 @@ class BertEncoder {
   };
 
   void embed(std::span<const std::span<const int32_t>> sequences, size_t rows);
-  void attention();
 
   BertConfig config_;
   kernels::Precision precision_;
@@ -66,7 +60,7 @@ class BertEncoder {
   std::vector<Layer> layers_;
 
   // Scratch, reused across calls.
-  std::vector<PackedSequence> layout_;
+  std::vector<kernels::PackedSequence> layout_;
   std::vector<float> hidden_, qkv_, context_, projected_, intermediate_;
 };
 

@@ -53,9 +53,9 @@ std::vector<float> SentenceEncoder::embed(std::span<const std::span<const int32_
       ++last;
     }
     const std::span<const float> hidden = encoder_->forward(sequences.subspan(first, last - first));
-    const std::span<const PackedSequence> layout = encoder_->layout();
+    const std::span<const kernels::PackedSequence> layout = encoder_->layout();
     for (size_t i = 0; i < layout.size(); ++i) {
-      const PackedSequence& sequence = layout[i];
+      const kernels::PackedSequence& sequence = layout[i];
       const size_t lengths[] = {sequence.length};
       kernels::mean_pool(hidden.subspan(sequence.offset * width, sequence.length * width), lengths, sequence.length,
                          std::span<float>(out).subspan((first + i) * width, width));

@@ -152,7 +152,7 @@ void LayaModel::run_head_layer(const HeadLayer& layer) {
   const std::span<float> live_normed(normed_.data(), used * d);
   kernels::layer_norm(live, layer.norm1_weight, layer.norm1_bias, head_norm_eps, live_normed);
   layer.in_projection.forward(normed_, qkv_);
-  modernbert::attention_within_sequences(layout_, qkv_, heads, d / heads, 0, precision_, context_);
+  kernels::packed_attention(layout_, qkv_, heads, d / heads, 0, context_, precision_);
   layer.out_projection.forward(context_, projected_);
   for (std::size_t k = 0; k < used * d; ++k) hidden_[k] += projected_[k];
   kernels::layer_norm(live, layer.norm2_weight, layer.norm2_bias, head_norm_eps, live_normed);

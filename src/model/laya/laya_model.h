@@ -91,7 +91,7 @@ class LayaModel {
   kernels::PackedLinear act_output_;
 
   // State of the last marker_logits() call, and scratch.
-  std::vector<modernbert::PackedSequence> layout_;
+  std::vector<kernels::PackedSequence> layout_;
   std::vector<std::vector<float>> last_logits_;
   std::vector<float> hidden_, normed_, qkv_, context_, projected_, feed_forward_;
 };

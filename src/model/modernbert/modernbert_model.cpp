@@ -109,32 +109,6 @@ ModernBertEncoder::~ModernBertEncoder() = default;
 ModernBertEncoder::ModernBertEncoder(ModernBertEncoder&&) noexcept = default;
 ModernBertEncoder& ModernBertEncoder::operator=(ModernBertEncoder&&) noexcept = default;
 
-void attention_within_sequences(std::span<const PackedSequence> layout, std::span<const float> qkv,
-                                std::size_t heads, std::size_t head_dim, std::size_t half_window,
-                                kernels::Precision precision, std::span<float> context) {
-  const std::size_t width = heads * head_dim;
-  // Sequences of equal length next to each other form an unpadded batch of their own.
-  for (std::size_t first = 0; first < layout.size();) {
-    std::size_t last = first + 1;
-    while (last < layout.size() && layout[last].length == layout[first].length) ++last;
-    const std::size_t batch = last - first;
-    const std::size_t seq = layout[first].length;
-    const std::size_t offset = layout[first].offset;
-    const std::vector<std::size_t> lengths(batch, seq);
-    // A window as wide as the sequence is no window: the unwindowed kernel is the faster path.
-    const bool windowed = half_window != 0 && seq > half_window + 1;
-    const kernels::AttentionShape shape{.batch = batch,
-                                        .seq = seq,
-                                        .heads = heads,
-                                        .kv_heads = heads,
-                                        .head_dim = head_dim,
-                                        .window = windowed ? half_window : 0};
-    kernels::attention(qkv.subspan(offset * 3 * width, batch * seq * 3 * width), lengths, shape, /*causal=*/false,
-                       context.subspan(offset * width, batch * seq * width), precision);
-    first = last;
-  }
-}
-
 std::span<const float> ModernBertEncoder::forward(std::span<const std::span<const int32_t>> sequences) {
   const auto width = static_cast<std::size_t>(config_.hidden_size);
   const auto inner = static_cast<std::size_t>(config_.intermediate_size);
@@ -154,7 +128,7 @@ std::span<const float> ModernBertEncoder::forward(std::span<const std::span<cons
         throw std::invalid_argument("ModernBertEncoder::forward: token id " + std::to_string(id) + " out of range");
       }
     }
-    layout_.push_back(PackedSequence{used, ids.size()});
+    layout_.push_back(kernels::PackedSequence{used, ids.size()});
     for (std::size_t t = 0; t < ids.size(); ++t) positions_.push_back(static_cast<int64_t>(t));
     used += ids.size();
   }
@@ -191,9 +165,9 @@ std::span<const float> ModernBertEncoder::forward(std::span<const std::span<cons
     const double theta = layer.type == LayerType::global ? config_.global_rope_theta : config_.local_rope_theta;
     kernels::apply_rope(std::span<float>(qkv_).first(used * 3 * width), used, 3 * width, 2 * heads, head_dim, head_dim,
                         std::span<const int64_t>(positions_).first(used), static_cast<float>(theta));
-    attention_within_sequences(layout_, qkv_, heads, head_dim,
-                               layer.type == LayerType::local ? static_cast<std::size_t>(config_.local_half_window()) : 0,
-                               precision_, context_);
+    kernels::packed_attention(layout_, qkv_, heads, head_dim,
+                              layer.type == LayerType::local ? static_cast<std::size_t>(config_.local_half_window()) : 0,
+                              context_, precision_);
     layer.attention_output.forward(context_, projected_);
     for (std::size_t k = 0; k < used * width; ++k) hidden_[k] += projected_[k];
 

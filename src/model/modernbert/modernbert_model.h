@@ -14,25 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "kernels/attention.h"
 #include "kernels/linear.h"
 #include "kernels/precision.h"
 #include "model/checkpoint/checkpoint.h"
 #include "model/modernbert/config.h"
 
 namespace s1::modernbert {
-
-// One sequence's slice of a packed batch: rows [offset, offset + length).
-struct PackedSequence {
-  std::size_t offset = 0;
-  std::size_t length = 0;
-};
-
-// Bidirectional attention of every packed sequence over its own rows only (runs of equal length
-// batched): qkv [rows, 3·heads·head_dim] as one fused projection leaves it, context [rows,
-// heads·head_dim]. half_window 0 means global; otherwise |i − j| ≤ half_window.
-void attention_within_sequences(std::span<const PackedSequence> layout, std::span<const float> qkv,
-                                std::size_t heads, std::size_t head_dim, std::size_t half_window,
-                                kernels::Precision precision, std::span<float> context);
 
 class ModernBertEncoder {
  public:
@@ -54,7 +42,7 @@ class ModernBertEncoder {
   // non-empty and at most max_position_embeddings long (std::invalid_argument otherwise). The view
   // lives until the next call. Not thread-safe: scratch buffers are reused across calls.
   std::span<const float> forward(std::span<const std::span<const int32_t>> sequences);
-  std::span<const PackedSequence> layout() const { return layout_; }
+  std::span<const kernels::PackedSequence> layout() const { return layout_; }
 
  private:
   struct Layer {
@@ -76,7 +64,7 @@ class ModernBertEncoder {
   std::vector<float> final_norm_weight_, final_norm_bias_;
 
   // Scratch, reused across calls.
-  std::vector<PackedSequence> layout_;
+  std::vector<kernels::PackedSequence> layout_;
   std::vector<int64_t> positions_;
   std::vector<float> hidden_, normed_, qkv_, context_, projected_, activated_, gate_;
 };
