@@ -55,6 +55,11 @@ constexpr std::array<Variant<RmsNormFn>, 2> rms_norm_variants{{
     {"avx512", Isa::avx512, &x86::rms_norm_avx512},
     {"reference", Isa::portable, &reference::rms_norm},
 }};
+constexpr std::array<Variant<GeluMulFn>, 2> gelu_mul_variants{{
+    {"avx512", Isa::avx512, &x86::gelu_mul_avx512},
+    {"reference", Isa::portable, &reference::gelu_mul},
+}};
+
 constexpr std::array<Variant<SiluMulFn>, 2> silu_mul_variants{{
     {"avx512", Isa::avx512, &x86::silu_mul_avx512},
     {"reference", Isa::portable, &reference::silu_mul},
@@ -120,7 +125,7 @@ std::string_view isa_name(Isa isa) {
 }
 
 const OpVariants& op_variants() {
-  static const OpVariants variants{layer_norm_variants, gelu_variants, softmax_variants, convert_variants,
+  static const OpVariants variants{layer_norm_variants, gelu_variants, gelu_mul_variants, softmax_variants, convert_variants,
                                    attention_head_variants, cached_attention_head_variants, rms_norm_variants,
                                    silu_mul_variants, gated_delta_head_variants,
                                    causal_conv1d_silu_variants};
@@ -130,6 +135,7 @@ const OpVariants& op_variants() {
 const SelectedVariants& selected_variants() {
   static const SelectedVariants selected{
       first_supported(layer_norm_variants),     first_supported(gelu_variants),
+      first_supported(gelu_mul_variants),
       first_supported(softmax_variants),        first_supported(convert_variants),
       first_supported(attention_head_variants), first_supported(attention_head_variants, Precision::bf16),
       first_supported(cached_attention_head_variants),
@@ -173,6 +179,14 @@ void gelu(std::span<const float> x, std::span<float> y) {
   GeluFn* run = selected_variants().gelu.run;
   parallel_for(x.size(), min_elements_per_thread, [&](std::size_t begin, std::size_t end) {
     run(x.subspan(begin, end - begin), y.subspan(begin, end - begin));
+  });
+}
+
+void gelu_mul(std::span<const float> x, std::span<const float> gate, std::span<float> y) {
+  assert(gate.size() == x.size() && y.size() == x.size());
+  GeluMulFn* run = selected_variants().gelu_mul.run;
+  parallel_for(x.size(), min_elements_per_thread, [&](std::size_t begin, std::size_t end) {
+    run(x.subspan(begin, end - begin), gate.subspan(begin, end - begin), y.subspan(begin, end - begin));
   });
 }
 

@@ -50,19 +50,26 @@ DataType data_type(Precision precision) {
 }
 
 dnnl::matmul::primitive_desc describe(dnnl::memory::dim rows, dnnl::memory::dim in, dnnl::memory::dim out,
-                                      Precision precision, bool has_bias, const dnnl::memory::desc& weights) {
+                                      Precision precision, bool has_bias, const dnnl::memory::desc& weights,
+                                      bool accumulate = false) {
   const dnnl::memory::desc src({rows, in}, data_type(precision), FormatTag::ab);
   const dnnl::memory::desc dst({rows, out}, DataType::f32, FormatTag::ab);
   const dnnl::memory::desc bias =
       has_bias ? dnnl::memory::desc({1, out}, DataType::f32, FormatTag::ab) : dnnl::memory::desc();
-  return {dnnl::matmul::desc(src, weights, bias, dst), cpu_engine()};
+  dnnl::primitive_attr attributes;
+  if (accumulate) {
+    dnnl::post_ops sum;
+    sum.append_sum(1.0F);
+    attributes.set_post_ops(sum);
+  }
+  return {dnnl::matmul::desc(src, weights, bias, dst), attributes, cpu_engine()};
 }
 
-// Primitives for one (M, K, N, precision, bias) are shared by every layer of that shape: a 6-layer
-// encoder needs 4 primitives per M, not 24. The thread count is part of the key because brgemm
+// Primitives for one (M, K, N, precision, bias, accumulate) are shared by every layer of that shape: a
+// 6-layer encoder needs 4 primitives per M, not 24. The thread count is part of the key because brgemm
 // fixes its work split when the primitive is created: one built for 1 thread stays on 1 thread.
 using PrimitiveKey =
-    std::tuple<dnnl::memory::dim, dnnl::memory::dim, dnnl::memory::dim, Precision, bool, int>;
+    std::tuple<dnnl::memory::dim, dnnl::memory::dim, dnnl::memory::dim, Precision, bool, bool, int>;
 
 dnnl::matmul shared_primitive(const PrimitiveKey& key, const dnnl::memory::desc& weights) {
   static std::mutex mutex;
@@ -70,9 +77,9 @@ dnnl::matmul shared_primitive(const PrimitiveKey& key, const dnnl::memory::desc&
   const std::lock_guard lock(mutex);
   const auto found = primitives.find(key);
   if (found != primitives.end()) return found->second;
-  const auto [rows, in, out, precision, has_bias, threads] = key;
+  const auto [rows, in, out, precision, has_bias, accumulate, threads] = key;
   try {
-    dnnl::matmul primitive(describe(rows, in, out, precision, has_bias, weights));
+    dnnl::matmul primitive(describe(rows, in, out, precision, has_bias, weights, accumulate));
     primitives.emplace(key, primitive);
     return primitive;
   } catch (const dnnl::error& error) {
@@ -182,7 +189,14 @@ std::size_t PackedLinear::in_features() const { return impl_->in_features; }
 std::size_t PackedLinear::out_features() const { return impl_->out_features; }
 Precision PackedLinear::precision() const { return impl_->precision; }
 
-void PackedLinear::forward(std::span<const float> x, std::span<float> y) const {
+void PackedLinear::forward(std::span<const float> x, std::span<float> y) const { run(x, y, false); }
+
+void PackedLinear::forward_accumulate(std::span<const float> x, std::span<float> y) const {
+  assert(impl_->activation == Activation::none);
+  run(x, y, true);
+}
+
+void PackedLinear::run(std::span<const float> x, std::span<float> y, bool accumulate) const {
   const Impl& impl = *impl_;
   assert(!x.empty() && x.size() % impl.in_features == 0);
   const std::size_t rows = x.size() / impl.in_features;
@@ -212,7 +226,7 @@ void PackedLinear::forward(std::span<const float> x, std::span<float> y) const {
       apply_thread_count();
     }
     const dnnl::matmul primitive =
-        shared_primitive({m, in, out, impl.precision, has_bias, threads}, impl.weights.get_desc());
+        shared_primitive({m, in, out, impl.precision, has_bias, accumulate, threads}, impl.weights.get_desc());
     const dnnl::memory source({{m, in}, data_type(impl.precision), FormatTag::ab}, cpu_engine(), source_data);
     const dnnl::memory destination({{m, out}, DataType::f32, FormatTag::ab}, cpu_engine(), y.data());
     thread_local dnnl::stream stream(cpu_engine());

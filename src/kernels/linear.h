@@ -38,12 +38,17 @@ class PackedLinear {
 
   // x: [M, in_features], y: [M, out_features], both row-major fp32, M = x.size() / in_features ≥ 1.
   void forward(std::span<const float> x, std::span<float> y) const;
+  // y += x·Wᵀ + b, the sum done by the matmul as it stores (a residual connection without a pass of
+  // its own). Only for Activation::none.
+  void forward_accumulate(std::span<const float> x, std::span<float> y) const;
 
   [[nodiscard]] std::size_t in_features() const;
   [[nodiscard]] std::size_t out_features() const;
   [[nodiscard]] Precision precision() const;
 
  private:
+  void run(std::span<const float> x, std::span<float> y, bool accumulate) const;
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -24,6 +24,7 @@ using LayerNormFn = void(std::span<const float> x, std::span<const float> residu
                          std::span<const float> gamma, std::span<const float> beta, float eps,
                          std::span<float> y);
 using GeluFn = void(std::span<const float> x, std::span<float> y);
+using GeluMulFn = void(std::span<const float> x, std::span<const float> gate, std::span<float> y);
 using SoftmaxFn = void(std::span<const float> x, std::size_t columns, std::span<float> y);
 using ConvertFp32ToBf16Fn = void(std::span<const float> x, std::span<Bf16Bits> y);
 // rows = x.size() / weight.size() (kernels/rms_norm.h).
@@ -89,6 +90,7 @@ struct Variant {
 struct OpVariants {
   std::span<const Variant<LayerNormFn>> layer_norm;
   std::span<const Variant<GeluFn>> gelu;
+  std::span<const Variant<GeluMulFn>> gelu_mul;
   std::span<const Variant<SoftmaxFn>> softmax;
   std::span<const Variant<ConvertFp32ToBf16Fn>> convert_fp32_to_bf16;
   std::span<const Variant<AttentionHeadFn>> attention_head;
@@ -104,6 +106,7 @@ struct OpVariants {
 struct SelectedVariants {
   Variant<LayerNormFn> layer_norm;
   Variant<GeluFn> gelu;
+  Variant<GeluMulFn> gelu_mul;
   Variant<SoftmaxFn> softmax;
   Variant<ConvertFp32ToBf16Fn> convert_fp32_to_bf16;
   Variant<AttentionHeadFn> attention_head;

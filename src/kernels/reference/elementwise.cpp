@@ -15,6 +15,14 @@ void gelu(std::span<const float> x, std::span<float> y) {
   }
 }
 
+void gelu_mul(std::span<const float> x, std::span<const float> gate, std::span<float> y) {
+  assert(gate.size() == x.size() && y.size() == x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double value = x[i];
+    y[i] = static_cast<float>(0.5 * value * (1.0 + std::erf(value / std::sqrt(2.0))) * gate[i]);
+  }
+}
+
 void softmax(std::span<const float> x, std::size_t columns, std::span<float> y) {
   assert(columns > 0 && x.size() % columns == 0 && y.size() == x.size());
   for (std::size_t r = 0; r < x.size() / columns; ++r) {

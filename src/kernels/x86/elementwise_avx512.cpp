@@ -17,6 +17,15 @@ void gelu_avx512(std::span<const float> x, std::span<float> y) {
   }
 }
 
+void gelu_mul_avx512(std::span<const float> x, std::span<const float> gate, std::span<float> y) {
+  assert(gate.size() == x.size() && y.size() == x.size());
+  for (std::size_t i = 0; i < x.size(); i += 16) {
+    const __mmask16 m = first_lanes(x.size() - i);
+    const __m512 activated = gelu_vector(_mm512_maskz_loadu_ps(m, x.data() + i));
+    _mm512_mask_storeu_ps(y.data() + i, m, _mm512_mul_ps(activated, _mm512_maskz_loadu_ps(m, gate.data() + i)));
+  }
+}
+
 void softmax_avx512(std::span<const float> x, std::size_t columns, std::span<float> y) {
   assert(columns > 0 && x.size() % columns == 0 && y.size() == x.size());
   const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());

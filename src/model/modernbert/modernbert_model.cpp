@@ -4,6 +4,7 @@
 #include <string>
 
 #include "kernels/attention.h"
+#include "kernels/gelu.h"
 #include "kernels/layer_norm.h"
 #include "kernels/rope.h"
 #include "model/checkpoint/load_error.h"
@@ -85,7 +86,7 @@ ModernBertEncoder::ModernBertEncoder(const ModernBertConfig& config, const Check
         .mlp_norm_weight = {},
         .mlp_norm_bias = {},
         .mlp_input = kernels::PackedLinear(row_slice(wi_w, h, 0, i), wi_b.empty() ? wi_b : row_slice(wi_b, 1, 0, i), h,
-                                           i, precision, kernels::Activation::gelu),
+                                           i, precision),
         .mlp_gate = kernels::PackedLinear(row_slice(wi_w, h, i, i), wi_b.empty() ? wi_b : row_slice(wi_b, 1, i, i), h,
                                           i, precision),
         .mlp_output = kernels::PackedLinear(wo_w, wo_b, i, h, precision),
@@ -150,7 +151,6 @@ std::span<const float> ModernBertEncoder::forward(std::span<const std::span<cons
   normed_.assign(rows * width, 0.0F);
   qkv_.resize(rows * 3 * width);
   context_.assign(rows * width, 0.0F);  // rows no sequence owns stay zero
-  projected_.resize(rows * width);
   activated_.resize(rows * inner);
   gate_.resize(rows * inner);
   const std::span<float> live_normed(normed_.data(), used * width);
@@ -168,15 +168,13 @@ std::span<const float> ModernBertEncoder::forward(std::span<const std::span<cons
     kernels::packed_attention(layout_, qkv_, heads, head_dim,
                               layer.type == LayerType::local ? static_cast<std::size_t>(config_.local_half_window()) : 0,
                               context_, precision_);
-    layer.attention_output.forward(context_, projected_);
-    for (std::size_t k = 0; k < used * width; ++k) hidden_[k] += projected_[k];
+    layer.attention_output.forward_accumulate(context_, hidden_);
 
     kernels::layer_norm(live, layer.mlp_norm_weight, layer.mlp_norm_bias, eps, live_normed);
     layer.mlp_input.forward(normed_, activated_);
     layer.mlp_gate.forward(normed_, gate_);
-    for (std::size_t k = 0; k < used * inner; ++k) activated_[k] *= gate_[k];
-    layer.mlp_output.forward(activated_, projected_);
-    for (std::size_t k = 0; k < used * width; ++k) hidden_[k] += projected_[k];
+    kernels::gelu_mul(activated_, gate_, activated_);
+    layer.mlp_output.forward_accumulate(activated_, hidden_);
   }
   kernels::layer_norm(live, final_norm_weight_, final_norm_bias_, eps, live);
   return std::span<const float>(hidden_).first(used * width);

@@ -279,6 +279,30 @@ TEST(KernelsConsistency, RmsNormVariants) {
   }
 }
 
+TEST(KernelsConsistency, GeluMulVariants) {
+  unsigned seed = 420;
+  for (const auto& variant : op_variants().gelu_mul) {
+    if (!runnable(variant)) continue;
+    for (const std::size_t size : {1UL, 15UL, 16UL, 17UL, 1000UL, 4099UL}) {
+      auto x = random_values(size, 4.0F, ++seed);
+      const auto gate = random_values(size, 2.0F, ++seed);
+      if (size > 4) {
+        x[0] = -30.0F;  // erf saturates: gelu must be 0, not NaN
+        x[1] = 30.0F;
+        x[2] = 0.0F;
+        x[3] = -1e-7F;
+      }
+      std::vector<float> expected(size), got(size);
+      reference::gelu_mul(x, gate, expected);
+      variant.run(x, gate, got);
+      // Judged against the inputs' scale: a lone value in gelu's negative tail is tiny, and relative
+      // to itself its last bits would dominate.
+      expect_close(got, expected, fp32_tolerance, std::string(variant.name) + " size " + std::to_string(size),
+                   root_mean_square(x) * root_mean_square(gate));
+    }
+  }
+}
+
 TEST(KernelsConsistency, SiluMulVariants) {
   unsigned seed = 430;
   for (const auto& variant : op_variants().silu_mul) {
@@ -549,6 +573,15 @@ TEST_F(ThreadCounts, LinearMatchesReference) {
                        std::string("linear ") + name + " M " + std::to_string(rows) + " K " +
                            std::to_string(c.in) + " N " + std::to_string(c.out) + " threads " +
                            std::to_string(threads));
+          if (c.activation != Activation::none) continue;
+          // forward_accumulate adds the same product onto what y holds (a residual connection).
+          const auto residual = random_values(rows * c.out, 1.0F, ++seed);
+          std::vector<float> summed = residual;
+          layer.forward_accumulate(x, summed);
+          for (std::size_t i = 0; i < expected.size(); ++i) expected[i] += residual[i];
+          expect_close(summed, expected, tolerance,
+                       std::string("accumulating linear ") + name + " M " + std::to_string(rows) + " N " +
+                           std::to_string(c.out) + " threads " + std::to_string(threads));
         }
       }
     }
