@@ -122,9 +122,10 @@ struct FreeDeleter {
 
 // Storage for packed weights, on transparent huge pages where a matrix spans some (this system's
 // THP mode is "madvise": plain allocations stay on 4 KiB pages). A forward pass streams every
-// layer's weights from memory once; on 4 KiB pages AMX's tile loads stall on page walks. Measured
-// with bench/kernels_bench.cpp: linear_forward_cold 2.5x faster, the 140 GEMMs of a ModernBERT-large
-// forward pass (modernbert_large_gemms) 7-16% faster (docs/benchmarks/kernels.md).
+// layer's weights from memory once, and on 4 KiB pages that streaming measured slow (TLB reach, we
+// assume: this VM exposes no counters to confirm it). bench/kernels_bench.cpp: linear_forward_cold
+// 2.5x faster, the 140 GEMMs of a ModernBERT-large pass (modernbert_large_gemms) 7-16% faster
+// (docs/benchmarks/kernels.md).
 std::unique_ptr<std::byte, FreeDeleter> weight_allocation(std::size_t bytes) {
   constexpr std::size_t huge_page = std::size_t{2} << 20;
   constexpr std::size_t cache_line = 64;
