@@ -35,7 +35,8 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
 sys.path.insert(0, HERE)
 
 import s1harness  # noqa: E402
-from reference_answers import check_reference_request, expect_error, post_systemone, read_jsonl, run_validate  # noqa: E402
+from reference_answers import (  # noqa: E402
+    check_reference_request, check_validate_passes, expect_error, post_systemone, read_jsonl, run_validate)
 
 MODEL_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-jemm")
 TOLERANCE = 1e-5
@@ -78,13 +79,9 @@ def check_serving(binary, name, lines, problems):
 
 
 def check_validate(binary, lines, problems):
-    reference = os.path.join(MODEL_DIR, "expected.jsonl")
-    questions = sum(len(line["answers"]) for line in lines)
-    result = run_validate(binary, MODEL_DIR, reference, "--max-prob-drift", str(TOLERANCE), "--max-score-drift",
-                          str(TOLERANCE), "--decision-margin", "0.0001")
-    summary = json.loads(result.stdout) if result.stdout.strip() else {}
-    if result.returncode != 0 or not summary.get("pass") or summary.get("questions") != questions:
-        problems.append(f"validate on the reference: exit {result.returncode}, {result.stdout} {result.stderr[-500:]}")
+    check_validate_passes(binary, MODEL_DIR, ["--max-prob-drift", str(TOLERANCE), "--max-score-drift", str(TOLERANCE),
+                                              "--decision-margin", "0.0001"],
+                          problems, questions=sum(len(line["answers"]) for line in lines))
 
     with tempfile.TemporaryDirectory() as temp:
         # Swap the first choice's probabilities between its winner and its loser: a drift well over

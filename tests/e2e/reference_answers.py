@@ -7,6 +7,7 @@ Import after tests/conformance is on sys.path (s1harness lives there).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 import s1harness
@@ -67,6 +68,16 @@ def expect_error(server, body, status, error_type, where, problems, location=Non
 def run_validate(binary, model_dir, reference, *gates, timeout=600):
     return subprocess.run([binary, "validate", "--model", model_dir, "--reference", reference, *gates],
                           capture_output=True, text=True, timeout=timeout)
+
+
+def check_validate_passes(binary, model_dir, gates, problems, questions=None, where="validate on the reference"):
+    """`s1serve validate` of the model against its own expected.jsonl under `gates`: a problem unless it
+    passes, having checked `questions` questions when that is given."""
+    result = run_validate(binary, model_dir, os.path.join(model_dir, "expected.jsonl"), *gates)
+    summary = json.loads(result.stdout) if result.stdout.strip() else {}
+    if (result.returncode != 0 or not summary.get("pass")
+            or (questions is not None and summary.get("questions") != questions)):
+        problems.append(f"{where}: exit {result.returncode}, {result.stdout} {result.stderr[-500:]}")
 
 
 def check_reference_request(server, body, line, where, tolerance, problems, known_shape_problems=()):

@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
 sys.path.insert(0, HERE)
 
 import s1harness  # noqa: E402
-from reference_answers import check_reference_request, expect_error, read_jsonl, run_validate  # noqa: E402
+from reference_answers import check_reference_request, check_validate_passes, expect_error, read_jsonl  # noqa: E402
 
 MODEL_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-vela")
 TOLERANCE = 1e-5
@@ -59,15 +59,6 @@ def check_serving(binary, name, lines, problems):
             problems.append(f"/v1/models entry {entry}")
 
 
-def check_validate(binary, problems):
-    reference = os.path.join(MODEL_DIR, "expected.jsonl")
-    result = run_validate(binary, MODEL_DIR, reference, "--max-prob-drift", str(TOLERANCE),
-                          "--decision-margin", "0.0001")
-    summary = json.loads(result.stdout) if result.stdout.strip() else {}
-    if result.returncode != 0 or not summary.get("pass"):
-        problems.append(f"validate on the reference: exit {result.returncode}, {result.stdout} {result.stderr[-500:]}")
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--binary", required=True)
@@ -82,7 +73,8 @@ def main() -> int:
         check_serving(binary, name, lines, problems)
     finally:
         s1harness.Server.stop_all()
-    check_validate(binary, problems)
+    check_validate_passes(binary, MODEL_DIR, ["--max-prob-drift", str(TOLERANCE), "--decision-margin", "0.0001"],
+                          problems)
     for problem in problems:
         print("FAIL:", problem, file=sys.stderr)
     print(f"vela e2e: {len(lines)} reference requests, {len(problems)} problem(s)")
