@@ -190,6 +190,15 @@ void gelu_mul(std::span<const float> x, std::span<const float> gate, std::span<f
   });
 }
 
+void geglu(std::span<const float> x, std::size_t width, std::span<float> y) {
+  assert(width > 0 && x.size() % (2 * width) == 0 && y.size() == x.size() / 2);
+  GeluMulFn* run = selected_variants().gelu_mul.run;
+  parallel_for(y.size() / width, (min_elements_per_thread + width - 1) / width, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t row = begin; row < end; ++row)
+      run(x.subspan(2 * row * width, width), x.subspan((2 * row + 1) * width, width), y.subspan(row * width, width));
+  });
+}
+
 void softmax(std::span<const float> x, std::size_t columns, std::span<float> y) {
   assert(columns > 0 && x.size() % columns == 0 && y.size() == x.size());
   SoftmaxFn* run = selected_variants().softmax.run;

@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "kernels/x86/avx512_math.h"
@@ -113,8 +114,7 @@ inline void store_accumulators(float* c, std::size_t c_stride, std::size_t count
 
 void attention_head_amx_bf16(const AttentionHeadTask& task) {
   const std::size_t d = task.head_dim;
-  // Sliding windows (ModernBERT's local layers) run in fp32: the tile loop has no per-row key range.
-  if (d % tile_depth != 0 || task.window != 0) {
+  if (d % tile_depth != 0) {
     attention_head_avx512(task);
     return;
   }
@@ -172,11 +172,18 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
                       _mm512_mul_ps(_mm512_loadu_ps(q + 16), scale));
       }
     }
-    const std::size_t end = task.causal ? std::min(length, i0 + rows) : length;
+    // Keys this block can see, [begin, end), widened to whole tiles: a sliding window (ModernBERT's
+    // local layers) skips the tiles wholly outside it and masks the rest per row below.
+    std::size_t end = task.causal ? std::min(length, i0 + rows) : length;
+    std::size_t begin = 0;
+    if (task.window != 0) {
+      end = std::min(end, i0 + rows + task.window);
+      begin = (i0 > task.window ? i0 - task.window : 0) / tile_depth * tile_depth;
+    }
     const std::size_t end_padded = (end + tile_depth - 1) / tile_depth * tile_depth;
 
-    // Scores, 16 keys per accumulator, up to 64 keys per pass (end_padded is a multiple of 32).
-    for (std::size_t j0 = 0; j0 < end_padded; j0 += 64) {
+    // Scores, 16 keys per accumulator, up to 64 keys per pass (the range is a multiple of 32).
+    for (std::size_t j0 = begin; j0 < end_padded; j0 += 64) {
       const std::size_t count = std::min<std::size_t>(4, (end_padded - j0) / 16);
       zero_accumulators();
       for (std::size_t c = 0; c < d; c += tile_depth) {
@@ -193,12 +200,22 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
       float* scores = scratch.scores.data() + r * padded;
       std::uint16_t* weights = scratch.weights.data() + r * padded;
       if (r < rows) {
-        const std::size_t visible = task.causal ? i0 + r + 1 : length;
-        inverse_sum[r] = softmax_numerators(scores, visible, end_padded);
-        for (std::size_t j = 0; j < end_padded; j += 32)
+        const std::size_t i = i0 + r;
+        std::size_t visible = task.causal ? i + 1 : length;
+        std::size_t first = begin;
+        if (task.window != 0) {
+          visible = std::min(visible, i + task.window + 1);
+          first = i > task.window ? i - task.window : 0;
+        }
+        // Keys left of this row's window take no part in the maximum; their (clamped, ~1e-38)
+        // exponentials are zeroed before the weighted sum.
+        std::fill(scores + begin, scores + first, -std::numeric_limits<float>::infinity());
+        inverse_sum[r] = softmax_numerators(scores + begin, visible - begin, end_padded - begin);
+        std::fill(scores + begin, scores + first, 0.0F);
+        for (std::size_t j = begin; j < end_padded; j += 32)
           store_bf16_32(weights + j, _mm512_loadu_ps(scores + j), _mm512_loadu_ps(scores + j + 16));
       } else {
-        std::fill_n(weights, end_padded, std::uint16_t{0});
+        std::fill(weights + begin, weights + end_padded, std::uint16_t{0});
       }
     }
 
@@ -206,7 +223,7 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
     for (std::size_t c0 = 0; c0 < d; c0 += 64) {
       const std::size_t count = std::min<std::size_t>(4, (d - c0) / 16);
       zero_accumulators();
-      for (std::size_t j = 0; j < end_padded; j += tile_depth) {
+      for (std::size_t j = begin; j < end_padded; j += tile_depth) {
         _tile_loadd(0, scratch.weights.data() + j, static_cast<long>(padded * sizeof(std::uint16_t)));
         multiply_accumulate(
             reinterpret_cast<const std::uint8_t*>(scratch.values_pairs.data() + (j / 2) * d + c0),

@@ -39,12 +39,6 @@ class WeightNames {
   std::string prefix_;
 };
 
-// rows [begin, begin + count) of a row-major [rows, width] matrix.
-std::vector<float> row_slice(const std::vector<float>& matrix, std::size_t width, std::size_t begin, std::size_t count) {
-  return {matrix.begin() + static_cast<std::ptrdiff_t>(begin * width),
-          matrix.begin() + static_cast<std::ptrdiff_t>((begin + count) * width)};
-}
-
 }  // namespace
 
 ModernBertEncoder::ModernBertEncoder(const ModernBertConfig& config, const Checkpoint& weights,
@@ -71,8 +65,8 @@ ModernBertEncoder::ModernBertEncoder(const ModernBertConfig& config, const Check
     const auto qkv_b = names.bias(layer + "attn.Wqkv.bias", 3 * hidden, config.attention_bias, "attention_bias");
     const auto out_w = names.get(layer + "attn.Wo.weight", {hidden, hidden});
     const auto out_b = names.bias(layer + "attn.Wo.bias", hidden, config.attention_bias, "attention_bias");
-    // Wi stacks [input | gate]: GeGLU is GELU(input) ⊙ gate, so the halves become two GEMMs, the
-    // first with GELU fused.
+    // Wi stacks [input | gate] (GeGLU is GELU(input) ⊙ gate): one matmul of 2·inner outputs reads
+    // the normalised rows once and streams both halves' weights in one pass.
     const auto wi_w = names.get(layer + "mlp.Wi.weight", {2 * inner, hidden});
     const auto wi_b = names.bias(layer + "mlp.Wi.bias", 2 * inner, config.mlp_bias, "mlp_bias");
     const auto wo_w = names.get(layer + "mlp.Wo.weight", {hidden, inner});
@@ -85,10 +79,7 @@ ModernBertEncoder::ModernBertEncoder(const ModernBertConfig& config, const Check
         .attention_output = kernels::PackedLinear(out_w, out_b, h, h, precision),
         .mlp_norm_weight = {},
         .mlp_norm_bias = {},
-        .mlp_input = kernels::PackedLinear(row_slice(wi_w, h, 0, i), wi_b.empty() ? wi_b : row_slice(wi_b, 1, 0, i), h,
-                                           i, precision),
-        .mlp_gate = kernels::PackedLinear(row_slice(wi_w, h, i, i), wi_b.empty() ? wi_b : row_slice(wi_b, 1, i, i), h,
-                                          i, precision),
+        .mlp_input = kernels::PackedLinear(wi_w, wi_b, h, 2 * i, precision),
         .mlp_output = kernels::PackedLinear(wo_w, wo_b, i, h, precision),
     };
     // Layer 0 attends to the normalised embeddings directly (Transformers: nn.Identity).
@@ -151,8 +142,8 @@ std::span<const float> ModernBertEncoder::forward(std::span<const std::span<cons
   normed_.assign(rows * width, 0.0F);
   qkv_.resize(rows * 3 * width);
   context_.assign(rows * width, 0.0F);  // rows no sequence owns stay zero
+  projected_.resize(rows * 2 * inner);
   activated_.resize(rows * inner);
-  gate_.resize(rows * inner);
   const std::span<float> live_normed(normed_.data(), used * width);
   for (const Layer& layer : layers_) {
     if (layer.attention_norm_weight.empty()) {
@@ -171,9 +162,8 @@ std::span<const float> ModernBertEncoder::forward(std::span<const std::span<cons
     layer.attention_output.forward_accumulate(context_, hidden_);
 
     kernels::layer_norm(live, layer.mlp_norm_weight, layer.mlp_norm_bias, eps, live_normed);
-    layer.mlp_input.forward(normed_, activated_);
-    layer.mlp_gate.forward(normed_, gate_);
-    kernels::gelu_mul(activated_, gate_, activated_);
+    layer.mlp_input.forward(normed_, projected_);
+    kernels::geglu(projected_, inner, activated_);
     layer.mlp_output.forward_accumulate(activated_, hidden_);
   }
   kernels::layer_norm(live, final_norm_weight_, final_norm_bias_, eps, live);

@@ -51,8 +51,7 @@ class ModernBertEncoder {
     kernels::PackedLinear qkv;
     kernels::PackedLinear attention_output;
     std::vector<float> mlp_norm_weight, mlp_norm_bias;
-    kernels::PackedLinear mlp_input;  // first half of Wi, GELU fused
-    kernels::PackedLinear mlp_gate;   // second half of Wi
+    kernels::PackedLinear mlp_input;  // Wi: [input | gate] of GeGLU in one matmul
     kernels::PackedLinear mlp_output;
   };
 
@@ -66,7 +65,7 @@ class ModernBertEncoder {
   // Scratch, reused across calls.
   std::vector<kernels::PackedSequence> layout_;
   std::vector<int64_t> positions_;
-  std::vector<float> hidden_, normed_, qkv_, context_, activated_, gate_;
+  std::vector<float> hidden_, normed_, qkv_, context_, projected_, activated_;
 };
 
 }  // namespace s1::modernbert

@@ -224,7 +224,8 @@ TEST(KernelsConsistency, AttentionHeadVariants) {
   };
   const Case cases[] = {{1, 1, 32},     {5, 5, 32},     {16, 16, 32}, {17, 11, 32},
                         {128, 128, 32}, {200, 137, 32}, {33, 33, 8},  {40, 29, 40},
-                        {64, 64, 64},   {100, 97, 128}, {9, 0, 32},   {256, 256, 32}};
+                        {64, 64, 64},   {100, 97, 128}, {9, 0, 32},   {256, 256, 32},
+                        {300, 290, 64}};
   for (const auto& variant : op_variants().attention_head) {
     if (!runnable(variant)) continue;
     for (const Case& c : cases) {
@@ -500,6 +501,14 @@ TEST_F(ThreadCounts, PublicOpsMatchReference) {
       softmax(x, width, got);
       reference::softmax(x, width, expected);
       expect_close(got, expected, fp32_tolerance, "softmax" + label);
+      // x as [rows / 2, 2·width] fused [input | gate] rows.
+      std::vector<float> fused_expected(x.size() / 2), fused_got(x.size() / 2);
+      for (std::size_t row = 0; row < rows / 2; ++row)
+        reference::gelu_mul(std::span(x).subspan(2 * row * width, width),
+                            std::span(x).subspan((2 * row + 1) * width, width),
+                            std::span(fused_expected).subspan(row * width, width));
+      geglu(std::span(x).first(rows / 2 * 2 * width), width, fused_got);
+      expect_close(fused_got, fused_expected, fp32_tolerance, "geglu" + label);
     }
     {
       // MiniLM-like heads with padding, and a grouped-query decoder shape with the causal flag.
