@@ -170,6 +170,35 @@ void attention_arguments(benchmark::internal::Benchmark* benchmark) {
 }
 BENCHMARK(attention_minilm)->Apply(attention_arguments)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
+// ModernBERT-large's attention in bf16 as LAYA runs it: 4 questions, 16 heads of 64, global or
+// local (a ±64 sliding window). Args: seq, half_window. Rate counts the work a global layer does.
+void attention_modernbert_large(benchmark::State& state) {
+  const AttentionShape shape{.batch = 4,
+                             .seq = static_cast<std::size_t>(state.range(0)),
+                             .heads = 16,
+                             .kv_heads = 16,
+                             .head_dim = 64,
+                             .window = static_cast<std::size_t>(state.range(1))};
+  set_thread_count(2);
+  const auto qkv = random_values(shape.batch * shape.seq * shape.qkv_width(), 1.0F);
+  const std::vector<std::size_t> lengths(shape.batch, shape.seq);
+  std::vector<float> out(shape.batch * shape.seq * shape.out_width());
+  for (auto _ : state) {
+    attention(qkv, lengths, shape, false, out, Precision::bf16);
+    benchmark::DoNotOptimize(out.data());
+  }
+  set_rate(state,
+           4.0 * static_cast<double>(shape.batch * shape.heads * shape.seq * shape.seq * shape.head_dim));
+}
+BENCHMARK(attention_modernbert_large)
+    ->ArgNames({"seq", "half_window"})
+    ->Args({128, 0})
+    ->Args({128, 64})
+    ->Args({512, 0})
+    ->Args({512, 64})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
 // Args: rows, threads.
 void add_layer_norm_minilm(benchmark::State& state) {
   const auto rows = static_cast<std::size_t>(state.range(0));
