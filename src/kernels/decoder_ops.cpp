@@ -50,6 +50,31 @@ void apply_rope(std::span<float> x, std::size_t rows, std::size_t row_stride, st
                });
 }
 
+RopeTable rope_table(std::size_t rotary_dim, float theta, std::size_t positions) {
+  const std::vector<float> inverse_frequencies = reference::rope_inverse_frequencies(rotary_dim, theta);
+  const std::size_t half = rotary_dim / 2;
+  RopeTable table{.rotary_dim = rotary_dim,
+                  .positions = positions,
+                  .cosines = std::vector<float>(positions * half),
+                  .sines = std::vector<float>(positions * half)};
+  for (std::size_t p = 0; p < positions; ++p)
+    reference::rope_angles(inverse_frequencies, static_cast<int64_t>(p),
+                           std::span(table.cosines).subspan(p * half, half), std::span(table.sines).subspan(p * half, half));
+  return table;
+}
+
+void apply_rope(std::span<float> x, std::size_t rows, std::size_t row_stride, std::size_t heads, std::size_t head_dim,
+                const RopeTable& table, std::span<const int64_t> positions) {
+  assert(table.rotary_dim > 0 && table.rotary_dim <= head_dim && positions.size() == rows);
+  const std::size_t row_work = std::max<std::size_t>(heads * table.rotary_dim, 1);
+  parallel_for(rows, (min_elementwise_elements_per_thread + row_work - 1) / row_work,
+               [&](std::size_t begin, std::size_t end) {
+                 reference::apply_rope(x.subspan(begin * row_stride), end - begin, row_stride, heads, head_dim,
+                                       table.rotary_dim / 2, table.cosines, table.sines,
+                                       positions.subspan(begin, end - begin));
+               });
+}
+
 void silu_mul(std::span<const float> gate, std::span<const float> up, std::span<float> y) {
   assert(up.size() == gate.size() && y.size() == gate.size());
   SiluMulFn* run = selected_variants().silu_mul.run;

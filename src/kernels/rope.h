@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace s1::kernels {
 
@@ -14,5 +15,19 @@ namespace s1::kernels {
 // and ≤ head_dim; values past rotary_dim are left alone (partial rotary).
 void apply_rope(std::span<float> x, std::size_t rows, std::size_t row_stride, std::size_t heads,
                 std::size_t head_dim, std::size_t rotary_dim, std::span<const int64_t> positions, float theta);
+
+// The cosines and sines apply_rope computes for each row, for positions [0, positions): built once
+// and shared by every call with the same θ. An encoder's layers rotate the same positions layer after
+// layer, and the per-row trigonometry was most of apply_rope's time.
+struct RopeTable {
+  std::size_t rotary_dim = 0;
+  std::size_t positions = 0;
+  std::vector<float> cosines, sines;  // [positions][rotary_dim / 2]
+};
+[[nodiscard]] RopeTable rope_table(std::size_t rotary_dim, float theta, std::size_t positions);
+
+// apply_rope with the angles from `table` (every position < table.positions); bit-identical to it.
+void apply_rope(std::span<float> x, std::size_t rows, std::size_t row_stride, std::size_t heads,
+                std::size_t head_dim, const RopeTable& table, std::span<const int64_t> positions);
 
 }  // namespace s1::kernels

@@ -20,6 +20,13 @@ void rms_norm(std::span<const float> x, std::span<const float> weight, float eps
 // RoPE on `rows` rows (row r at x + r·row_stride) given the inverse frequencies.
 void apply_rope(std::span<float> x, std::size_t rows, std::size_t row_stride, std::size_t heads, std::size_t head_dim,
                 std::span<const float> inverse_frequencies, std::span<const int64_t> positions);
+// cos and sin of position · inv_freq[j] for each j, in fp32 as Transformers computes them.
+void rope_angles(std::span<const float> inverse_frequencies, int64_t position, std::span<float> cosines,
+                 std::span<float> sines);
+// RoPE on `rows` rows with precomputed angles: row r uses cosines/sines [positions[r]·half, +half).
+void apply_rope(std::span<float> x, std::size_t rows, std::size_t row_stride, std::size_t heads, std::size_t head_dim,
+                std::size_t half, std::span<const float> cosines, std::span<const float> sines,
+                std::span<const int64_t> positions);
 
 void silu_mul(std::span<const float> gate, std::span<const float> up, std::span<float> y);
 

@@ -1,5 +1,6 @@
 #include "model/modernbert/modernbert_model.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -109,6 +110,7 @@ std::span<const float> ModernBertEncoder::forward(std::span<const std::span<cons
   layout_.clear();
   positions_.clear();
   std::size_t used = 0;
+  std::size_t longest = 0;
   for (const std::span<const int32_t> ids : sequences) {
     if (ids.empty()) throw std::invalid_argument("ModernBertEncoder::forward: empty sequence");
     if (ids.size() > static_cast<std::size_t>(config_.max_position_embeddings)) {
@@ -123,9 +125,14 @@ std::span<const float> ModernBertEncoder::forward(std::span<const std::span<cons
     layout_.push_back(kernels::PackedSequence{used, ids.size()});
     for (std::size_t t = 0; t < ids.size(); ++t) positions_.push_back(static_cast<int64_t>(t));
     used += ids.size();
+    longest = std::max(longest, ids.size());
   }
   if (used == 0) return {};
   const std::size_t rows = kernels::padded_row_count(used);
+  if (global_rope_.positions < longest) {
+    global_rope_ = kernels::rope_table(head_dim, static_cast<float>(config_.global_rope_theta), longest);
+    local_rope_ = kernels::rope_table(head_dim, static_cast<float>(config_.local_rope_theta), longest);
+  }
   positions_.resize(rows, 0);
 
   hidden_.assign(rows * width, 0.0F);
@@ -153,9 +160,9 @@ std::span<const float> ModernBertEncoder::forward(std::span<const std::span<cons
     }
     layer.qkv.forward(normed_, qkv_);
     // Queries and keys are adjacent in each fused row, so one call rotates both (2·heads heads).
-    const double theta = layer.type == LayerType::global ? config_.global_rope_theta : config_.local_rope_theta;
-    kernels::apply_rope(std::span<float>(qkv_).first(used * 3 * width), used, 3 * width, 2 * heads, head_dim, head_dim,
-                        std::span<const int64_t>(positions_).first(used), static_cast<float>(theta));
+    kernels::apply_rope(std::span<float>(qkv_).first(used * 3 * width), used, 3 * width, 2 * heads, head_dim,
+                        layer.type == LayerType::global ? global_rope_ : local_rope_,
+                        std::span<const int64_t>(positions_).first(used));
     kernels::packed_attention(layout_, qkv_, heads, head_dim,
                               layer.type == LayerType::local ? static_cast<std::size_t>(config_.local_half_window()) : 0,
                               context_, precision_);

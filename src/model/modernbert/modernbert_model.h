@@ -17,6 +17,7 @@
 #include "kernels/attention.h"
 #include "kernels/linear.h"
 #include "kernels/precision.h"
+#include "kernels/rope.h"
 #include "model/checkpoint/checkpoint.h"
 #include "model/modernbert/config.h"
 
@@ -61,6 +62,8 @@ class ModernBertEncoder {
   std::vector<float> embedding_norm_weight_, embedding_norm_bias_;
   std::vector<Layer> layers_;
   std::vector<float> final_norm_weight_, final_norm_bias_;
+  // RoPE angles per position for each θ, grown to the longest sequence seen.
+  kernels::RopeTable global_rope_, local_rope_;
 
   // Scratch, reused across calls.
   std::vector<kernels::PackedSequence> layout_;

@@ -136,6 +136,21 @@ TEST_P(DecoderKernels, RopeRotatesPairsAndLeavesTheRestAlone) {
   }
 }
 
+TEST(DecoderKernelsRope, TableMatchesPerRowAnglesBitForBit) {
+  // ModernBERT's shape: q and k heads of a fused QKV row, packed sequences repeating positions.
+  const std::size_t rows = 300, heads = 8, head_dim = 64, row_stride = 3 * heads / 2 * head_dim;
+  std::vector<int64_t> positions(rows);
+  for (std::size_t r = 0; r < rows; ++r) positions[r] = static_cast<int64_t>(r % 130);
+  for (const float theta : {10000.0F, 160000.0F}) {
+    const auto x = random_values(rows * row_stride, 1.0F, 7);
+    std::vector<float> expected = x, got = x;
+    apply_rope(expected, rows, row_stride, heads, head_dim, head_dim, positions, theta);
+    const RopeTable table = rope_table(head_dim, theta, 130);
+    apply_rope(got, rows, row_stride, heads, head_dim, table, positions);
+    EXPECT_EQ(got, expected) << "theta " << theta;
+  }
+}
+
 TEST(DecoderKernelsRope, PositionZeroIsIdentity) {
   auto x = random_values(32, 1.0F, 6);
   const auto original = x;
