@@ -143,7 +143,7 @@ LayaModel::~LayaModel() = default;
 LayaModel::LayaModel(LayaModel&&) noexcept = default;
 LayaModel& LayaModel::operator=(LayaModel&&) noexcept = default;
 
-void LayaModel::run_head_layer(const HeadLayer& layer) {
+void LayaModel::run_head_layer(const HeadLayer& layer, std::span<const std::size_t> kept_rows) {
   const auto d = static_cast<std::size_t>(encoder_.config().hidden_size);
   // nn.TransformerEncoder's nhead = max(1, d // 64), as laya builds it.
   const std::size_t heads = std::max<std::size_t>(1, d / 64);
@@ -153,13 +153,35 @@ void LayaModel::run_head_layer(const HeadLayer& layer) {
   kernels::layer_norm(live, layer.norm1_weight, layer.norm1_bias, head_norm_eps, live_normed);
   layer.in_projection.forward(normed_, qkv_);
   kernels::packed_attention(layout_, qkv_, heads, d / heads, 0, context_, precision_);
-  layer.out_projection.forward(context_, projected_);
-  for (std::size_t k = 0; k < used * d; ++k) hidden_[k] += projected_[k];
-  kernels::layer_norm(live, layer.norm2_weight, layer.norm2_bias, head_norm_eps, live_normed);
-  layer.linear1.forward(normed_, feed_forward_);
-  for (float& value : feed_forward_) value = std::max(value, 0.0F);  // ReLU, the layer's default activation
-  layer.linear2.forward(feed_forward_, projected_);
-  for (std::size_t k = 0; k < used * d; ++k) hidden_[k] += projected_[k];
+  if (kept_rows.empty()) {
+    finish_head_layer(layer, hidden_, context_, used);
+    return;
+  }
+  // The last layer: only the [CLS] and marker rows are read after it, and everything past attention
+  // is row by row, so the output projection and the feed-forward (3/4 of the layer's matmul work)
+  // run on those rows alone.
+  const std::size_t padded = kernels::padded_row_count(kept_rows.size());
+  kept_hidden_.assign(padded * d, 0.0F);
+  kept_context_.assign(padded * d, 0.0F);
+  for (std::size_t k = 0; k < kept_rows.size(); ++k) {
+    std::copy_n(hidden_.data() + kept_rows[k] * d, d, kept_hidden_.data() + k * d);
+    std::copy_n(context_.data() + kept_rows[k] * d, d, kept_context_.data() + k * d);
+  }
+  finish_head_layer(layer, kept_hidden_, kept_context_, kept_rows.size());
+}
+
+void LayaModel::finish_head_layer(const HeadLayer& layer, std::vector<float>& hidden, std::span<const float> context,
+                                  std::size_t rows) {
+  const auto d = static_cast<std::size_t>(encoder_.config().hidden_size);
+  const std::size_t padded = hidden.size() / d;
+  layer.out_projection.forward_accumulate(context.first(padded * d), hidden);
+  const std::span<float> live(hidden.data(), rows * d);
+  const std::span<float> normed = std::span(normed_).first(padded * d);
+  kernels::layer_norm(live, layer.norm2_weight, layer.norm2_bias, head_norm_eps, normed.first(rows * d));
+  const std::span<float> feed_forward = std::span(feed_forward_).first(padded * 4 * d);
+  layer.linear1.forward(normed, feed_forward);
+  for (float& value : feed_forward) value = std::max(value, 0.0F);  // ReLU, the layer's default activation
+  layer.linear2.forward_accumulate(feed_forward, hidden);
 }
 
 std::vector<std::vector<float>> LayaModel::marker_logits(std::span<const Row> rows) {
@@ -192,9 +214,23 @@ std::vector<std::vector<float>> LayaModel::marker_logits(std::span<const Row> ro
   normed_.assign(padded * d, 0.0F);
   qkv_.resize(padded * 3 * d);
   context_.assign(padded * d, 0.0F);
-  projected_.resize(padded * d);
   feed_forward_.resize(padded * 4 * d);
-  for (const HeadLayer& layer : head_layers_) run_head_layer(layer);
+  kept_rows_.clear();
+  first_kept_.clear();
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    first_kept_.push_back(kept_rows_.size());
+    kept_rows_.push_back(layout_[r].offset);
+    for (const std::size_t position : rows[r].markers) kept_rows_.push_back(layout_[r].offset + position);
+  }
+  for (std::size_t l = 0; l < head_layers_.size(); ++l) {
+    run_head_layer(head_layers_[l], l + 1 == head_layers_.size() ? std::span<const std::size_t>(kept_rows_)
+                                                                 : std::span<const std::size_t>());
+  }
+  if (head_layers_.empty()) {
+    kept_hidden_.resize(kept_rows_.size() * d);
+    for (std::size_t k = 0; k < kept_rows_.size(); ++k)
+      std::copy_n(hidden_.data() + kept_rows_[k] * d, d, kept_hidden_.data() + k * d);
+  }
 
   // The scorer over every marker of every row at once.
   std::size_t marker_count = 0;
@@ -203,8 +239,8 @@ std::vector<std::vector<float>> LayaModel::marker_logits(std::span<const Row> ro
   std::vector<float> markers(marker_rows * d, 0.0F);
   std::size_t m = 0;
   for (std::size_t r = 0; r < rows.size(); ++r) {
-    for (const std::size_t position : rows[r].markers) {
-      std::copy_n(hidden_.data() + (layout_[r].offset + position) * d, d, markers.data() + m * d);
+    for (std::size_t i = 0; i < rows[r].markers.size(); ++i) {
+      std::copy_n(kept_hidden_.data() + (first_kept_[r] + 1 + i) * d, d, markers.data() + m * d);
       ++m;
     }
   }
@@ -233,7 +269,7 @@ std::vector<float> LayaModel::act_probabilities() {
     // The [CLS] row after the decision layers, then laya's features of the untempered marker softmax:
     // top-1, top-1 − top-2 (0 stands in for a missing second option), entropy / ln k and k/255, with
     // laya's k = max(options, 2) in both.
-    std::copy_n(hidden_.data() + layout_[r].offset * d, d, out);
+    std::copy_n(kept_hidden_.data() + first_kept_[r] * d, d, out);
     const std::vector<float>& z = last_logits_[r];
     const float largest = *std::max_element(z.begin(), z.end());
     std::vector<float> p(z.size());

@@ -77,7 +77,13 @@ class LayaModel {
   LayaModel(const std::filesystem::path& dir, kernels::Precision precision, const checkpoint::Checkpoint& weights);
   static kernels::PackedLinear load_linear(const checkpoint::Checkpoint& weights, const std::string& name, int64_t in,
                                            int64_t out, kernels::Precision precision, kernels::Activation activation);
-  void run_head_layer(const HeadLayer& layer);
+  // A decision layer over all rows; with `kept_rows`, its row-wise half (after attention) runs on those
+  // rows only, gathered in order into kept_hidden_.
+  void run_head_layer(const HeadLayer& layer, std::span<const std::size_t> kept_rows);
+  // The layer after attention (output projection, residual, feed-forward, residual) on the first
+  // `rows` rows of hidden and context, both [padded rows, d].
+  void finish_head_layer(const HeadLayer& layer, std::vector<float>& hidden, std::span<const float> context,
+                         std::size_t rows);
 
   AgentConfig agent_config_;
   kernels::Precision precision_;
@@ -93,7 +99,11 @@ class LayaModel {
   // State of the last marker_logits() call, and scratch.
   std::vector<kernels::PackedSequence> layout_;
   std::vector<std::vector<float>> last_logits_;
-  std::vector<float> hidden_, normed_, qkv_, context_, projected_, feed_forward_;
+  std::vector<float> hidden_, normed_, qkv_, context_, feed_forward_;
+  // The rows read after the head, per question its [CLS] then its markers: their indices in hidden_,
+  // their states after the head (row k of kept_hidden_ is kept_rows_[k]), and each question's first.
+  std::vector<std::size_t> kept_rows_, first_kept_;
+  std::vector<float> kept_hidden_, kept_context_;
 };
 
 }  // namespace s1::laya
