@@ -75,21 +75,55 @@ inline void store_bf16_32(std::uint16_t* destination, __m512 low, __m512 high) {
   _mm512_storeu_si512(destination, std::bit_cast<__m512i>(_mm512_cvtne2ps_pbh(high, low)));
 }
 
-// C[4 + n] += A · B_n for n < count (2 or 4), where A is in tile 0 and B_n is 16×32 bytes at
-// b + n·b_step (bytes), rows b_stride bytes apart.
-inline void multiply_accumulate(const std::uint8_t* b, std::size_t b_step, std::size_t b_stride,
-                                std::size_t count) {
-  const auto stride = static_cast<long>(b_stride);
-  _tile_loadd(1, b, stride);
-  _tile_dpbf16ps(4, 0, 1);
-  _tile_loadd(2, b + b_step, stride);
-  _tile_dpbf16ps(5, 0, 2);
-  if (count > 2) {
-    _tile_loadd(1, b + 2 * b_step, stride);
-    _tile_dpbf16ps(6, 0, 1);
-    _tile_loadd(2, b + 3 * b_step, stride);
-    _tile_dpbf16ps(7, 0, 2);
+// C[4 + n] += A · B_n for n < count (2 or 4), where A is in tile 0 (multiply_accumulate) or tile 3
+// (multiply_accumulate_a3) and B_n is 16×32 bytes at b + n·b_step (bytes), rows b_stride bytes apart.
+// Tile numbers are immediates of the instructions, hence one definition for both through a macro.
+#define S1_DEFINE_MULTIPLY_ACCUMULATE(name, a_tile)                                                    \
+  inline void name(const std::uint8_t* b, std::size_t b_step, std::size_t b_stride, std::size_t count) { \
+    const auto stride = static_cast<long>(b_stride);                                                     \
+    _tile_loadd(1, b, stride);                                                                           \
+    _tile_dpbf16ps(4, a_tile, 1);                                                                        \
+    _tile_loadd(2, b + b_step, stride);                                                                  \
+    _tile_dpbf16ps(5, a_tile, 2);                                                                        \
+    if (count > 2) {                                                                                     \
+      _tile_loadd(1, b + 2 * b_step, stride);                                                            \
+      _tile_dpbf16ps(6, a_tile, 1);                                                                      \
+      _tile_loadd(2, b + 3 * b_step, stride);                                                            \
+      _tile_dpbf16ps(7, a_tile, 2);                                                                      \
+    }                                                                                                    \
   }
+S1_DEFINE_MULTIPLY_ACCUMULATE(multiply_accumulate, 0)
+S1_DEFINE_MULTIPLY_ACCUMULATE(multiply_accumulate_a3, 3)
+#undef S1_DEFINE_MULTIPLY_ACCUMULATE
+
+// Lanes l of the 16 keys from j with first ≤ j + l < visible.
+inline __mmask16 visible_lanes(std::size_t j, std::size_t first, std::size_t visible) {
+  if (j >= visible || j + 16 <= first) return 0;
+  __mmask16 lanes = first_lanes(visible - j);
+  if (first > j) lanes = static_cast<__mmask16>(lanes & ~first_lanes(first - j));
+  return lanes;
+}
+
+// One row's softmax numerators over keys [first, visible), written as bf16 weights over [begin, end)
+// (zeros elsewhere; begin and end multiples of 32) in the same pass that sums them; returns 1 / Σ.
+// The sum is over the fp32 numerators, as softmax_numerators computes it.
+inline float softmax_weights_bf16(const float* scores, std::size_t begin, std::size_t first, std::size_t visible,
+                                  std::size_t end, std::uint16_t* weights) {
+  const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __m512 largest = lowest;
+  for (std::size_t j = first / 16 * 16; j < visible; j += 16)
+    largest = _mm512_max_ps(largest, _mm512_mask_loadu_ps(lowest, visible_lanes(j, first, visible), scores + j));
+  const __m512 row_max = _mm512_set1_ps(_mm512_reduce_max_ps(largest));
+  __m512 sum = _mm512_setzero_ps();
+  for (std::size_t j = begin; j < end; j += 32) {
+    const __m512 low = _mm512_maskz_mov_ps(visible_lanes(j, first, visible),
+                                           exp_vector(_mm512_sub_ps(_mm512_loadu_ps(scores + j), row_max)));
+    const __m512 high = _mm512_maskz_mov_ps(visible_lanes(j + 16, first, visible),
+                                            exp_vector(_mm512_sub_ps(_mm512_loadu_ps(scores + j + 16), row_max)));
+    sum = _mm512_add_ps(sum, _mm512_add_ps(low, high));
+    store_bf16_32(weights + j, low, high);
+  }
+  return 1.0F / sum_vector(sum);
 }
 
 inline void zero_accumulators() {
@@ -191,22 +225,36 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
     }
     const std::size_t end_padded = (end + tile_depth - 1) / tile_depth * tile_depth;
 
-    // Scores, 16 keys per accumulator, up to 64 keys per pass (the range is a multiple of 32).
+    // Scores, 16 keys per accumulator, up to 64 keys per pass (the range is a multiple of 32). With
+    // head_dim 64 (ModernBERT, BERT-base) both query tiles stay loaded (tiles 0 and 3) for the whole
+    // pass: reloading tile 0 made each load wait for the products still reading it.
+    const auto query_stride = static_cast<long>(d * sizeof(std::uint16_t));
+    const bool queries_resident = d == 2 * tile_depth;
+    if (queries_resident) {
+      _tile_loadd(0, scratch.queries.data(), query_stride);
+      _tile_loadd(3, scratch.queries.data() + tile_depth, query_stride);
+    }
     for (std::size_t j0 = begin; j0 < end_padded; j0 += 64) {
       const std::size_t count = std::min<std::size_t>(4, (end_padded - j0) / 16);
+      const auto keys = [&](std::size_t c) {
+        return reinterpret_cast<const std::uint8_t*>(scratch.keys_pairs.data() + (c / 2) * padded + j0);
+      };
       zero_accumulators();
-      for (std::size_t c = 0; c < d; c += tile_depth) {
-        _tile_loadd(0, scratch.queries.data() + c, static_cast<long>(d * sizeof(std::uint16_t)));
-        multiply_accumulate(
-            reinterpret_cast<const std::uint8_t*>(scratch.keys_pairs.data() + (c / 2) * padded + j0),
-            16 * sizeof(std::uint32_t), padded * sizeof(std::uint32_t), count);
+      if (queries_resident) {
+        multiply_accumulate(keys(0), 16 * sizeof(std::uint32_t), padded * sizeof(std::uint32_t), count);
+        multiply_accumulate_a3(keys(tile_depth), 16 * sizeof(std::uint32_t), padded * sizeof(std::uint32_t), count);
+      } else {
+        for (std::size_t c = 0; c < d; c += tile_depth) {
+          _tile_loadd(0, scratch.queries.data() + c, query_stride);
+          multiply_accumulate(keys(c), 16 * sizeof(std::uint32_t), padded * sizeof(std::uint32_t), count);
+        }
       }
       store_accumulators(scratch.scores.data() + j0, padded * sizeof(float), count);
     }
 
     float inverse_sum[tile_rows] = {};
     for (std::size_t r = 0; r < tile_rows; ++r) {
-      float* scores = scratch.scores.data() + r * padded;
+      const float* scores = scratch.scores.data() + r * padded;
       std::uint16_t* weights = scratch.weights.data() + r * padded;
       if (r < rows) {
         const std::size_t i = i0 + r;
@@ -216,13 +264,7 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
           visible = std::min(visible, i + task.window + 1);
           first = i > task.window ? i - task.window : 0;
         }
-        // Keys left of this row's window take no part in the maximum; their (clamped, ~1e-38)
-        // exponentials are zeroed before the weighted sum.
-        std::fill(scores + begin, scores + first, -std::numeric_limits<float>::infinity());
-        inverse_sum[r] = softmax_numerators(scores + begin, visible - begin, end_padded - begin);
-        std::fill(scores + begin, scores + first, 0.0F);
-        for (std::size_t j = begin; j < end_padded; j += 32)
-          store_bf16_32(weights + j, _mm512_loadu_ps(scores + j), _mm512_loadu_ps(scores + j + 16));
+        inverse_sum[r] = softmax_weights_bf16(scores, begin, first, visible, end_padded, weights);
       } else {
         std::fill(weights + begin, weights + end_padded, std::uint16_t{0});
       }
