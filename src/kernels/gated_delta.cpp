@@ -55,15 +55,29 @@ void gated_rms_norm(std::span<const float> x, std::span<const float> gate, std::
 
 void gated_delta_rule(const GatedDeltaInputs& inputs, GatedDeltaShape shape, std::size_t first_position,
                       std::size_t chunk_size, std::span<float> state, std::span<float> out) {
+  gated_delta_rule(inputs, shape, first_position, chunk_size, state, state, out);
+}
+
+void gated_delta_rule(const GatedDeltaInputs& inputs, GatedDeltaShape shape, std::size_t first_position,
+                      std::size_t chunk_size, std::span<const float> initial, std::span<float> state,
+                      std::span<float> out) {
   assert(shape.k_heads > 0 && shape.v_heads % shape.k_heads == 0 && chunk_size > 0);
   const std::size_t head_size = shape.k_dim * shape.v_dim;
   assert(state.size() == shape.v_heads * head_size && out.size() >= inputs.rows * shape.v_heads * shape.v_dim);
+  assert(initial.empty() || initial.size() == state.size());
   const std::size_t head_work = std::max<std::size_t>(inputs.rows * head_size, 1);
   GatedDeltaHeadFn* run = selected_variants().gated_delta_head.run;
   parallel_for(shape.v_heads, (min_delta_products_per_thread + head_work - 1) / head_work,
                [&](std::size_t begin, std::size_t end) {
                  for (std::size_t h = begin; h < end; ++h) {
-                   run(inputs, shape, h, first_position, chunk_size, state.subspan(h * head_size, head_size), out);
+                   const std::span<float> head = state.subspan(h * head_size, head_size);
+                   if (initial.empty()) {
+                     std::fill(head.begin(), head.end(), 0.0F);
+                   } else if (initial.data() != state.data()) {
+                     const std::span<const float> from = initial.subspan(h * head_size, head_size);
+                     std::copy(from.begin(), from.end(), head.begin());
+                   }
+                   run(inputs, shape, h, first_position, chunk_size, head, out);
                  }
                });
 }

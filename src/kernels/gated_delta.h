@@ -56,4 +56,12 @@ struct GatedDeltaInputs {
 void gated_delta_rule(const GatedDeltaInputs& inputs, GatedDeltaShape shape, std::size_t first_position,
                       std::size_t chunk_size, std::span<float> state, std::span<float> out);
 
+// The same rule continuing from a state it does not modify, so that many branches can read one
+// shared prefix state: `initial` is the state before row 0 ([v_heads, k_dim, v_dim]; empty: zeros,
+// the start of a sequence), `state` receives the state after the last row. Each value head's part
+// of `initial` is copied by the thread that then runs the head, while it is hot in its cache.
+void gated_delta_rule(const GatedDeltaInputs& inputs, GatedDeltaShape shape, std::size_t first_position,
+                      std::size_t chunk_size, std::span<const float> initial, std::span<float> state,
+                      std::span<float> out);
+
 }  // namespace s1::kernels

@@ -226,6 +226,44 @@ TEST(Qwen35Prefix, BranchesAfterASharedPrefixEqualTheFullPrompts) {
   }
 }
 
+// Many branches of mixed lengths (one token, off and on the chunk grid, repeats) without kept
+// states, as a request's questions run: each reads the shared prefix state (left unchanged) and
+// equals its full prompt run alone.
+TEST(Qwen35Prefix, ManyBranchesWithoutKeptStatesEqualTheFullPrompts) {
+  const auto model = load_qwen3_5(fixture_root() / "tied8", kernels::Precision::fp32);
+  const Reference reference("tied8");
+  const auto base = reference.ids(130);
+  const std::size_t prefix_length = 50;
+  const std::span<const int32_t> prefix_tokens(base.data(), prefix_length);
+  const auto prefix = model->run_prefix(prefix_tokens);
+  std::vector<std::vector<int32_t>> suffixes;
+  for (const std::size_t length : {1UL, 5UL, 1UL, 14UL, 64UL, 3UL, 80UL}) {
+    const auto from = base.begin() + static_cast<std::ptrdiff_t>(130 - length - suffixes.size());
+    suffixes.emplace_back(from, from + static_cast<std::ptrdiff_t>(length));
+  }
+  std::vector<std::size_t> last_positions;
+  for (const auto& suffix : suffixes) last_positions.push_back(suffix.size() - 1);
+  std::vector<decoder::Branch> branches;
+  for (std::size_t i = 0; i < suffixes.size(); ++i) {
+    branches.push_back(decoder::Branch{suffixes[i], std::span<const std::size_t>(&last_positions[i], 1)});
+  }
+  const auto outputs = model->forward(prefix.get(), branches, false);
+  ASSERT_EQ(outputs.size(), suffixes.size());
+  const std::size_t hidden = model->info().hidden_size;
+  for (std::size_t i = 0; i < suffixes.size(); ++i) {
+    std::vector<int32_t> full(prefix_tokens.begin(), prefix_tokens.end());
+    full.insert(full.end(), suffixes[i].begin(), suffixes[i].end());
+    const auto alone = run_alone(*model, full);
+    EXPECT_LE(max_abs_difference(outputs[i].hidden, std::span<const float>(alone).last(hidden)), prefix_tolerance)
+        << "branch " << i << " of " << suffixes[i].size() << " tokens";
+    EXPECT_EQ(outputs[i].state, nullptr);
+  }
+  const auto again = model->forward(prefix.get(), branches, false);
+  for (std::size_t i = 0; i < suffixes.size(); ++i) {
+    EXPECT_EQ(again[i].hidden, outputs[i].hidden) << "the prefix state must not change (branch " << i << ")";
+  }
+}
+
 TEST(Qwen35Noncausal, LaterTokensChangeEarlierRowsOnlyInNoncausalMode) {
   const Reference reference("tied8");
   auto ids = reference.ids(65);

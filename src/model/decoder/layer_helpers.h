@@ -32,10 +32,6 @@ inline std::vector<float> concatenate(std::initializer_list<std::span<const floa
   return joined;
 }
 
-inline void add_in_place(std::span<float> sum, std::span<const float> addend) {
-  for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += addend[i];
-}
-
 // The grouped-query attention heads of packed [q heads | k heads | v heads] rows.
 struct AttentionHeads {
   std::size_t heads = 0;

@@ -163,10 +163,8 @@ std::optional<LowRankDelta> LowRankDelta::make(std::span<const Part> parts, std:
 void LowRankDelta::add_to(std::span<const float> x, std::span<float> y) const {
   const std::size_t rows = x.size() / down_.in_features();
   hidden_.resize(rows * down_.out_features());
-  delta_.resize(rows * up_.out_features());
   down_.forward(x, hidden_);
-  up_.forward(hidden_, delta_);
-  for (std::size_t i = 0; i < delta_.size(); ++i) y[i] += delta_[i];
+  up_.forward_accumulate(hidden_, y);
 }
 
 }  // namespace s1::decoder

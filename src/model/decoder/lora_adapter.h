@@ -67,7 +67,7 @@ class LowRankDelta {
   LowRankDelta(kernels::PackedLinear down, kernels::PackedLinear up) : down_(std::move(down)), up_(std::move(up)) {}
   kernels::PackedLinear down_;  // A: in → Σ rank
   kernels::PackedLinear up_;    // scale·B: Σ rank → Σ out
-  mutable std::vector<float> hidden_, delta_;
+  mutable std::vector<float> hidden_;
 };
 
 }  // namespace s1::decoder

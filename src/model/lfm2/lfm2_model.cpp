@@ -25,7 +25,6 @@ namespace {
 
 using checkpoint::Checkpoint;
 using checkpoint::LoadError;
-using decoder::add_in_place;
 using decoder::concatenate;
 using decoder::rounded_rows;
 using kernels::PackedLinear;
@@ -156,7 +155,7 @@ class Lfm2Decoder final : public decoder::CausalDecoder {
   // Scratch reused between calls (the decoder is not thread-safe).
   std::size_t rows_ = 0;  // real rows of the current batch
   std::vector<int64_t> positions_;
-  std::vector<float> hidden_rows_, normed_, mixed_, projected_, context_, conv_out_, gate_up_, activated_;
+  std::vector<float> hidden_rows_, normed_, projected_, context_, conv_out_, gate_up_, activated_;
   std::vector<float> branch_keys_, branch_values_;
 };
 
@@ -285,7 +284,6 @@ std::vector<decoder::BranchOutput> Lfm2Decoder::forward(const decoder::SequenceS
     }
   }
   normed_.resize(padded * hidden_);
-  mixed_.resize(padded * hidden_);
 
   std::vector<std::unique_ptr<Lfm2State>> states(keep_states ? branches.size() : 0);
   for (std::size_t b = 0; b < states.size(); ++b) {
@@ -304,7 +302,6 @@ std::vector<decoder::BranchOutput> Lfm2Decoder::forward(const decoder::SequenceS
     } else {
       conv_layer(layer, base, rows, states);
     }
-    add_in_place(hidden_rows_, mixed_);
     mlp(layer);
   }
 
@@ -366,7 +363,7 @@ void Lfm2Decoder::attention_layer(const Layer& layer, const Lfm2State* base, std
       states[b]->values[layer.slot].assign(branch_values_.begin(), branch_values_.begin() + end);
     }
   }
-  weights.output.forward(context_, mixed_);
+  weights.output.forward_accumulate(context_, hidden_rows_);
 }
 
 void Lfm2Decoder::conv_layer(const Layer& layer, const Lfm2State* base, std::span<const BranchRows> rows,
@@ -389,7 +386,7 @@ void Lfm2Decoder::conv_layer(const Layer& layer, const Lfm2State* base, std::spa
                               std::span<float>(conv_out_).subspan(rows[b].offset * hidden_, rows[b].length * hidden_));
     if (!states.empty()) states[b]->conv_tails[layer.slot] = tail;
   }
-  weights.output.forward(conv_out_, mixed_);
+  weights.output.forward_accumulate(conv_out_, hidden_rows_);
 }
 
 void Lfm2Decoder::mlp(const Layer& layer) {
@@ -406,8 +403,7 @@ void Lfm2Decoder::mlp(const Layer& layer) {
                         std::span<float>(activated_).subspan(r * intermediate_, intermediate_));
     }
   });
-  layer.down.forward(activated_, mixed_);
-  add_in_place(hidden_rows_, mixed_);
+  layer.down.forward_accumulate(activated_, hidden_rows_);
 }
 
 }  // namespace

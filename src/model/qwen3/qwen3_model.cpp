@@ -98,7 +98,6 @@ class WeightNames {
   std::string prefix_;
 };
 
-using decoder::add_in_place;
 using decoder::concatenate;
 using decoder::rounded_rows;
 
@@ -160,7 +159,6 @@ class Qwen3Decoder final : public decoder::CausalDecoder {
   std::vector<float> normed_;
   std::vector<float> qkv_;
   std::vector<float> context_;
-  std::vector<float> projected_;
   std::vector<float> gate_up_;
   std::vector<float> activated_;
   std::vector<float> branch_keys_;
@@ -285,8 +283,7 @@ void Qwen3Decoder::attention_block(const Layer& layer, std::size_t layer_index, 
         branch_values_, n, start, /*causal=*/true, shape,
         std::span<float>(context_).subspan(rows[b].offset * q_width(), rows[b].length * q_width()));
   }
-  layer.attention_output.forward(context_, projected_);
-  add_in_place(hidden_rows_, projected_);
+  layer.attention_output.forward_accumulate(context_, hidden_rows_);
 }
 
 void Qwen3Decoder::mlp_block(const Layer& layer) {
@@ -301,8 +298,7 @@ void Qwen3Decoder::mlp_block(const Layer& layer) {
                         std::span<float>(activated_).subspan(r * intermediate_, intermediate_));
     }
   });
-  layer.down.forward(activated_, projected_);
-  add_in_place(hidden_rows_, projected_);
+  layer.down.forward_accumulate(activated_, hidden_rows_);
 }
 
 std::vector<decoder::BranchOutput> Qwen3Decoder::forward(const decoder::SequenceState* prefix_state,
@@ -339,7 +335,6 @@ std::vector<decoder::BranchOutput> Qwen3Decoder::forward(const decoder::Sequence
   normed_.resize(padded * hidden_);
   qkv_.resize(padded * qkv_width());
   context_.assign(padded * q_width(), 0.0F);
-  projected_.resize(padded * hidden_);
   gate_up_.resize(padded * 2 * intermediate_);
   activated_.resize(padded * intermediate_);
 

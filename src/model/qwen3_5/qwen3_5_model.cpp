@@ -195,10 +195,11 @@ class Qwen35Decoder final : public decoder::CausalDecoder {
 
   // Scratch reused across calls (forward is not thread-safe).
   std::size_t rows_ = 0;  // real rows of the current batch
-  std::vector<float> hidden_, normed_, mixed_, gate_, up_;
+  std::vector<float> hidden_, normed_, gate_, up_;
   std::vector<int64_t> positions_;
   std::vector<float> projected_, queries_, keys_, values_, context_, keys_all_, values_all_;
   std::vector<float> conv_out_, delta_q_, delta_k_, g_, beta_, core_, z_;
+  std::vector<float> tail_scratch_, recurrent_scratch_;  // a branch's conv tail and state when none is kept
 };
 
 Qwen35Decoder::Qwen35Decoder(const Qwen35Config& config, const Checkpoint& weights, kernels::Precision precision,
@@ -388,7 +389,6 @@ std::vector<decoder::BranchOutput> Qwen35Decoder::forward(const decoder::Sequenc
   const auto eps = static_cast<float>(config_.rms_norm_eps);
   const auto inner = static_cast<std::size_t>(config_.intermediate_size);
   normed_.resize(padded * width);
-  mixed_.resize(padded * width);
   gate_.resize(padded * inner);
   up_.resize(padded * inner);
   for (const Layer& layer : layers_) {
@@ -398,7 +398,6 @@ std::vector<decoder::BranchOutput> Qwen35Decoder::forward(const decoder::Sequenc
     } else {
       delta_layer(layer, base, rows, states);
     }
-    for (std::size_t i = 0; i < hidden_.size(); ++i) hidden_[i] += mixed_[i];
     kernels::rms_norm(hidden_, layer.post_norm, eps, normed_);
     const LayerLora* lora = lora_of(layer);
     layer.gate.forward(normed_, gate_);
@@ -408,9 +407,8 @@ std::vector<decoder::BranchOutput> Qwen35Decoder::forward(const decoder::Sequenc
       add_low_rank(lora->up, normed_, up_);
     }
     kernels::silu_mul(gate_, up_, gate_);
-    layer.down.forward(gate_, mixed_);
-    if (lora != nullptr) add_low_rank(lora->down, gate_, mixed_);
-    for (std::size_t i = 0; i < hidden_.size(); ++i) hidden_[i] += mixed_[i];
+    layer.down.forward_accumulate(gate_, hidden_);
+    if (lora != nullptr) add_low_rank(lora->down, gate_, hidden_);
   }
   kernels::rms_norm(std::span<const float>(hidden_).first(total * width), final_norm_, eps,
                     std::span<float>(normed_).first(total * width));
@@ -467,16 +465,21 @@ void Qwen35Decoder::attention_layer(const Layer& layer, const Qwen35State* base,
       .kv_heads = kv_heads,
       .head_dim = head_dim,
       .scale = 1.0F / std::sqrt(static_cast<float>(head_dim)),
+      .precision = info_.precision,
   };
+  // The sequence's keys and values in one block: the prefix's rows, gathered once per layer and
+  // shared by every branch, then a branch's own rows after them.
+  std::size_t longest = 0;
+  for (const BranchRows& branch : rows) longest = std::max(longest, branch.length);
+  keys_all_.resize((start + longest) * kv_width);
+  values_all_.resize((start + longest) * kv_width);
+  if (base != nullptr) {
+    std::copy(base->keys[layer.slot].begin(), base->keys[layer.slot].end(), keys_all_.begin());
+    std::copy(base->values[layer.slot].begin(), base->values[layer.slot].end(), values_all_.begin());
+  }
   context_.assign(padded * q_width, 0.0F);
   for (std::size_t b = 0; b < rows.size(); ++b) {
     const std::size_t n = start + rows[b].length;
-    keys_all_.resize(n * kv_width);
-    values_all_.resize(n * kv_width);
-    if (base != nullptr) {
-      std::copy(base->keys[layer.slot].begin(), base->keys[layer.slot].end(), keys_all_.begin());
-      std::copy(base->values[layer.slot].begin(), base->values[layer.slot].end(), values_all_.begin());
-    }
     std::copy_n(keys_.data() + rows[b].offset * kv_width, rows[b].length * kv_width,
                 keys_all_.data() + start * kv_width);
     std::copy_n(values_.data() + rows[b].offset * kv_width, rows[b].length * kv_width,
@@ -485,8 +488,9 @@ void Qwen35Decoder::attention_layer(const Layer& layer, const Qwen35State* base,
                               rows[b].length, keys_all_, values_all_, n, start, !noncausal_, shape,
                               std::span<float>(context_).subspan(rows[b].offset * q_width, rows[b].length * q_width));
     if (!states.empty()) {
-      states[b]->keys[layer.slot] = keys_all_;
-      states[b]->values[layer.slot] = values_all_;
+      const auto end = static_cast<std::ptrdiff_t>(n * kv_width);
+      states[b]->keys[layer.slot].assign(keys_all_.begin(), keys_all_.begin() + end);
+      states[b]->values[layer.slot].assign(values_all_.begin(), values_all_.begin() + end);
     }
   }
   for (std::size_t r = 0; r < total; ++r) {
@@ -499,8 +503,8 @@ void Qwen35Decoder::attention_layer(const Layer& layer, const Qwen35State* base,
       }
     }
   }
-  weights.output.forward(context_, mixed_);
-  if (const LayerLora* lora = lora_of(layer)) add_low_rank(lora->mixer_output, context_, mixed_);
+  weights.output.forward_accumulate(context_, hidden_);
+  if (const LayerLora* lora = lora_of(layer)) add_low_rank(lora->mixer_output, context_, hidden_);
 }
 
 void Qwen35Decoder::delta_layer(const Layer& layer, const Qwen35State* base, std::span<const BranchRows> rows,
@@ -527,8 +531,9 @@ void Qwen35Decoder::delta_layer(const Layer& layer, const Qwen35State* base, std
   if (const LayerLora* lora = lora_of(layer)) add_low_rank(lora->mixer_input, normed_, projected_);
 
   conv_out_.resize(total * channels);
-  std::vector<float> tail;
   for (std::size_t b = 0; b < rows.size(); ++b) {
+    // The conv advances its tail in place: each branch starts from its own copy of the prefix's.
+    std::vector<float>& tail = states.empty() ? tail_scratch_ : states[b]->conv_tails[layer.slot];
     if (base != nullptr) {
       tail = base->conv_tails[layer.slot];
     } else {
@@ -537,7 +542,6 @@ void Qwen35Decoder::delta_layer(const Layer& layer, const Qwen35State* base, std
     kernels::causal_conv1d_silu(std::span<const float>(projected_).subspan(rows[b].offset * stride), rows[b].length,
                                 stride, weights.conv, kernel, tail,
                                 std::span<float>(conv_out_).subspan(rows[b].offset * channels, rows[b].length * channels));
-    if (!states.empty()) states[b]->conv_tails[layer.slot] = tail;
   }
 
   delta_q_.resize(total * keys);
@@ -565,13 +569,14 @@ void Qwen35Decoder::delta_layer(const Layer& layer, const Qwen35State* base, std
   kernels::l2_norm_scaled(delta_k_, shape.k_dim, qk_l2_eps, 1.0F, delta_k_);
 
   core_.assign(padded * values, 0.0F);
-  std::vector<float> state;
+  // Every branch reads the prefix's recurrent state in place and writes the state after its own
+  // rows to its output state (or to scratch when none is kept): no per-branch copy of the prefix's.
+  const std::size_t state_size = shape.v_heads * shape.k_dim * shape.v_dim;
+  const std::span<const float> initial =
+      base == nullptr ? std::span<const float>() : std::span<const float>(base->recurrent[layer.slot]);
   for (std::size_t b = 0; b < rows.size(); ++b) {
-    if (base != nullptr) {
-      state = base->recurrent[layer.slot];
-    } else {
-      state.assign(shape.v_heads * shape.k_dim * shape.v_dim, 0.0F);
-    }
+    std::vector<float>& state = states.empty() ? recurrent_scratch_ : states[b]->recurrent[layer.slot];
+    state.resize(state_size);
     const std::size_t offset = rows[b].offset;
     const std::size_t length = rows[b].length;
     const kernels::GatedDeltaInputs inputs{
@@ -583,15 +588,14 @@ void Qwen35Decoder::delta_layer(const Layer& layer, const Qwen35State* base, std
         .beta = std::span<const float>(beta_).subspan(offset * shape.v_heads, length * shape.v_heads),
         .rows = length,
     };
-    kernels::gated_delta_rule(inputs, shape, start, delta_chunk, state,
+    kernels::gated_delta_rule(inputs, shape, start, delta_chunk, initial, state,
                               std::span<float>(core_).subspan(offset * values, length * values));
-    if (!states.empty()) states[b]->recurrent[layer.slot] = state;
   }
   const auto eps = static_cast<float>(config_.rms_norm_eps);
   const std::span<float> real_rows = std::span<float>(core_).first(total * values);
   kernels::gated_rms_norm(real_rows, z_, weights.norm, eps, real_rows);
-  weights.output.forward(core_, mixed_);
-  if (const LayerLora* lora = lora_of(layer)) add_low_rank(lora->mixer_output, core_, mixed_);
+  weights.output.forward_accumulate(core_, hidden_);
+  if (const LayerLora* lora = lora_of(layer)) add_low_rank(lora->mixer_output, core_, hidden_);
 }
 
 }  // namespace

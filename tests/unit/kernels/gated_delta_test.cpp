@@ -116,6 +116,30 @@ TEST(GatedDeltaRule, ChunkedContinuesACarriedStateOffTheChunkGrid) {
   }
 }
 
+TEST(GatedDeltaRule, BranchesReadASharedInitialStateWithoutChangingIt) {
+  // Several continuations of one prefix state, each from the shared state (left as it was) into its
+  // own: the same as continuing a private copy in place, for branch lengths on and off the chunk grid.
+  const GatedDeltaShape shape{.k_heads = 2, .v_heads = 4, .k_dim = 8, .v_dim = 8};
+  const DeltaProblem problem(shape, 100, 31);
+  const std::size_t split = 37;
+  std::vector<float> prefix_state(problem.state_size(), 1.0F), prefix_out(problem.out_size());
+  gated_delta_rule(problem.rows_from(0, split), shape, 0, 64, {}, prefix_state, prefix_out);
+  std::vector<float> zero_started(problem.state_size(), 0.0F), zero_out(problem.out_size());
+  gated_delta_rule(problem.rows_from(0, split), shape, 0, 64, zero_started, zero_out);
+  EXPECT_EQ(prefix_state, zero_started) << "an empty initial state is the zero state";
+  const std::vector<float> shared = prefix_state;
+  for (const std::size_t length : {1UL, 27UL, 63UL}) {
+    std::vector<float> copy = shared, branch_state(problem.state_size(), -5.0F);
+    std::vector<float> in_place_out(problem.out_size()), branch_out(problem.out_size());
+    const GatedDeltaInputs rows = problem.rows_from(split, length);
+    gated_delta_rule(rows, shape, split, 64, copy, in_place_out);
+    gated_delta_rule(rows, shape, split, 64, prefix_state, branch_state, branch_out);
+    EXPECT_EQ(branch_state, copy) << length << " rows";
+    EXPECT_EQ(branch_out, in_place_out) << length << " rows";
+    EXPECT_EQ(prefix_state, shared) << "the shared state changed after a branch of " << length << " rows";
+  }
+}
+
 TEST(GatedDeltaRule, GroupedValueHeadsReadConsecutiveKeyHeads) {
   // Two value heads per key head: value head 1 must read key head 0, value head 2 key head 1.
   const GatedDeltaShape shape{.k_heads = 2, .v_heads = 4, .k_dim = 4, .v_dim = 4};
