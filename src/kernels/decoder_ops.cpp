@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdint>
 #include <vector>
 
 #include "kernels/cached_attention.h"
@@ -12,6 +13,7 @@
 #include "kernels/rope.h"
 #include "kernels/swiglu.h"
 #include "kernels/variants.h"
+#include "kernels/x86/decoder.h"
 
 namespace s1::kernels {
 namespace {
@@ -120,6 +122,96 @@ void cached_attention(std::span<const float> q, std::size_t q_stride, std::size_
                        .head_dim = shape.head_dim,
                        .scale = shape.scale,
                        .out = out.data() + first_row * out_stride + h * shape.head_dim,
+                       .out_stride = out_stride,
+                   });
+                 }
+               });
+}
+
+void cached_attention_branches(std::span<const float> q, std::size_t q_stride, std::span<const float> prefix_keys,
+                               std::span<const float> prefix_values, std::size_t prefix_length,
+                               std::span<const float> keys, std::span<const float> values, std::size_t kv_stride,
+                               std::span<const AttentionBranch> branches, bool causal, CachedAttentionShape shape,
+                               std::span<float> out) {
+  const std::size_t kv_width = shape.kv_heads * shape.head_dim;
+  const std::size_t out_stride = shape.heads * shape.head_dim;
+  const std::size_t d = shape.head_dim;
+  assert(prefix_keys.size() >= prefix_length * kv_width && prefix_values.size() >= prefix_length * kv_width);
+  const bool tiles = shape.precision == Precision::bf16 && d % 32 == 0 &&
+                     selected_variants().cached_attention_head_bf16.run == &x86::cached_attention_head_amx_bf16;
+  if (!tiles) {
+    // [prefix rows | a branch's rows] per branch for cached_attention: the prefix part is copied
+    // once, each branch overwrites only the rows after it.
+    std::size_t longest = 0;
+    for (const AttentionBranch& branch : branches) longest = std::max(longest, branch.length);
+    std::vector<float> all_keys((prefix_length + longest) * kv_width), all_values(all_keys.size());
+    std::copy_n(prefix_keys.begin(), prefix_length * kv_width, all_keys.begin());
+    std::copy_n(prefix_values.begin(), prefix_length * kv_width, all_values.begin());
+    for (const AttentionBranch& branch : branches) {
+      for (std::size_t t = 0; t < branch.length; ++t) {
+        std::copy_n(keys.data() + (branch.offset + t) * kv_stride, kv_width,
+                    all_keys.data() + (prefix_length + t) * kv_width);
+        std::copy_n(values.data() + (branch.offset + t) * kv_stride, kv_width,
+                    all_values.data() + (prefix_length + t) * kv_width);
+      }
+      cached_attention(q.subspan(branch.offset * q_stride), q_stride, branch.length, all_keys, all_values,
+                       prefix_length + branch.length, prefix_length, causal, shape,
+                       out.subspan(branch.offset * out_stride, branch.length * out_stride));
+    }
+    return;
+  }
+
+  // The prefix of every kv head in tile layout, once: [kv head][keys pairs | values pairs].
+  const std::size_t prefix_padded = (prefix_length + 31) / 32 * 32;
+  const std::size_t head_layout = prefix_padded * d;
+  // Thread-local storage of the calling thread; the pool's workers reach it through this pointer.
+  thread_local std::vector<std::uint32_t> prefix_layout_storage;
+  prefix_layout_storage.resize(shape.kv_heads * head_layout);
+  std::uint32_t* const prefix_layout = prefix_layout_storage.data();
+  parallel_for(prefix_length == 0 ? 0 : shape.kv_heads, 1, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t kv = begin; kv < end; ++kv) {
+      std::uint32_t* layout = prefix_layout + kv * head_layout;
+      x86::amx_bf16_key_value_layout(prefix_keys.data() + kv * d, prefix_values.data() + kv * d, kv_width,
+                                     prefix_length, prefix_padded, d, layout, layout + head_layout / 2);
+    }
+  });
+
+  // Items are (query head, branch, block of its rows), as in cached_attention.
+  struct Block {
+    std::size_t branch, first_row;
+  };
+  std::vector<Block> blocks;
+  for (std::size_t b = 0; b < branches.size(); ++b)
+    for (std::size_t row = 0; row < branches[b].length; row += rows_per_attention_item) blocks.push_back({b, row});
+  const std::size_t group = shape.heads / shape.kv_heads;
+  const std::size_t item_work =
+      std::max<std::size_t>(rows_per_attention_item * (prefix_length + rows_per_attention_item) * d, 1);
+  parallel_for(shape.heads * blocks.size(), (min_attention_products_per_thread + item_work - 1) / item_work,
+               [&](std::size_t begin, std::size_t end) {
+                 for (std::size_t item = begin; item < end; ++item) {
+                   const std::size_t h = item / blocks.size();
+                   const Block& block = blocks[item % blocks.size()];
+                   const AttentionBranch& branch = branches[block.branch];
+                   const std::size_t kv_head = h / group;
+                   const std::size_t row = branch.offset + block.first_row;
+                   const std::uint32_t* layout = prefix_layout + kv_head * head_layout;
+                   x86::cached_attention_branch_head_amx_bf16(x86::CachedAttentionBranchHeadTask{
+                       .q = q.data() + row * q_stride + h * d,
+                       .q_stride = q_stride,
+                       .m = std::min(rows_per_attention_item, branch.length - block.first_row),
+                       .prefix_keys_pairs = layout,
+                       .prefix_values_pairs = layout + head_layout / 2,
+                       .prefix_length = prefix_length,
+                       .prefix_padded = prefix_padded,
+                       .keys = keys.data() + branch.offset * kv_stride + kv_head * d,
+                       .values = values.data() + branch.offset * kv_stride + kv_head * d,
+                       .kv_stride = kv_stride,
+                       .first_row = block.first_row,
+                       .own_count = branch.length,
+                       .causal = causal,
+                       .head_dim = d,
+                       .scale = shape.scale,
+                       .out = out.data() + row * out_stride + h * d,
                        .out_stride = out_stride,
                    });
                  }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cached_attention.h"
 #include "kernels/parallel.h"
 #include "kernels/rms_norm.h"
 #include "kernels/rope.h"
@@ -24,6 +25,10 @@ inline std::size_t rounded_rows(std::size_t rows) {
   const std::size_t granularity = std::max<std::size_t>(16, std::bit_ceil(rows) / 16);
   return (rows + granularity - 1) / granularity * granularity;
 }
+
+// One branch's place in a forward pass's batch: rows [offset, offset + length) of every activation
+// matrix (the kernels' AttentionBranch, so that batched attention reads the same description).
+using BranchRows = kernels::AttentionBranch;
 
 // Weight matrices stacked along the output dimension, so that one GEMM computes them all.
 inline std::vector<float> concatenate(std::initializer_list<std::span<const float>> parts) {

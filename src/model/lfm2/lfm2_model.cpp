@@ -104,10 +104,7 @@ class Lfm2State final : public decoder::SequenceState {
   std::vector<std::vector<float>> conv_tails;    // per conv layer: [conv_L_cache − 1, hidden]
 };
 
-struct BranchRows {
-  std::size_t offset = 0;
-  std::size_t length = 0;
-};
+using decoder::BranchRows;
 
 class Lfm2Decoder final : public decoder::CausalDecoder {
  public:
@@ -156,7 +153,6 @@ class Lfm2Decoder final : public decoder::CausalDecoder {
   std::size_t rows_ = 0;  // real rows of the current batch
   std::vector<int64_t> positions_;
   std::vector<float> hidden_rows_, normed_, projected_, context_, conv_out_, gate_up_, activated_;
-  std::vector<float> branch_keys_, branch_values_;
 };
 
 Lfm2Decoder::Lfm2Decoder(const Lfm2Config& config, const Checkpoint& weights, kernels::Precision precision)
@@ -336,31 +332,28 @@ void Lfm2Decoder::attention_layer(const Layer& layer, const Lfm2State* base, std
                                             .scale = 1.0F / std::sqrt(static_cast<float>(head_dim_)),
                                             .precision = info_.precision};
   const std::size_t width = kv_width();
-  // The sequence's keys and values in one block: the prefix's rows, gathered once per layer and
-  // shared by every branch, then a branch's own rows after them.
-  std::size_t longest = 0;
-  for (const BranchRows& branch : rows) longest = std::max(longest, branch.length);
-  branch_keys_.resize((start + longest) * width);
-  branch_values_.resize((start + longest) * width);
-  if (base != nullptr) {
-    std::copy(base->keys[layer.slot].begin(), base->keys[layer.slot].end(), branch_keys_.begin());
-    std::copy(base->values[layer.slot].begin(), base->values[layer.slot].end(), branch_values_.begin());
-  }
+  // Every branch attends to the prefix's keys in place and to its own rows inside projected_.
+  const std::span<const float> no_rows;
+  const std::span<const float> own_rows(projected_);
   context_.assign(padded * q_width(), 0.0F);
-  for (std::size_t b = 0; b < rows.size(); ++b) {
-    const std::size_t n = start + rows[b].length;
+  kernels::cached_attention_branches(projected_, stride, base == nullptr ? no_rows : base->keys[layer.slot],
+                                     base == nullptr ? no_rows : base->values[layer.slot], start,
+                                     own_rows.subspan(q_width()), own_rows.subspan(q_width() + width), stride, rows,
+                                     /*causal=*/true, shape, context_);
+  for (std::size_t b = 0; b < states.size(); ++b) {
+    // A kept state holds the whole sequence's rows: the prefix's, then the branch's.
+    std::vector<float>& keys = states[b]->keys[layer.slot];
+    std::vector<float>& values = states[b]->values[layer.slot];
+    keys.resize((start + rows[b].length) * width);
+    values.resize(keys.size());
+    if (base != nullptr) {
+      std::copy(base->keys[layer.slot].begin(), base->keys[layer.slot].end(), keys.begin());
+      std::copy(base->values[layer.slot].begin(), base->values[layer.slot].end(), values.begin());
+    }
     for (std::size_t t = 0; t < rows[b].length; ++t) {
       const float* row = projected_.data() + (rows[b].offset + t) * stride;
-      std::copy_n(row + q_width(), width, branch_keys_.data() + (start + t) * width);
-      std::copy_n(row + q_width() + width, width, branch_values_.data() + (start + t) * width);
-    }
-    kernels::cached_attention(std::span<const float>(projected_).subspan(rows[b].offset * stride), stride,
-                              rows[b].length, branch_keys_, branch_values_, n, start, /*causal=*/true, shape,
-                              std::span<float>(context_).subspan(rows[b].offset * q_width(), rows[b].length * q_width()));
-    if (!states.empty()) {
-      const auto end = static_cast<std::ptrdiff_t>(n * width);
-      states[b]->keys[layer.slot].assign(branch_keys_.begin(), branch_keys_.begin() + end);
-      states[b]->values[layer.slot].assign(branch_values_.begin(), branch_values_.begin() + end);
+      std::copy_n(row + q_width(), width, keys.data() + (start + t) * width);
+      std::copy_n(row + q_width() + width, width, values.data() + (start + t) * width);
     }
   }
   weights.output.forward_accumulate(context_, hidden_rows_);

@@ -112,11 +112,7 @@ struct Layer {
   kernels::PackedLinear down;
 };
 
-// One branch's place in the batch: rows [offset, offset + length) of every activation matrix.
-struct BranchRows {
-  std::size_t offset = 0;
-  std::size_t length = 0;
-};
+using decoder::BranchRows;
 
 class Qwen3Decoder final : public decoder::CausalDecoder {
  public:
@@ -161,8 +157,8 @@ class Qwen3Decoder final : public decoder::CausalDecoder {
   std::vector<float> context_;
   std::vector<float> gate_up_;
   std::vector<float> activated_;
-  std::vector<float> branch_keys_;
-  std::vector<float> branch_values_;
+  std::vector<float> prefix_keys_;
+  std::vector<float> prefix_values_;
 };
 
 decoder::OutputMatrix make_lm_head(const Qwen3Config& config, const Checkpoint& weights, const WeightNames& names,
@@ -248,40 +244,32 @@ void Qwen3Decoder::attention_block(const Layer& layer, std::size_t layer_index, 
                                             .scale = 1.0F / std::sqrt(static_cast<float>(head_dim_)),
                                             .precision = info_.precision};
   const std::size_t width = kv_width();
-  // The sequence's keys and values in one block: the prefix's segments, then a branch's rows. The
-  // prefix part is gathered once per layer and shared by every branch, which only overwrites the
-  // rows after it.
-  std::size_t longest = 0;
-  for (const BranchRows& branch : rows) longest = std::max(longest, branch.length);
-  branch_keys_.resize((start + longest) * width);
-  branch_values_.resize((start + longest) * width);
+  // The prefix's keys and values in one block (its segments gathered once per layer); every branch
+  // attends to it in place, and to its own rows inside qkv_.
+  prefix_keys_.resize(start * width);
+  prefix_values_.resize(start * width);
   if (prefix != nullptr) {
-    auto key_out = branch_keys_.begin();
-    auto value_out = branch_values_.begin();
+    auto key_out = prefix_keys_.begin();
+    auto value_out = prefix_values_.begin();
     for (const auto& segment : prefix->segments()) {
       key_out = std::copy(segment->keys[layer_index].begin(), segment->keys[layer_index].end(), key_out);
       value_out = std::copy(segment->values[layer_index].begin(), segment->values[layer_index].end(), value_out);
     }
   }
-  for (std::size_t b = 0; b < rows.size(); ++b) {
-    const std::size_t n = start + rows[b].length;
-    auto key_out = branch_keys_.begin() + static_cast<std::ptrdiff_t>(start * width);
-    auto value_out = branch_values_.begin() + static_cast<std::ptrdiff_t>(start * width);
+  const std::span<const float> own_rows(qkv_);
+  kernels::cached_attention_branches(qkv_, qkv_stride, prefix_keys_, prefix_values_, start,
+                                     own_rows.subspan(q_width()), own_rows.subspan(q_width() + width), qkv_stride,
+                                     rows, /*causal=*/true, shape, context_);
+  for (std::size_t b = 0; b < own_segments.size(); ++b) {
+    std::vector<float>& keys = own_segments[b]->keys[layer_index];
+    std::vector<float>& values = own_segments[b]->values[layer_index];
+    keys.resize(rows[b].length * width);
+    values.resize(rows[b].length * width);
     for (std::size_t t = 0; t < rows[b].length; ++t) {
       const float* row = qkv_.data() + (rows[b].offset + t) * qkv_stride;
-      key_out = std::copy(row + q_width(), row + q_width() + width, key_out);
-      value_out = std::copy(row + q_width() + width, row + qkv_stride, value_out);
+      std::copy_n(row + q_width(), width, keys.data() + t * width);
+      std::copy_n(row + q_width() + width, width, values.data() + t * width);
     }
-    if (!own_segments.empty()) {
-      const auto own = static_cast<std::ptrdiff_t>(start * width);
-      const auto own_end = static_cast<std::ptrdiff_t>(n * width);
-      own_segments[b]->keys[layer_index].assign(branch_keys_.begin() + own, branch_keys_.begin() + own_end);
-      own_segments[b]->values[layer_index].assign(branch_values_.begin() + own, branch_values_.begin() + own_end);
-    }
-    kernels::cached_attention(
-        std::span<const float>(qkv_).subspan(rows[b].offset * qkv_stride), qkv_stride, rows[b].length, branch_keys_,
-        branch_values_, n, start, /*causal=*/true, shape,
-        std::span<float>(context_).subspan(rows[b].offset * q_width(), rows[b].length * q_width()));
   }
   layer.attention_output.forward_accumulate(context_, hidden_rows_);
 }

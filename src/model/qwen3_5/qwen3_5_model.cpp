@@ -144,10 +144,7 @@ class Qwen35State final : public decoder::SequenceState {
   std::vector<std::vector<float>> recurrent;     // per GDN layer: [v_heads, k_dim, v_dim]
 };
 
-struct BranchRows {
-  std::size_t offset = 0;
-  std::size_t length = 0;
-};
+using decoder::BranchRows;
 
 class Qwen35Decoder final : public decoder::CausalDecoder {
  public:
@@ -197,7 +194,7 @@ class Qwen35Decoder final : public decoder::CausalDecoder {
   std::size_t rows_ = 0;  // real rows of the current batch
   std::vector<float> hidden_, normed_, gate_, up_;
   std::vector<int64_t> positions_;
-  std::vector<float> projected_, queries_, keys_, values_, context_, keys_all_, values_all_;
+  std::vector<float> projected_, queries_, keys_, values_, context_;
   std::vector<float> conv_out_, delta_q_, delta_k_, g_, beta_, core_, z_;
   std::vector<float> tail_scratch_, recurrent_scratch_;  // a branch's conv tail and state when none is kept
 };
@@ -467,30 +464,23 @@ void Qwen35Decoder::attention_layer(const Layer& layer, const Qwen35State* base,
       .scale = 1.0F / std::sqrt(static_cast<float>(head_dim)),
       .precision = info_.precision,
   };
-  // The sequence's keys and values in one block: the prefix's rows, gathered once per layer and
-  // shared by every branch, then a branch's own rows after them.
-  std::size_t longest = 0;
-  for (const BranchRows& branch : rows) longest = std::max(longest, branch.length);
-  keys_all_.resize((start + longest) * kv_width);
-  values_all_.resize((start + longest) * kv_width);
-  if (base != nullptr) {
-    std::copy(base->keys[layer.slot].begin(), base->keys[layer.slot].end(), keys_all_.begin());
-    std::copy(base->values[layer.slot].begin(), base->values[layer.slot].end(), values_all_.begin());
-  }
+  // Every branch attends to the prefix's keys in place and to its own rows of keys_/values_.
+  const std::span<const float> no_rows;
   context_.assign(padded * q_width, 0.0F);
-  for (std::size_t b = 0; b < rows.size(); ++b) {
-    const std::size_t n = start + rows[b].length;
-    std::copy_n(keys_.data() + rows[b].offset * kv_width, rows[b].length * kv_width,
-                keys_all_.data() + start * kv_width);
-    std::copy_n(values_.data() + rows[b].offset * kv_width, rows[b].length * kv_width,
-                values_all_.data() + start * kv_width);
-    kernels::cached_attention(std::span<const float>(queries_).subspan(rows[b].offset * q_width), q_width,
-                              rows[b].length, keys_all_, values_all_, n, start, !noncausal_, shape,
-                              std::span<float>(context_).subspan(rows[b].offset * q_width, rows[b].length * q_width));
-    if (!states.empty()) {
-      const auto end = static_cast<std::ptrdiff_t>(n * kv_width);
-      states[b]->keys[layer.slot].assign(keys_all_.begin(), keys_all_.begin() + end);
-      states[b]->values[layer.slot].assign(values_all_.begin(), values_all_.begin() + end);
+  kernels::cached_attention_branches(queries_, q_width, base == nullptr ? no_rows : base->keys[layer.slot],
+                                     base == nullptr ? no_rows : base->values[layer.slot], start, keys_, values_,
+                                     kv_width, rows, !noncausal_, shape, context_);
+  for (std::size_t b = 0; b < states.size(); ++b) {
+    // A kept state holds the whole sequence's rows: the prefix's, then the branch's.
+    std::vector<float>& keys = states[b]->keys[layer.slot];
+    std::vector<float>& values = states[b]->values[layer.slot];
+    keys.assign(keys_.begin() + static_cast<std::ptrdiff_t>(rows[b].offset * kv_width),
+                keys_.begin() + static_cast<std::ptrdiff_t>((rows[b].offset + rows[b].length) * kv_width));
+    values.assign(values_.begin() + static_cast<std::ptrdiff_t>(rows[b].offset * kv_width),
+                  values_.begin() + static_cast<std::ptrdiff_t>((rows[b].offset + rows[b].length) * kv_width));
+    if (base != nullptr) {
+      keys.insert(keys.begin(), base->keys[layer.slot].begin(), base->keys[layer.slot].end());
+      values.insert(values.begin(), base->values[layer.slot].begin(), base->values[layer.slot].end());
     }
   }
   for (std::size_t r = 0; r < total; ++r) {
