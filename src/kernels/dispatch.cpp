@@ -72,6 +72,14 @@ constexpr std::array<Variant<CausalConv1dSiluFn>, 2> causal_conv1d_silu_variants
     {"avx512", Isa::avx512, &x86::causal_conv1d_silu_avx512},
     {"reference", Isa::portable, &reference::causal_conv1d_silu},
 }};
+constexpr std::array<Variant<L2NormScaledFn>, 2> l2_norm_scaled_variants{{
+    {"avx512", Isa::avx512, &x86::l2_norm_scaled_avx512},
+    {"reference", Isa::portable, &reference::l2_norm_scaled},
+}};
+constexpr std::array<Variant<GatedRmsNormFn>, 2> gated_rms_norm_variants{{
+    {"avx512", Isa::avx512, &x86::gated_rms_norm_avx512},
+    {"reference", Isa::portable, &reference::gated_rms_norm},
+}};
 
 template <class Fn, std::size_t count>
 Variant<Fn> first_supported(const std::array<Variant<Fn>, count>& variants,
@@ -128,7 +136,8 @@ const OpVariants& op_variants() {
   static const OpVariants variants{layer_norm_variants, gelu_variants, gelu_mul_variants, softmax_variants, convert_variants,
                                    attention_head_variants, cached_attention_head_variants, rms_norm_variants,
                                    silu_mul_variants, gated_delta_head_variants,
-                                   causal_conv1d_silu_variants};
+                                   causal_conv1d_silu_variants, l2_norm_scaled_variants,
+                                   gated_rms_norm_variants};
   return variants;
 }
 
@@ -141,7 +150,8 @@ const SelectedVariants& selected_variants() {
       first_supported(cached_attention_head_variants),
       first_supported(cached_attention_head_variants, Precision::bf16), first_supported(rms_norm_variants),
       first_supported(silu_mul_variants),       first_supported(gated_delta_head_variants),
-      first_supported(causal_conv1d_silu_variants)};
+      first_supported(causal_conv1d_silu_variants), first_supported(l2_norm_scaled_variants),
+      first_supported(gated_rms_norm_variants)};
   return selected;
 }
 

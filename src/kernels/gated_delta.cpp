@@ -1,5 +1,5 @@
 // Entry points of the Gated DeltaNet ops: split channels, rows or value heads across the shared
-// OpenMP pool and run the selected variant (conv, delta rule) or the reference (norms) on each piece.
+// OpenMP pool and run the selected variant on each piece.
 
 #include "kernels/gated_delta.h"
 
@@ -7,7 +7,6 @@
 #include <cassert>
 
 #include "kernels/parallel.h"
-#include "kernels/reference/gated_delta.h"
 #include "kernels/variants.h"
 
 namespace s1::kernels {
@@ -35,8 +34,8 @@ void causal_conv1d_silu(std::span<const float> x, std::size_t rows, std::size_t 
 void l2_norm_scaled(std::span<const float> x, std::size_t dim, float eps, float scale, std::span<float> y) {
   assert(dim > 0 && x.size() % dim == 0 && y.size() == x.size());
   parallel_for(x.size() / dim, (min_elements_per_thread + dim - 1) / dim, [&](std::size_t begin, std::size_t end) {
-    reference::l2_norm_scaled(x.subspan(begin * dim, (end - begin) * dim), dim, eps, scale,
-                              y.subspan(begin * dim, (end - begin) * dim));
+    selected_variants().l2_norm_scaled.run(x.subspan(begin * dim, (end - begin) * dim), dim, eps, scale,
+                                           y.subspan(begin * dim, (end - begin) * dim));
   });
 }
 
@@ -48,8 +47,8 @@ void gated_rms_norm(std::span<const float> x, std::span<const float> gate, std::
                [&](std::size_t begin, std::size_t end) {
                  const std::size_t offset = begin * width;
                  const std::size_t size = (end - begin) * width;
-                 reference::gated_rms_norm(x.subspan(offset, size), gate.subspan(offset, size), weight, eps,
-                                           y.subspan(offset, size));
+                 selected_variants().gated_rms_norm.run(x.subspan(offset, size), gate.subspan(offset, size), weight,
+                                                        eps, y.subspan(offset, size));
                });
 }
 

@@ -73,6 +73,10 @@ using CachedAttentionHeadFn = void(const CachedAttentionHeadTask& task);
 using GatedDeltaHeadFn = void(const GatedDeltaInputs& inputs, GatedDeltaShape shape, std::size_t head,
                               std::size_t first_position, std::size_t chunk_size, std::span<float> head_state,
                               std::span<float> out);
+// Whole rows of kernels::l2_norm_scaled and kernels::gated_rms_norm (the entry points split rows).
+using L2NormScaledFn = void(std::span<const float> x, std::size_t dim, float eps, float scale, std::span<float> y);
+using GatedRmsNormFn = void(std::span<const float> x, std::span<const float> gate, std::span<const float> weight,
+                            float eps, std::span<float> y);
 // Channels [channel_begin, channel_end) of kernels::causal_conv1d_silu.
 using CausalConv1dSiluFn = void(std::span<const float> x, std::size_t rows, std::size_t x_stride,
                                 std::span<const float> weight, std::size_t kernel, std::span<float> tail,
@@ -99,6 +103,8 @@ struct OpVariants {
   std::span<const Variant<SiluMulFn>> silu_mul;
   std::span<const Variant<GatedDeltaHeadFn>> gated_delta_head;
   std::span<const Variant<CausalConv1dSiluFn>> causal_conv1d_silu;
+  std::span<const Variant<L2NormScaledFn>> l2_norm_scaled;
+  std::span<const Variant<GatedRmsNormFn>> gated_rms_norm;
 };
 [[nodiscard]] const OpVariants& op_variants();
 
@@ -117,6 +123,8 @@ struct SelectedVariants {
   Variant<SiluMulFn> silu_mul;
   Variant<GatedDeltaHeadFn> gated_delta_head;
   Variant<CausalConv1dSiluFn> causal_conv1d_silu;
+  Variant<L2NormScaledFn> l2_norm_scaled;
+  Variant<GatedRmsNormFn> gated_rms_norm;
 };
 [[nodiscard]] const SelectedVariants& selected_variants();
 

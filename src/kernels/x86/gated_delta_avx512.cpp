@@ -304,4 +304,56 @@ void causal_conv1d_silu_avx512(std::span<const float> x, std::size_t rows, std::
   }
 }
 
+namespace {
+
+// Σ x² of one row in sixteen fp32 lanes.
+float sum_of_squares(const float* row, std::size_t width) {
+  __m512 squares = _mm512_setzero_ps();
+  for (std::size_t i = 0; i < width; i += 16) {
+    const __m512 v = _mm512_maskz_loadu_ps(first_lanes(width - i), row + i);
+    squares = _mm512_fmadd_ps(v, v, squares);
+  }
+  return sum_vector(squares);
+}
+
+}  // namespace
+
+void l2_norm_scaled_avx512(std::span<const float> x, std::size_t dim, float eps, float scale, std::span<float> y) {
+  assert(dim > 0 && x.size() % dim == 0 && y.size() == x.size());
+  const __m512 factor = _mm512_set1_ps(scale);
+  for (std::size_t row = 0; row < x.size() / dim; ++row) {
+    const float* in = x.data() + row * dim;
+    float* out = y.data() + row * dim;
+    const __m512 inverse = _mm512_set1_ps(1.0F / std::sqrt(sum_of_squares(in, dim) + eps));
+    // (x · 1/‖x‖) · scale, rounded in the reference's order.
+    for (std::size_t i = 0; i < dim; i += 16) {
+      const __mmask16 lanes = first_lanes(dim - i);
+      _mm512_mask_storeu_ps(out + i, lanes, _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, in + i), inverse), factor));
+    }
+  }
+}
+
+void gated_rms_norm_avx512(std::span<const float> x, std::span<const float> gate, std::span<const float> weight,
+                           float eps, std::span<float> y) {
+  const std::size_t width = weight.size();
+  assert(width > 0 && x.size() % width == 0 && gate.size() == x.size() && y.size() == x.size());
+  const __m512 one = _mm512_set1_ps(1.0F);
+  for (std::size_t row = 0; row < x.size() / width; ++row) {
+    const float* in = x.data() + row * width;
+    const float* z = gate.data() + row * width;
+    float* out = y.data() + row * width;
+    const float mean = sum_of_squares(in, width) / static_cast<float>(width);
+    const __m512 inverse = _mm512_set1_ps(1.0F / std::sqrt(mean + eps));
+    // (weight · (x · 1/rms)) · SiLU(z), rounded in the reference's order.
+    for (std::size_t i = 0; i < width; i += 16) {
+      const __mmask16 lanes = first_lanes(width - i);
+      const __m512 g = _mm512_maskz_loadu_ps(lanes, z + i);
+      const __m512 silu = _mm512_div_ps(g, _mm512_add_ps(one, exp_vector(_mm512_sub_ps(_mm512_setzero_ps(), g))));
+      const __m512 normed = _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, weight.data() + i),
+                                          _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, in + i), inverse));
+      _mm512_mask_storeu_ps(out + i, lanes, _mm512_mul_ps(normed, silu));
+    }
+  }
+}
+
 }  // namespace s1::kernels::x86

@@ -19,4 +19,10 @@ void causal_conv1d_silu_avx512(std::span<const float> x, std::size_t rows, std::
                                std::span<const float> weight, std::size_t kernel, std::span<float> tail,
                                std::span<float> y, std::size_t channel_begin, std::size_t channel_end);
 
+// Same contracts as reference::l2_norm_scaled and reference::gated_rms_norm, with fp32 sums of squares in
+// sixteen lanes (as torch's vectorised fp32 reductions) and a vector exp in SiLU.
+void l2_norm_scaled_avx512(std::span<const float> x, std::size_t dim, float eps, float scale, std::span<float> y);
+void gated_rms_norm_avx512(std::span<const float> x, std::span<const float> gate, std::span<const float> weight,
+                           float eps, std::span<float> y);
+
 }  // namespace s1::kernels::x86

@@ -13,6 +13,7 @@
 #include "kernels/cached_attention.h"
 #include "kernels/gated_delta.h"
 #include "kernels/linear.h"
+#include "kernels/parallel.h"
 #include "kernels/rms_norm.h"
 #include "kernels/rope.h"
 #include "kernels/swiglu.h"
@@ -443,14 +444,16 @@ void Qwen35Decoder::attention_layer(const Layer& layer, const Qwen35State* base,
   queries_.resize(total * q_width);
   keys_.resize(total * kv_width);
   values_.resize(total * kv_width);
-  for (std::size_t r = 0; r < total; ++r) {
-    const float* in = projected_.data() + r * stride;
-    for (std::size_t h = 0; h < heads; ++h) {
-      std::copy_n(in + h * 2 * head_dim, head_dim, queries_.data() + r * q_width + h * head_dim);
+  kernels::parallel_for(total, 16, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r) {
+      const float* in = projected_.data() + r * stride;
+      for (std::size_t h = 0; h < heads; ++h) {
+        std::copy_n(in + h * 2 * head_dim, head_dim, queries_.data() + r * q_width + h * head_dim);
+      }
+      std::copy_n(in + 2 * q_width, kv_width, keys_.data() + r * kv_width);
+      std::copy_n(in + 2 * q_width + kv_width, kv_width, values_.data() + r * kv_width);
     }
-    std::copy_n(in + 2 * q_width, kv_width, keys_.data() + r * kv_width);
-    std::copy_n(in + 2 * q_width + kv_width, kv_width, values_.data() + r * kv_width);
-  }
+  });
   kernels::rms_norm(queries_, weights.q_norm, eps, queries_);
   kernels::rms_norm(keys_, weights.k_norm, eps, keys_);
   kernels::apply_rope(queries_, total, q_width, heads, head_dim, rotary, positions_, theta);
@@ -483,16 +486,18 @@ void Qwen35Decoder::attention_layer(const Layer& layer, const Qwen35State* base,
       values.insert(values.begin(), base->values[layer.slot].begin(), base->values[layer.slot].end());
     }
   }
-  for (std::size_t r = 0; r < total; ++r) {
-    const float* gate = projected_.data() + r * stride;
-    float* out = context_.data() + r * q_width;
-    for (std::size_t h = 0; h < heads; ++h) {
-      for (std::size_t d = 0; d < head_dim; ++d) {
-        const float g = gate[h * 2 * head_dim + head_dim + d];
-        out[h * head_dim + d] *= 1.0F / (1.0F + std::exp(-g));
+  kernels::parallel_for(total, 16, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r) {
+      const float* gate = projected_.data() + r * stride;
+      float* out = context_.data() + r * q_width;
+      for (std::size_t h = 0; h < heads; ++h) {
+        for (std::size_t d = 0; d < head_dim; ++d) {
+          const float g = gate[h * 2 * head_dim + head_dim + d];
+          out[h * head_dim + d] *= 1.0F / (1.0F + std::exp(-g));
+        }
       }
     }
-  }
+  });
   weights.output.forward_accumulate(context_, hidden_);
   if (const LayerLora* lora = lora_of(layer)) add_low_rank(lora->mixer_output, context_, hidden_);
 }
@@ -539,21 +544,23 @@ void Qwen35Decoder::delta_layer(const Layer& layer, const Qwen35State* base, std
   g_.resize(total * shape.v_heads);
   beta_.resize(total * shape.v_heads);
   z_.resize(total * values);
-  for (std::size_t r = 0; r < total; ++r) {
-    const float* conv = conv_out_.data() + r * channels;
-    std::copy_n(conv, keys, delta_q_.data() + r * keys);
-    std::copy_n(conv + keys, keys, delta_k_.data() + r * keys);
-    const float* in = projected_.data() + r * stride;
-    std::copy_n(in + channels, values, z_.data() + r * values);
-    for (std::size_t h = 0; h < shape.v_heads; ++h) {
-      const float b = in[channels + values + h];
-      const float a = in[channels + values + shape.v_heads + h] + weights.dt_bias[h];
-      // torch's softplus (threshold 20: linear above it), then −exp(A_log) · softplus, in fp32.
-      const float softplus = a > 20.0F ? a : static_cast<float>(std::log1p(std::exp(static_cast<double>(a))));
-      beta_[r * shape.v_heads + h] = 1.0F / (1.0F + std::exp(-b));
-      g_[r * shape.v_heads + h] = weights.negative_a[h] * softplus;
+  kernels::parallel_for(total, 16, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r) {
+      const float* conv = conv_out_.data() + r * channels;
+      std::copy_n(conv, keys, delta_q_.data() + r * keys);
+      std::copy_n(conv + keys, keys, delta_k_.data() + r * keys);
+      const float* in = projected_.data() + r * stride;
+      std::copy_n(in + channels, values, z_.data() + r * values);
+      for (std::size_t h = 0; h < shape.v_heads; ++h) {
+        const float b = in[channels + values + h];
+        const float a = in[channels + values + shape.v_heads + h] + weights.dt_bias[h];
+        // torch's softplus (threshold 20: linear above it), then −exp(A_log) · softplus, in fp32.
+        const float softplus = a > 20.0F ? a : static_cast<float>(std::log1p(std::exp(static_cast<double>(a))));
+        beta_[r * shape.v_heads + h] = 1.0F / (1.0F + std::exp(-b));
+        g_[r * shape.v_heads + h] = weights.negative_a[h] * softplus;
+      }
     }
-  }
+  });
   kernels::l2_norm_scaled(delta_q_, shape.k_dim, qk_l2_eps, 1.0F / std::sqrt(static_cast<float>(shape.k_dim)),
                           delta_q_);
   kernels::l2_norm_scaled(delta_k_, shape.k_dim, qk_l2_eps, 1.0F, delta_k_);

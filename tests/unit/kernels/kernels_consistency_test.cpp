@@ -440,6 +440,37 @@ TEST(KernelsConsistency, GatedDeltaHeadVariants) {
   }
 }
 
+TEST(KernelsConsistency, GatedDeltaNormVariants) {
+  unsigned seed = 900;
+  // Row widths of whole vectors (Qwen3.5's 128), partial ones and under one vector; rows with a
+  // tiny norm, where eps dominates.
+  for (const std::size_t width : {128UL, 100UL, 7UL}) {
+    const std::size_t rows = 33;
+    auto x = random_values(rows * width, 2.0F, ++seed);
+    for (std::size_t i = 0; i < width; ++i) x[i] *= 1e-4F;
+    const auto gate = random_values(rows * width, 3.0F, ++seed);
+    const auto weight = random_values(width, 1.0F, ++seed);
+    for (const auto& variant : op_variants().l2_norm_scaled) {
+      if (!runnable(variant)) continue;
+      std::vector<float> expected(x.size()), got(x.size());
+      reference::l2_norm_scaled(x, width, 1e-6F, 0.125F, expected);
+      variant.run(x, width, 1e-6F, 0.125F, got);
+      expect_close(got, expected, fp32_tolerance, std::string(variant.name) + " l2 width " + std::to_string(width));
+    }
+    for (const auto& variant : op_variants().gated_rms_norm) {
+      if (!runnable(variant)) continue;
+      std::vector<float> expected(x.size()), got(x.size());
+      reference::gated_rms_norm(x, gate, weight, 1e-6F, expected);
+      variant.run(x, gate, weight, 1e-6F, got);
+      expect_close(got, expected, fp32_tolerance,
+                   std::string(variant.name) + " gated rms width " + std::to_string(width));
+      std::vector<float> in_place = x;
+      variant.run(in_place, gate, weight, 1e-6F, in_place);
+      EXPECT_EQ(in_place, got) << variant.name << " in place, width " << width;
+    }
+  }
+}
+
 TEST(KernelsConsistency, CausalConv1dSiluVariants) {
   unsigned seed = 800;
   struct Case {
