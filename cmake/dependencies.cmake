@@ -1,11 +1,16 @@
-# All dependencies come from Debian 12 packages (scripts/install-deps).
+# Dependencies come from Debian 12 packages, except oneDNN: 3.2 from PyPI, unpacked into .deps/onednn
+# by scripts/fetch-onednn (scripts/install-deps runs both).
 find_package(Threads REQUIRED)
 find_package(Boost 1.74 REQUIRED)
 find_package(nlohmann_json 3.11 REQUIRED)
 find_package(spdlog 1.10 REQUIRED)
 find_package(fmt 9 REQUIRED)
 find_package(CLI11 REQUIRED)
-find_package(dnnl REQUIRED)
+find_package(dnnl 3.2 CONFIG HINTS "${PROJECT_SOURCE_DIR}/.deps/onednn")
+if(NOT dnnl_FOUND)
+  message(FATAL_ERROR "oneDNN >= 3.2 not found: run scripts/fetch-onednn (it unpacks oneDNN into "
+                      ".deps/onednn), or pass -Ddnnl_DIR=<prefix>/lib/cmake/dnnl")
+endif()
 find_package(GTest REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)

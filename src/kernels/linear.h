@@ -17,13 +17,15 @@ enum class Activation { none, gelu };
 // of 16 up to 128), so a server sees a bounded set of matmul primitives whatever the request mix.
 [[nodiscard]] std::size_t padded_row_count(std::size_t rows);
 
-// A linear layer y[M,N] = activation(x[M,K] · Wᵀ + b) with fp32 input and output, its weights
-// reordered once, at construction, into the blocked layout oneDNN's matmul prefers.
+// A linear layer y[M,N] = activation(x[M,K] · Wᵀ + b) with fp32 input and output, GELU applied by
+// the matmul as it stores, its weights reordered once, at construction, into the blocked layout
+// oneDNN's matmul prefers.
 //
-// Matmul primitives are built per row count M (oneDNN 2.6 falls back from brgemm/AMX to a generic
-// GEMM for a runtime M) and shared process-wide between layers of the same shape; a new M costs
-// 0.1–0.4 ms once, so callers should keep the set of row counts small (pad sequence lengths).
-// forward() may be called from several threads at once.
+// Matmul primitives are built per row count M (oneDNN 2.6 fell back from brgemm/AMX to a generic
+// GEMM for a runtime M; 3.2 keeps brgemm there, not yet timed against a fixed M) and shared
+// process-wide between layers of the same shape; a new M costs 0.1–0.4 ms once, so callers should
+// keep the set of row counts small (pad sequence lengths). forward() may be called from several
+// threads at once.
 class PackedLinear {
  public:
   // weight: [out_features, in_features] row-major fp32 (torch nn.Linear layout);
