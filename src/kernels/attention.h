@@ -4,6 +4,7 @@
 #include <span>
 
 #include "kernels/precision.h"
+#include "kernels/rope.h"
 
 namespace s1::kernels {
 
@@ -32,8 +33,11 @@ struct AttentionShape {
 // Query head h uses key/value head h / (heads / kv_heads).
 // precision bf16 rounds Q, K, V and the softmax weights to bf16 for AMX products (fp32 softmax and
 // accumulation); it falls back to fp32 where AMX is missing or head_dim is not a multiple of 32.
+// rope (when not null; rotary_dim == head_dim, positions ≥ seq) rotates every query and key at its
+// row's position within its sequence as attention reads it: apply_rope fused, qkv is not written.
 void attention(std::span<const float> qkv, std::span<const std::size_t> lengths, AttentionShape shape,
-               bool causal, std::span<float> out, Precision precision = Precision::fp32);
+               bool causal, std::span<float> out, Precision precision = Precision::fp32,
+               const RopeTable* rope = nullptr);
 
 // One sequence's slice of a packed (unpadded) batch: rows [offset, offset + length).
 struct PackedSequence {
@@ -47,6 +51,6 @@ struct PackedSequence {
 // sequence owns are not touched. half_window 0 means global; otherwise |i − j| ≤ half_window.
 void packed_attention(std::span<const PackedSequence> layout, std::span<const float> qkv, std::size_t heads,
                       std::size_t head_dim, std::size_t half_window, std::span<float> out,
-                      Precision precision = Precision::fp32);
+                      Precision precision = Precision::fp32, const RopeTable* rope = nullptr);
 
 }  // namespace s1::kernels

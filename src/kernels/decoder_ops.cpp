@@ -65,18 +65,6 @@ RopeTable rope_table(std::size_t rotary_dim, float theta, std::size_t positions)
   return table;
 }
 
-void apply_rope(std::span<float> x, std::size_t rows, std::size_t row_stride, std::size_t heads, std::size_t head_dim,
-                const RopeTable& table, std::span<const int64_t> positions) {
-  assert(table.rotary_dim > 0 && table.rotary_dim <= head_dim && positions.size() == rows);
-  const std::size_t row_work = std::max<std::size_t>(heads * table.rotary_dim, 1);
-  parallel_for(rows, (min_elementwise_elements_per_thread + row_work - 1) / row_work,
-               [&](std::size_t begin, std::size_t end) {
-                 reference::apply_rope(x.subspan(begin * row_stride), end - begin, row_stride, heads, head_dim,
-                                       table.rotary_dim / 2, table.cosines, table.sines,
-                                       positions.subspan(begin, end - begin));
-               });
-}
-
 void silu_mul(std::span<const float> gate, std::span<const float> up, std::span<float> y) {
   assert(up.size() == gate.size() && y.size() == gate.size());
   SiluMulFn* run = selected_variants().silu_mul.run;

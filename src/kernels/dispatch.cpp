@@ -228,7 +228,8 @@ void convert_fp32_to_bf16(std::span<const float> x, std::span<Bf16Bits> y) {
 }
 
 void packed_attention(std::span<const PackedSequence> layout, std::span<const float> qkv, std::size_t heads,
-                      std::size_t head_dim, std::size_t half_window, std::span<float> out, Precision precision) {
+                      std::size_t head_dim, std::size_t half_window, std::span<float> out, Precision precision,
+                      const RopeTable* rope) {
   const std::size_t width = heads * head_dim;
   for (std::size_t first = 0; first < layout.size();) {
     std::size_t last = first + 1;
@@ -246,13 +247,14 @@ void packed_attention(std::span<const PackedSequence> layout, std::span<const fl
                                .head_dim = head_dim,
                                .window = windowed ? half_window : 0};
     attention(qkv.subspan(offset * 3 * width, batch * seq * 3 * width), lengths, shape, /*causal=*/false,
-              out.subspan(offset * width, batch * seq * width), precision);
+              out.subspan(offset * width, batch * seq * width), precision, rope);
     first = last;
   }
 }
 
 void attention(std::span<const float> qkv, std::span<const std::size_t> lengths, AttentionShape shape,
-               bool causal, std::span<float> out, Precision precision) {
+               bool causal, std::span<float> out, Precision precision, const RopeTable* rope) {
+  assert(rope == nullptr || (rope->rotary_dim == shape.head_dim && rope->positions >= shape.seq));
   assert(shape.heads > 0 && shape.kv_heads > 0 && shape.heads % shape.kv_heads == 0 && shape.head_dim > 0);
   assert(lengths.size() == shape.batch);
   assert(qkv.size() == shape.batch * shape.seq * shape.qkv_width());
@@ -281,6 +283,8 @@ void attention(std::span<const float> qkv, std::span<const std::size_t> lengths,
           .causal = causal,
           .scale = scale,
           .window = shape.window,
+          .rope_cosines = rope == nullptr ? nullptr : rope->cosines.data(),
+          .rope_sines = rope == nullptr ? nullptr : rope->sines.data(),
       });
     }
   });

@@ -17,17 +17,13 @@ void apply_rope(std::span<float> x, std::size_t rows, std::size_t row_stride, st
                 std::size_t head_dim, std::size_t rotary_dim, std::span<const int64_t> positions, float theta);
 
 // The cosines and sines apply_rope computes for each row, for positions [0, positions): built once
-// and shared by every call with the same θ. An encoder's layers rotate the same positions layer after
-// layer, and the per-row trigonometry was most of apply_rope's time.
+// and shared by every layer with the same θ, for attention to rotate queries and keys as it reads
+// them (kernels/attention.h) instead of a RoPE pass over the QKV rows.
 struct RopeTable {
   std::size_t rotary_dim = 0;
   std::size_t positions = 0;
   std::vector<float> cosines, sines;  // [positions][rotary_dim / 2]
 };
 [[nodiscard]] RopeTable rope_table(std::size_t rotary_dim, float theta, std::size_t positions);
-
-// apply_rope with the angles from `table` (every position < table.positions); bit-identical to it.
-void apply_rope(std::span<float> x, std::size_t rows, std::size_t row_stride, std::size_t heads,
-                std::size_t head_dim, const RopeTable& table, std::span<const int64_t> positions);
 
 }  // namespace s1::kernels

@@ -47,6 +47,11 @@ struct AttentionHeadTask {
   // 0: no window. Otherwise query i sees only keys j with |i − j| ≤ window (ModernBERT's local
   // layers: a bidirectional sliding window), on top of the causal and length limits.
   std::size_t window = 0;
+  // When set, rotate-half RoPE over the whole head is applied to q and k as they are read (instead of
+  // a pass of its own over the QKV rows): row t is at position t and rotates by
+  // rope_cosines/rope_sines [t·head_dim/2, (t+1)·head_dim/2), a kernels::RopeTable's layout.
+  const float* rope_cosines = nullptr;
+  const float* rope_sines = nullptr;
 };
 using AttentionHeadFn = void(const AttentionHeadTask& task);
 

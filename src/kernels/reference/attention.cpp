@@ -4,6 +4,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/reference/decoder.h"
 #include "kernels/reference/reference.h"
 
 namespace s1::kernels::reference {
@@ -11,6 +12,27 @@ namespace s1::kernels::reference {
 void attention_head(const AttentionHeadTask& task) {
   assert(task.length <= task.seq);
   const std::size_t d = task.head_dim;
+  // Fused RoPE: the same rotation apply_rope makes, on copies of this head's queries and keys.
+  std::vector<float> rotated_q, rotated_k;
+  if (task.rope_cosines != nullptr) {
+    std::vector<int64_t> positions(task.length);
+    for (std::size_t t = 0; t < task.length; ++t) positions[t] = static_cast<int64_t>(t);
+    const auto rotated = [&](const float* x) {
+      std::vector<float> rows(task.length * d);
+      for (std::size_t t = 0; t < task.length; ++t) std::copy_n(x + t * task.qkv_stride, d, rows.data() + t * d);
+      apply_rope(rows, task.length, d, 1, d, d / 2, std::span(task.rope_cosines, task.length * d / 2),
+                 std::span(task.rope_sines, task.length * d / 2), positions);
+      return rows;
+    };
+    rotated_q = rotated(task.q);
+    rotated_k = rotated(task.k);
+  }
+  const auto q_at = [&](std::size_t i, std::size_t c) {
+    return rotated_q.empty() ? task.q[i * task.qkv_stride + c] : rotated_q[i * d + c];
+  };
+  const auto k_at = [&](std::size_t j, std::size_t c) {
+    return rotated_k.empty() ? task.k[j * task.qkv_stride + c] : rotated_k[j * d + c];
+  };
   std::vector<double> scores(task.length);
   for (std::size_t i = 0; i < task.seq; ++i) {
     float* out = task.out + i * task.out_stride;
@@ -28,7 +50,7 @@ void attention_head(const AttentionHeadTask& task) {
     for (std::size_t j = first; j < visible; ++j) {
       double dot = 0.0;
       for (std::size_t c = 0; c < d; ++c)
-        dot += static_cast<double>(task.q[i * task.qkv_stride + c]) * task.k[j * task.qkv_stride + c];
+        dot += static_cast<double>(q_at(i, c)) * k_at(j, c);
       scores[j] = dot * task.scale;
       largest = std::fmax(largest, scores[j]);
     }

@@ -53,6 +53,7 @@ struct Scratch {
   std::vector<std::uint16_t> weights;       // [16][padded] bf16 softmax numerators
   std::vector<float> block_out;             // [16][d]
   std::vector<std::uint16_t> key_rows;      // [16][d] 16 keys in bf16
+  std::vector<float> rotated;               // [d] one query or key after RoPE
 };
 
 Scratch& thread_scratch() {
@@ -167,6 +168,14 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
   // 16 keys at a time go to bf16 rows, then one gather per pair index writes a whole 64-byte tile
   // row (scattering pair by pair wrote 32 cache lines per key and took an eighth of the kernel).
   scratch.key_rows.resize(16 * d);
+  // Row t of q or k, rotated into scratch.rotated when RoPE is fused.
+  scratch.rotated.resize(d);
+  const auto head_row = [&](const float* x, std::size_t t) {
+    if (task.rope_cosines == nullptr) return x + t * task.qkv_stride;
+    rotate_half_row(x + t * task.qkv_stride, d, task.rope_cosines + t * (d / 2), task.rope_sines + t * (d / 2),
+                    scratch.rotated.data());
+    return static_cast<const float*>(scratch.rotated.data());
+  };
   const __m512i key_offsets = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                                                  _mm512_set1_epi32(static_cast<int>(d / 2)));
   for (std::size_t j0 = 0; j0 < length; j0 += 16) {
@@ -176,7 +185,7 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
         std::fill_n(row, d, std::uint16_t{0});
         continue;
       }
-      const float* k = task.k + (j0 + r) * task.qkv_stride;
+      const float* k = head_row(task.k, j0 + r);
       for (std::size_t c = 0; c < d; c += 32)
         store_bf16_32(row + c, _mm512_loadu_ps(k + c), _mm512_loadu_ps(k + c + 16));
     }
@@ -205,15 +214,14 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
     const std::size_t rows = std::min(tile_rows, length - i0);
     for (std::size_t r = 0; r < tile_rows; ++r) {
       std::uint16_t* q_out = scratch.queries.data() + r * d;
-      for (std::size_t c = 0; c < d; c += 32) {
-        if (r >= rows) {
-          std::memset(q_out + c, 0, 64);
-          continue;
-        }
-        const float* q = task.q + (i0 + r) * task.qkv_stride + c;
-        store_bf16_32(q_out + c, _mm512_mul_ps(_mm512_loadu_ps(q), scale),
-                      _mm512_mul_ps(_mm512_loadu_ps(q + 16), scale));
+      if (r >= rows) {
+        std::memset(q_out, 0, d * sizeof(std::uint16_t));
+        continue;
       }
+      const float* q = head_row(task.q, i0 + r);
+      for (std::size_t c = 0; c < d; c += 32)
+        store_bf16_32(q_out + c, _mm512_mul_ps(_mm512_loadu_ps(q + c), scale),
+                      _mm512_mul_ps(_mm512_loadu_ps(q + c + 16), scale));
     }
     // Keys this block can see, [begin, end), widened to whole tiles: a sliding window (ModernBERT's
     // local layers) skips the tiles wholly outside it and masks the rest per row below.

@@ -18,6 +18,7 @@ struct Scratch {
   std::vector<float> keys_transposed;  // [head_dim][padded length]
   std::vector<float> queries;          // [block_rows][head_dim], pre-scaled
   std::vector<float> scores;           // [block_rows][padded length]
+  std::vector<float> rotated;          // [head_dim] one query or key after RoPE
 };
 
 Scratch& thread_scratch() {
@@ -93,15 +94,27 @@ void attention_head_avx512(const AttentionHeadTask& task) {
   float* keys_transposed = scratch.keys_transposed.data();
   float* scores = scratch.scores.data();
 
-  for (std::size_t j = 0; j < length; ++j)
-    for (std::size_t c = 0; c < d; ++c) keys_transposed[c * padded + j] = task.k[j * task.qkv_stride + c];
+  // Row t of q or k, rotated into scratch.rotated when RoPE is fused.
+  scratch.rotated.resize(d);
+  const std::size_t half = d / 2;
+  const auto head_row = [&](const float* x, std::size_t t) {
+    if (task.rope_cosines == nullptr) return x + t * task.qkv_stride;
+    rotate_half_row(x + t * task.qkv_stride, d, task.rope_cosines + t * half, task.rope_sines + t * half,
+                    scratch.rotated.data());
+    return static_cast<const float*>(scratch.rotated.data());
+  };
+  for (std::size_t j = 0; j < length; ++j) {
+    const float* k = head_row(task.k, j);
+    for (std::size_t c = 0; c < d; ++c) keys_transposed[c * padded + j] = k[c];
+  }
 
   for (std::size_t i0 = 0; i0 < length; i0 += block_rows) {
     const std::size_t rows = std::min(block_rows, length - i0);
     std::fill(scratch.queries.begin(), scratch.queries.end(), 0.0F);
-    for (std::size_t r = 0; r < rows; ++r)
-      for (std::size_t c = 0; c < d; ++c)
-        scratch.queries[r * d + c] = task.q[(i0 + r) * task.qkv_stride + c] * task.scale;
+    for (std::size_t r = 0; r < rows; ++r) {
+      const float* q = head_row(task.q, i0 + r);
+      for (std::size_t c = 0; c < d; ++c) scratch.queries[r * d + c] = q[c] * task.scale;
+    }
 
     // Keys this block can see, [begin, end), widened to whole vectors (padding keys are zero, then
     // masked); a sliding window narrows both ends.

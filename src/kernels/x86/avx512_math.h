@@ -48,6 +48,26 @@ inline __m512 gelu_vector(__m512 x) {
   return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5F), x), one_plus_erf);
 }
 
+// Rotate-half RoPE of one head row x[0, d) into out (not x), with h = d/2:
+// out[c] = x[c]·cos[c] − x[c+h]·sin[c], out[c+h] = x[c+h]·cos[c] + x[c]·sin[c], each product rounded
+// to fp32 before the sum, as apply_rope computes it.
+inline void rotate_half_row(const float* x, std::size_t d, const float* cosines, const float* sines, float* out) {
+  const std::size_t half = d / 2;
+  std::size_t c = 0;
+  for (; c + 16 <= half; c += 16) {
+    const __m512 first = _mm512_loadu_ps(x + c);
+    const __m512 second = _mm512_loadu_ps(x + half + c);
+    const __m512 cosine = _mm512_loadu_ps(cosines + c);
+    const __m512 sine = _mm512_loadu_ps(sines + c);
+    _mm512_storeu_ps(out + c, _mm512_sub_ps(_mm512_mul_ps(first, cosine), _mm512_mul_ps(second, sine)));
+    _mm512_storeu_ps(out + half + c, _mm512_add_ps(_mm512_mul_ps(second, cosine), _mm512_mul_ps(first, sine)));
+  }
+  for (; c < half; ++c) {
+    out[c] = x[c] * cosines[c] - x[half + c] * sines[c];
+    out[half + c] = x[half + c] * cosines[c] + x[c] * sines[c];
+  }
+}
+
 inline float sum_vector(__m512 v) { return _mm512_reduce_add_ps(v); }
 
 // Mask selecting the first `count` (≤ 16) lanes.

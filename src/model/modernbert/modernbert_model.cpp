@@ -108,7 +108,6 @@ std::span<const float> ModernBertEncoder::forward(std::span<const std::span<cons
   const auto heads = static_cast<std::size_t>(config_.num_attention_heads);
   const auto head_dim = static_cast<std::size_t>(config_.head_dim());
   layout_.clear();
-  positions_.clear();
   std::size_t used = 0;
   std::size_t longest = 0;
   for (const std::span<const int32_t> ids : sequences) {
@@ -123,7 +122,6 @@ std::span<const float> ModernBertEncoder::forward(std::span<const std::span<cons
       }
     }
     layout_.push_back(kernels::PackedSequence{used, ids.size()});
-    for (std::size_t t = 0; t < ids.size(); ++t) positions_.push_back(static_cast<int64_t>(t));
     used += ids.size();
     longest = std::max(longest, ids.size());
   }
@@ -133,7 +131,6 @@ std::span<const float> ModernBertEncoder::forward(std::span<const std::span<cons
     global_rope_ = kernels::rope_table(head_dim, static_cast<float>(config_.global_rope_theta), longest);
     local_rope_ = kernels::rope_table(head_dim, static_cast<float>(config_.local_rope_theta), longest);
   }
-  positions_.resize(rows, 0);
 
   hidden_.assign(rows * width, 0.0F);
   for (std::size_t s = 0; s < layout_.size(); ++s) {
@@ -160,12 +157,10 @@ std::span<const float> ModernBertEncoder::forward(std::span<const std::span<cons
     }
     layer.qkv.forward(normed_, qkv_);
     // Queries and keys are adjacent in each fused row, so one call rotates both (2·heads heads).
-    kernels::apply_rope(std::span<float>(qkv_).first(used * 3 * width), used, 3 * width, 2 * heads, head_dim,
-                        layer.type == LayerType::global ? global_rope_ : local_rope_,
-                        std::span<const int64_t>(positions_).first(used));
+    // RoPE is applied by attention as it reads each query and key (one pass over QKV fewer).
     kernels::packed_attention(layout_, qkv_, heads, head_dim,
                               layer.type == LayerType::local ? static_cast<std::size_t>(config_.local_half_window()) : 0,
-                              context_, precision_);
+                              context_, precision_, layer.type == LayerType::global ? &global_rope_ : &local_rope_);
     layer.attention_output.forward_accumulate(context_, hidden_);
 
     kernels::layer_norm(live, layer.mlp_norm_weight, layer.mlp_norm_bias, eps, live_normed);

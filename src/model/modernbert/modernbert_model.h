@@ -67,7 +67,6 @@ class ModernBertEncoder {
 
   // Scratch, reused across calls.
   std::vector<kernels::PackedSequence> layout_;
-  std::vector<int64_t> positions_;
   std::vector<float> hidden_, normed_, qkv_, context_, projected_, activated_;
 };
 

@@ -13,6 +13,7 @@
 
 #include "kernels/cached_attention.h"
 #include "kernels/parallel.h"
+#include "kernels/reference/decoder.h"
 #include "kernels/rms_norm.h"
 #include "kernels/rope.h"
 #include "kernels/swiglu.h"
@@ -146,7 +147,7 @@ TEST(DecoderKernelsRope, TableMatchesPerRowAnglesBitForBit) {
     std::vector<float> expected = x, got = x;
     apply_rope(expected, rows, row_stride, heads, head_dim, head_dim, positions, theta);
     const RopeTable table = rope_table(head_dim, theta, 130);
-    apply_rope(got, rows, row_stride, heads, head_dim, table, positions);
+    reference::apply_rope(got, rows, row_stride, heads, head_dim, head_dim / 2, table.cosines, table.sines, positions);
     EXPECT_EQ(got, expected) << "theta " << theta;
   }
 }

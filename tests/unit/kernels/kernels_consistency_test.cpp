@@ -12,6 +12,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kernels/attention.h"
@@ -24,6 +25,7 @@
 #include "kernels/reference/decoder.h"
 #include "kernels/reference/gated_delta.h"
 #include "kernels/reference/reference.h"
+#include "kernels/rope.h"
 #include "kernels/softmax.h"
 #include "kernels/variants.h"
 
@@ -229,8 +231,10 @@ TEST(KernelsConsistency, AttentionHeadVariants) {
   for (const auto& variant : op_variants().attention_head) {
     if (!runnable(variant)) continue;
     for (const Case& c : cases) {
-      for (const auto& [causal, window] : {std::pair<bool, std::size_t>{false, 0}, {true, 0}, {false, 3}, {false, 20},
-                                            {false, 64}, {true, 5}}) {
+      const RopeTable rope = rope_table(c.head_dim, 10000.0F, std::max<std::size_t>(c.seq, 1));
+      for (const auto& [causal, window, fused_rope] :
+           {std::tuple<bool, std::size_t, bool>{false, 0, false}, {true, 0, false}, {false, 3, false},
+            {false, 20, false}, {false, 64, false}, {true, 5, false}, {false, 0, true}, {false, 64, true}}) {
         // One head laid out inside a wider fused row, as the dispatcher passes it.
         const std::size_t stride = 3 * c.head_dim + 5;
         const auto qkv = random_values(c.seq * stride, 1.5F, ++seed);
@@ -247,7 +251,9 @@ TEST(KernelsConsistency, AttentionHeadVariants) {
                                .head_dim = c.head_dim,
                                .causal = causal,
                                .scale = 1.0F / std::sqrt(static_cast<float>(c.head_dim)),
-                               .window = window};
+                               .window = window,
+                               .rope_cosines = fused_rope ? rope.cosines.data() : nullptr,
+                               .rope_sines = fused_rope ? rope.sines.data() : nullptr};
         task.out = expected.data();
         reference::attention_head(task);
         task.out = got.data();
@@ -255,9 +261,32 @@ TEST(KernelsConsistency, AttentionHeadVariants) {
         expect_close(got, expected, variant.bf16_arithmetic ? bf16_tolerance : fp32_tolerance,
                      std::string(variant.name) + " seq " + std::to_string(c.seq) + " length " +
                          std::to_string(c.length) + " head_dim " + std::to_string(c.head_dim) +
-                         (causal ? " causal" : "") + " window " + std::to_string(window),
+                         (causal ? " causal" : "") + " window " + std::to_string(window) +
+                         (fused_rope ? " rope" : ""),
                      attention_scale(qkv));
       }
+    }
+  }
+}
+
+// Fused RoPE is apply_rope over the QKV rows, then attention.
+TEST(KernelsConsistency, AttentionWithFusedRopeMatchesRopeThenAttention) {
+  const std::vector<std::size_t> lengths{40, 23};
+  for (const std::size_t window : {0UL, 6UL}) {
+    const AttentionShape shape{.batch = 2, .seq = 40, .heads = 4, .kv_heads = 4, .head_dim = 64, .window = window};
+    const auto qkv = random_values(shape.batch * shape.seq * shape.qkv_width(), 1.0F, 700);
+    const RopeTable table = rope_table(shape.head_dim, 160000.0F, shape.seq);
+    std::vector<int64_t> positions(shape.batch * shape.seq);
+    for (std::size_t r = 0; r < positions.size(); ++r) positions[r] = static_cast<int64_t>(r % shape.seq);
+    std::vector<float> rotated = qkv;
+    apply_rope(rotated, positions.size(), shape.qkv_width(), 2 * shape.heads, shape.head_dim, shape.head_dim, positions,
+               160000.0F);
+    for (const Precision precision : {Precision::fp32, Precision::bf16}) {
+      std::vector<float> expected(shape.batch * shape.seq * shape.out_width()), got(expected.size());
+      attention(rotated, lengths, shape, false, expected, precision);
+      attention(qkv, lengths, shape, false, got, precision, &table);
+      expect_close(got, expected, precision == Precision::bf16 ? bf16_tolerance : fp32_tolerance,
+                   "fused rope window " + std::to_string(window), attention_scale(rotated));
     }
   }
 }
