@@ -37,6 +37,11 @@ constexpr double prefix_tolerance = 1e-5;
 // (2026-11, AMX); the gate catches a wrong weight layout (errors of order the scale) and leaves room
 // for bf16 rounding, which is all it documents.
 constexpr double bf16_logit_tolerance = 5e-2;
+// bf16 branches after a shared prefix vs the same prompts run alone in bf16, |Δ hidden| ≤ this × the
+// largest |hidden|: only the order of the softmax sums differs, and rounding the attention output
+// to bf16 for o_proj absorbs it (measured: bit-identical, 2026-11, AMX). A branch seeing another's
+// keys or missing the prefix moves hidden rows by their own order.
+constexpr double bf16_prefix_tolerance = 1e-2;
 
 constexpr std::size_t lengths[] = {1, 63, 64, 65, 130};
 
@@ -261,6 +266,38 @@ TEST(Qwen35Prefix, ManyBranchesWithoutKeptStatesEqualTheFullPrompts) {
   const auto again = model->forward(prefix.get(), branches, false);
   for (std::size_t i = 0; i < suffixes.size(); ++i) {
     EXPECT_EQ(again[i].hidden, outputs[i].hidden) << "the prefix state must not change (branch " << i << ")";
+  }
+}
+
+// The same in bf16, where attention runs on AMX tiles (head_dim 32) with the prefix laid out once
+// for all branches: each branch stays within bf16 rounding of its full prompt run alone (which lays
+// out every key per query block instead).
+TEST(Qwen35Prefix, Bf16BranchesAfterASharedPrefixStayCloseToTheFullPrompts) {
+  if (!kernels::linear_supported(kernels::Precision::bf16)) GTEST_SKIP() << "no bf16 matmul on this CPU";
+  const auto model = load_qwen3_5(fixture_root() / "tied8", kernels::Precision::bf16);
+  const Reference reference("tied8");
+  const auto base = reference.ids(130);
+  const std::size_t prefix_length = 50;
+  const std::span<const int32_t> prefix_tokens(base.data(), prefix_length);
+  const auto prefix = model->run_prefix(prefix_tokens);
+  std::vector<std::vector<int32_t>> suffixes;
+  for (const std::size_t length : {1UL, 14UL, 80UL}) {
+    const auto from = base.begin() + static_cast<std::ptrdiff_t>(130 - length);
+    suffixes.emplace_back(from, from + static_cast<std::ptrdiff_t>(length));
+  }
+  std::vector<std::vector<std::size_t>> positions;
+  std::vector<decoder::Branch> branches;
+  for (const auto& suffix : suffixes) positions.push_back(every_position(suffix.size()));
+  for (std::size_t i = 0; i < suffixes.size(); ++i) branches.push_back(decoder::Branch{suffixes[i], positions[i]});
+  const auto outputs = model->forward(prefix.get(), branches, false);
+  const std::size_t hidden = model->info().hidden_size;
+  for (std::size_t i = 0; i < suffixes.size(); ++i) {
+    std::vector<int32_t> full(prefix_tokens.begin(), prefix_tokens.end());
+    full.insert(full.end(), suffixes[i].begin(), suffixes[i].end());
+    const auto alone = run_alone(*model, full);
+    const auto tail = std::span<const float>(alone).subspan(prefix_length * hidden);
+    EXPECT_LE(max_abs_difference(outputs[i].hidden, tail), bf16_prefix_tolerance * logit_scale(tail))
+        << "branch " << i << " of " << suffixes[i].size() << " tokens";
   }
 }
 
