@@ -18,7 +18,6 @@ the Transformers reference's answers (tools/reference/make_tiny_cua_s1.py).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -30,7 +29,9 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
 sys.path.insert(0, HERE)
 
 import s1harness  # noqa: E402
-from reference_answers import check_reference_request, expect_error, read_jsonl, run_validate  # noqa: E402
+from reference_answers import (  # noqa: E402
+    check_reference_request, check_tampered_reference_fails, check_validate_passes, contract_e2e_main, expect_error,
+    run_validate, validate_tampered)
 
 MODEL_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-cua-s1")
 TOLERANCE = 1e-5
@@ -60,36 +61,27 @@ def check_serving(binary, name, lines, problems):
 
 
 def check_validate(binary, lines, problems):
-    reference = os.path.join(MODEL_DIR, "expected.jsonl")
-    result = run_validate(binary, MODEL_DIR, reference, "--max-prob-drift", str(TOLERANCE),
-                          "--decision-margin", "0.0001")
-    summary = json.loads(result.stdout) if result.stdout.strip() else {}
-    if result.returncode != 0 or not summary.get("pass") or summary.get("questions") != 9:
-        problems.append(f"validate on the reference: exit {result.returncode}, {result.stdout} {result.stderr[-500:]}")
+    check_validate_passes(binary, MODEL_DIR, ["--max-prob-drift", str(TOLERANCE), "--decision-margin", "0.0001"],
+                          problems, questions=9)
+
+    # Move probability mass in the first request to the reference's losing option: a 0.3 drift and, the
+    # margin being wide, a decision flip.
+    tampered = json.loads(json.dumps(lines[0]))
+    answer = tampered["answers"]["pick"]
+    loser = min(answer["probabilities"], key=answer["probabilities"].get)
+    winner = answer["choice"]
+    answer["probabilities"][loser], answer["probabilities"][winner] = 0.9, 0.1
+    answer["choice"] = loser
+    summary = check_tampered_reference_fails(binary, MODEL_DIR, tampered, ["--max-prob-drift", "0.02"], problems)
+    if not summary.get("max_prob_drift", 0) > 0.3:
+        problems.append(f"validate on a tampered reference: drift {summary.get('max_prob_drift')}, expected over 0.3")
+    # The same drift within a generous gate and with the flip under the decision margin passes.
+    result, summary = validate_tampered(binary, MODEL_DIR, tampered, "--max-prob-drift", "0.9", "--decision-margin",
+                                        "0.95")
+    if result.returncode != 0 or summary.get("near_ties") != 1:
+        problems.append(f"validate with wide gates: exit {result.returncode}, {result.stdout}")
 
     with tempfile.TemporaryDirectory() as temp:
-        # Move probability mass in the first request to the reference's losing option: a 0.3 drift and,
-        # the margin being wide, a decision flip.
-        tampered = json.loads(json.dumps(lines[0]))
-        answer = tampered["answers"]["pick"]
-        loser = min(answer["probabilities"], key=answer["probabilities"].get)
-        winner = answer["choice"]
-        answer["probabilities"][loser], answer["probabilities"][winner] = 0.9, 0.1
-        answer["choice"] = loser
-        path = os.path.join(temp, "tampered.jsonl")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(json.dumps(tampered, ensure_ascii=False) + "\n")
-        result = run_validate(binary, MODEL_DIR, path, "--max-prob-drift", "0.02")
-        summary = json.loads(result.stdout) if result.stdout.strip() else {}
-        if (result.returncode != 1 or summary.get("pass") is not False or summary.get("decision_flips") != 1
-                or not summary.get("max_prob_drift", 0) > 0.3):
-            problems.append(f"validate on a tampered reference: exit {result.returncode}, {result.stdout}")
-        # The same drift within a generous gate and with the flip under the decision margin passes.
-        result = run_validate(binary, MODEL_DIR, path, "--max-prob-drift", "0.9", "--decision-margin", "0.95")
-        summary = json.loads(result.stdout) if result.stdout.strip() else {}
-        if result.returncode != 0 or summary.get("near_ties") != 1:
-            problems.append(f"validate with wide gates: exit {result.returncode}, {result.stdout}")
-
         broken = os.path.join(temp, "broken.jsonl")
         with open(broken, "w") as f:
             f.write('{"answers": {}}\n')
@@ -98,25 +90,5 @@ def check_validate(binary, lines, problems):
             problems.append(f"validate on a line without a request: exit {result.returncode}, {result.stderr}")
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--binary", required=True)
-    args = parser.parse_args()
-    binary = os.path.abspath(args.binary)
-    name = json.load(open(os.path.join(MODEL_DIR, "s1serve.json")))["name"]
-    lines = read_jsonl(os.path.join(MODEL_DIR, "expected.jsonl"))
-    s1harness.install_signal_handlers()
-    problems: list[str] = []
-    try:
-        check_serving(binary, name, lines, problems)
-    finally:
-        s1harness.Server.stop_all()
-    check_validate(binary, lines, problems)
-    for problem in problems:
-        print("FAIL:", problem, file=sys.stderr)
-    print(f"cua-s1 e2e: {len(lines)} reference requests, {len(problems)} problem(s)")
-    return 1 if problems else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(contract_e2e_main(__doc__, "cua-s1", MODEL_DIR, check_serving, [check_validate]))

@@ -21,11 +21,9 @@ Transformers reference's answers (tools/reference/make_tiny_decider.py, decider_
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -34,7 +32,8 @@ sys.path.insert(0, HERE)
 
 import s1harness  # noqa: E402
 from reference_answers import (  # noqa: E402
-    check_reference_request, check_validate_passes, expect_error, post_systemone, read_jsonl, run_validate)
+    check_reference_request, check_tampered_reference_fails, check_validate_passes, contract_e2e_main, expect_error,
+    post_systemone)
 
 MODEL_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-decider")
 TOLERANCE = 1e-4
@@ -81,41 +80,14 @@ def check_validate(binary, lines, problems):
                                               "--decision-margin", "0.001"],
                           problems, questions=sum(len(line["answers"]) for line in lines))
 
-    with tempfile.TemporaryDirectory() as temp:
-        tampered = json.loads(json.dumps(lines[0]))
-        answer = tampered["answers"]["team"]
-        loser = min(answer["probabilities"], key=answer["probabilities"].get)
-        for option in answer["probabilities"]:
-            answer["probabilities"][option] = 0.9 if option == loser else 0.05
-        answer["choice"] = loser
-        path = os.path.join(temp, "tampered.jsonl")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(json.dumps(tampered, ensure_ascii=False) + "\n")
-        result = run_validate(binary, MODEL_DIR, path, "--max-prob-drift", "0.02")
-        summary = json.loads(result.stdout) if result.stdout.strip() else {}
-        if result.returncode != 1 or summary.get("pass") is not False or summary.get("decision_flips") != 1:
-            problems.append(f"validate on a tampered reference: exit {result.returncode}, {result.stdout}")
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--binary", required=True)
-    args = parser.parse_args()
-    binary = os.path.abspath(args.binary)
-    name = json.load(open(os.path.join(MODEL_DIR, "s1serve.json")))["name"]
-    lines = read_jsonl(os.path.join(MODEL_DIR, "expected.jsonl"))
-    s1harness.install_signal_handlers()
-    problems: list[str] = []
-    try:
-        check_serving(binary, name, lines, problems)
-    finally:
-        s1harness.Server.stop_all()
-    check_validate(binary, lines, problems)
-    for problem in problems:
-        print("FAIL:", problem, file=sys.stderr)
-    print(f"decider e2e: {len(lines)} reference requests, {len(problems)} problem(s)")
-    return 1 if problems else 0
+    tampered = json.loads(json.dumps(lines[0]))
+    answer = tampered["answers"]["team"]
+    loser = min(answer["probabilities"], key=answer["probabilities"].get)
+    for option in answer["probabilities"]:
+        answer["probabilities"][option] = 0.9 if option == loser else 0.05
+    answer["choice"] = loser
+    check_tampered_reference_fails(binary, MODEL_DIR, tampered, ["--max-prob-drift", "0.02"], problems)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(contract_e2e_main(__doc__, "decider", MODEL_DIR, check_serving, [check_validate]))

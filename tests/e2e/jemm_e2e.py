@@ -22,7 +22,6 @@ states whose prompt is exactly 8,192 and 8,193 tokens (tools/reference/make_tiny
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -36,7 +35,8 @@ sys.path.insert(0, HERE)
 
 import s1harness  # noqa: E402
 from reference_answers import (  # noqa: E402
-    check_reference_request, check_validate_passes, expect_error, post_systemone, read_jsonl, run_validate)
+    check_reference_request, check_tampered_reference_fails, check_validate_passes, contract_e2e_main, expect_error,
+    post_systemone, run_validate)
 
 MODEL_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-jemm")
 TOLERANCE = 1e-5
@@ -83,23 +83,17 @@ def check_validate(binary, lines, problems):
                                               "--decision-margin", "0.0001"],
                           problems, questions=sum(len(line["answers"]) for line in lines))
 
-    with tempfile.TemporaryDirectory() as temp:
-        # Swap the first choice's probabilities between its winner and its loser: a drift well over
-        # the gate and a decision flip.
-        tampered = json.loads(json.dumps(lines[0]))
-        answer = tampered["answers"]["action"]
-        winner = answer["choice"]
-        loser = min(answer["probabilities"], key=answer["probabilities"].get)
-        probabilities = answer["probabilities"]
-        probabilities[winner], probabilities[loser] = probabilities[loser], probabilities[winner]
-        answer["choice"] = loser
-        path = os.path.join(temp, "tampered.jsonl")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(json.dumps(tampered, ensure_ascii=False) + "\n")
-        result = run_validate(binary, MODEL_DIR, path, "--max-prob-drift", "0.02", "--decision-margin", "0.0001")
-        summary = json.loads(result.stdout) if result.stdout.strip() else {}
-        if result.returncode != 1 or summary.get("pass") is not False or summary.get("decision_flips") != 1:
-            problems.append(f"validate on a tampered reference: exit {result.returncode}, {result.stdout}")
+    # Swap the first choice's probabilities between its winner and its loser: a drift well over the
+    # gate and a decision flip.
+    tampered = json.loads(json.dumps(lines[0]))
+    answer = tampered["answers"]["action"]
+    winner = answer["choice"]
+    loser = min(answer["probabilities"], key=answer["probabilities"].get)
+    probabilities = answer["probabilities"]
+    probabilities[winner], probabilities[loser] = probabilities[loser], probabilities[winner]
+    answer["choice"] = loser
+    check_tampered_reference_fails(binary, MODEL_DIR, tampered,
+                                   ["--max-prob-drift", "0.02", "--decision-margin", "0.0001"], problems)
 
 
 def check_adapter(binary, problems):
@@ -119,26 +113,5 @@ def check_adapter(binary, problems):
             problems.append(f"the adapter hardly changes the answers: exit {result.returncode}, {result.stdout}")
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--binary", required=True)
-    args = parser.parse_args()
-    binary = os.path.abspath(args.binary)
-    name = json.load(open(os.path.join(MODEL_DIR, "s1serve.json")))["name"]
-    lines = read_jsonl(os.path.join(MODEL_DIR, "expected.jsonl"))
-    s1harness.install_signal_handlers()
-    problems: list[str] = []
-    try:
-        check_serving(binary, name, lines, problems)
-    finally:
-        s1harness.Server.stop_all()
-    check_validate(binary, lines, problems)
-    check_adapter(binary, problems)
-    for problem in problems:
-        print("FAIL:", problem, file=sys.stderr)
-    print(f"jemm e2e: {len(lines)} reference requests, {len(problems)} problem(s)")
-    return 1 if problems else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(contract_e2e_main(__doc__, "jemm", MODEL_DIR, check_serving, [check_validate, lambda binary, lines, problems: check_adapter(binary, problems)]))

@@ -18,8 +18,6 @@ holds laya==0.3.20's own answers (tools/reference/make_tiny_laya.py, tools/refer
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 
@@ -29,7 +27,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
 sys.path.insert(0, HERE)
 
 import s1harness  # noqa: E402
-from reference_answers import check_reference_request, expect_error, post_systemone, read_jsonl  # noqa: E402
+from reference_answers import check_reference_request, contract_e2e_main, expect_error, post_systemone  # noqa: E402
 
 MODEL_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-laya")
 TOLERANCE = 1e-4 + 1e-9  # one step of the 4-decimal rounding
@@ -84,24 +82,5 @@ def check_serving(binary, name, lines, problems):
             problems.append(f"/v1/models entry {entry}")
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--binary", required=True)
-    args = parser.parse_args()
-    binary = os.path.abspath(args.binary)
-    name = json.load(open(os.path.join(MODEL_DIR, "s1serve.json")))["name"]
-    lines = read_jsonl(os.path.join(MODEL_DIR, "expected.jsonl"))
-    s1harness.install_signal_handlers()
-    problems: list[str] = []
-    try:
-        check_serving(binary, name, lines, problems)
-    finally:
-        s1harness.Server.stop_all()
-    for problem in problems:
-        print("FAIL:", problem, file=sys.stderr)
-    print(f"laya e2e: {len(lines)} reference requests, {len(problems)} problem(s)")
-    return 1 if problems else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(contract_e2e_main(__doc__, "laya", MODEL_DIR, check_serving))

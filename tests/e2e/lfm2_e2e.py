@@ -18,7 +18,6 @@ an uncached forward (tools/reference/make_tiny_lfm2.py, tools/reference/lfm2_con
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -29,13 +28,16 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
 sys.path.insert(0, HERE)
 
 import s1harness  # noqa: E402
-from reference_answers import check_reference_request, check_validate_passes, expect_error, read_jsonl  # noqa: E402
+from reference_answers import (  # noqa: E402
+    check_reference_request, check_validate_passes, contract_e2e_main, expect_error)
 
 MODEL_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-lfm2")
 TOLERANCE = 1e-5
 
 
-def check_serving(binary, name, alias, lines, problems):
+def check_serving(binary, name, lines, problems):
+    with open(os.path.join(MODEL_DIR, "s1serve.json"), encoding="utf-8") as f:
+        alias = json.load(f)["aliases"][0]
     with s1harness.Server(binary, ["--model", MODEL_DIR, "--port", "0"], name="lfm2") as server:
         for number, line in enumerate(lines):
             body = dict(line["request"], model=name if number % 2 == 0 else alias)
@@ -55,26 +57,10 @@ def check_serving(binary, name, alias, lines, problems):
             problems.append(f"/v1/models entry {entry}")
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--binary", required=True)
-    args = parser.parse_args()
-    binary = os.path.abspath(args.binary)
-    decision = json.load(open(os.path.join(MODEL_DIR, "s1serve.json")))
-    lines = read_jsonl(os.path.join(MODEL_DIR, "expected.jsonl"))
-    s1harness.install_signal_handlers()
-    problems: list[str] = []
-    try:
-        check_serving(binary, decision["name"], decision["aliases"][0], lines, problems)
-    finally:
-        s1harness.Server.stop_all()
+def check_validate(binary, lines, problems):
     check_validate_passes(binary, MODEL_DIR, ["--max-prob-drift", str(TOLERANCE), "--decision-margin", "0.0001"],
                           problems, questions=6)
-    for problem in problems:
-        print("FAIL:", problem, file=sys.stderr)
-    print(f"lfm2 e2e: {len(lines)} reference requests, {len(problems)} problem(s)")
-    return 1 if problems else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(contract_e2e_main(__doc__, "lfm2", MODEL_DIR, check_serving, [check_validate]))

@@ -21,11 +21,9 @@ reference's answers with every candidate sequence run on its own, as upstream ru
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -33,7 +31,9 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
 sys.path.insert(0, HERE)
 
 import s1harness  # noqa: E402
-from reference_answers import check_reference_request, expect_error, post_systemone, read_jsonl, run_validate  # noqa: E402
+from reference_answers import (  # noqa: E402
+    check_reference_request, check_tampered_reference_fails, check_validate_passes, contract_e2e_main, expect_error,
+    post_systemone)
 
 MODEL_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-open-jev")
 # Declared before comparing: the hybrid family's fp32 logit gate (1e-4 × the logit scale) carried
@@ -90,53 +90,18 @@ def check_serving(binary, name, lines, problems):
             problems.append(f"/v1/models entry {entry}")
 
 
-def validate(binary, reference, *gates):
-    return run_validate(binary, MODEL_DIR, reference, *gates)
-
-
 def check_validate(binary, lines, problems):
-    reference = os.path.join(MODEL_DIR, "expected.jsonl")
-    result = validate(binary, reference, "--max-prob-drift", str(TOLERANCE), "--max-score-drift", str(TOLERANCE))
-    summary = json.loads(result.stdout) if result.stdout.strip() else {}
-    if result.returncode != 0 or not summary.get("pass") or summary.get("questions") != 14:
-        problems.append(f"validate on the reference: exit {result.returncode}, {result.stdout} {result.stderr[-500:]}")
+    check_validate_passes(binary, MODEL_DIR, ["--max-prob-drift", str(TOLERANCE), "--max-score-drift", str(TOLERANCE)],
+                          problems, questions=14)
 
-    with tempfile.TemporaryDirectory() as temp:
-        # Move the long-state request's choice to its least likely option: a wide-margin decision flip.
-        tampered = json.loads(json.dumps(lines[3]))
-        answer = tampered["answers"]["team"]
-        loser = min(answer["probabilities"], key=answer["probabilities"].get)
-        answer["probabilities"] = {k: (0.9 if k == loser else 0.1 / 3) for k in answer["probabilities"]}
-        answer["choice"] = loser
-        path = os.path.join(temp, "tampered.jsonl")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(json.dumps(tampered, ensure_ascii=False) + "\n")
-        result = validate(binary, path, "--max-prob-drift", "0.02")
-        summary = json.loads(result.stdout) if result.stdout.strip() else {}
-        if result.returncode != 1 or summary.get("pass") is not False or summary.get("decision_flips") != 1:
-            problems.append(f"validate on a tampered reference: exit {result.returncode}, {result.stdout}")
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--binary", required=True)
-    args = parser.parse_args()
-    binary = os.path.abspath(args.binary)
-    with open(os.path.join(MODEL_DIR, "s1serve.json"), encoding="utf-8") as f:
-        name = json.load(f)["name"]
-    lines = read_jsonl(os.path.join(MODEL_DIR, "expected.jsonl"))
-    s1harness.install_signal_handlers()
-    problems: list[str] = []
-    try:
-        check_serving(binary, name, lines, problems)
-    finally:
-        s1harness.Server.stop_all()
-    check_validate(binary, lines, problems)
-    for problem in problems:
-        print("FAIL:", problem, file=sys.stderr)
-    print(f"open-jev e2e: {len(lines)} reference requests, {len(problems)} problem(s)")
-    return 1 if problems else 0
+    # Move the long-state request's choice to its least likely option: a wide-margin decision flip.
+    tampered = json.loads(json.dumps(lines[3]))
+    answer = tampered["answers"]["team"]
+    loser = min(answer["probabilities"], key=answer["probabilities"].get)
+    answer["probabilities"] = {k: (0.9 if k == loser else 0.1 / 3) for k in answer["probabilities"]}
+    answer["choice"] = loser
+    check_tampered_reference_fails(binary, MODEL_DIR, tampered, ["--max-prob-drift", "0.02"], problems)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(contract_e2e_main(__doc__, "open-jev", MODEL_DIR, check_serving, [check_validate]))

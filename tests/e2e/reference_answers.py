@@ -1,14 +1,18 @@
 """What the contract e2e tests share: a reference file's JSON lines, POST /v1/systemone, an answer
-compared with the reference's within a tolerance, an expected refusal, and `s1serve validate`.
+compared with the reference's within a tolerance, an expected refusal, `s1serve validate` (on the
+model's own reference and on a tampered one), and the tests' main().
 
 Import after tests/conformance is on sys.path (s1harness lives there).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
+import sys
+import tempfile
 
 import s1harness
 
@@ -78,6 +82,56 @@ def check_validate_passes(binary, model_dir, gates, problems, questions=None, wh
     if (result.returncode != 0 or not summary.get("pass")
             or (questions is not None and summary.get("questions") != questions)):
         problems.append(f"{where}: exit {result.returncode}, {result.stdout} {result.stderr[-500:]}")
+
+
+def write_jsonl(path, lines):
+    with open(path, "w", encoding="utf-8") as f:
+        for line in lines:
+            f.write(json.dumps(line, ensure_ascii=False) + "\n")
+
+
+def validate_tampered(binary, model_dir, tampered_line, *gates):
+    """`s1serve validate` of the model against a reference holding only `tampered_line`: the process
+    result and its JSON summary ({} when it printed none)."""
+    with tempfile.TemporaryDirectory() as temp:
+        path = os.path.join(temp, "tampered.jsonl")
+        write_jsonl(path, [tampered_line])
+        result = run_validate(binary, model_dir, path, *gates)
+    return result, (json.loads(result.stdout) if result.stdout.strip() else {})
+
+
+def check_tampered_reference_fails(binary, model_dir, tampered_line, gates, problems):
+    """A reference line whose decision was moved to another option: validate must fail (exit 1) with
+    exactly one decision flip. Returns the summary for further checks."""
+    result, summary = validate_tampered(binary, model_dir, tampered_line, *gates)
+    if result.returncode != 1 or summary.get("pass") is not False or summary.get("decision_flips") != 1:
+        problems.append(f"validate on a tampered reference: exit {result.returncode}, {result.stdout}")
+    return summary
+
+
+def contract_e2e_main(doc, label, model_dir, check_serving, checks_after_serving=()):
+    """A contract e2e test's main(): parses --binary, runs `check_serving(binary, name, lines, problems)`
+    with the model's name and reference lines (servers stopped however it ends), then each
+    `check(binary, lines, problems)` of `checks_after_serving`; prints the problems, exit 1 on any."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--binary", required=True)
+    args = parser.parse_args()
+    binary = os.path.abspath(args.binary)
+    with open(os.path.join(model_dir, "s1serve.json"), encoding="utf-8") as f:
+        name = json.load(f)["name"]
+    lines = read_jsonl(os.path.join(model_dir, "expected.jsonl"))
+    s1harness.install_signal_handlers()
+    problems: list[str] = []
+    try:
+        check_serving(binary, name, lines, problems)
+    finally:
+        s1harness.Server.stop_all()
+    for check in checks_after_serving:
+        check(binary, lines, problems)
+    for problem in problems:
+        print("FAIL:", problem, file=sys.stderr)
+    print(f"{label} e2e: {len(lines)} reference requests, {len(problems)} problem(s)")
+    return 1 if problems else 0
 
 
 def check_reference_request(server, body, line, where, tolerance, problems, known_shape_problems=()):

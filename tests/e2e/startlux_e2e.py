@@ -20,7 +20,6 @@ reference's answers (tools/reference/make_tiny_startlux.py), among them choices 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -34,7 +33,8 @@ sys.path.insert(0, HERE)
 
 import s1harness  # noqa: E402
 from reference_answers import (  # noqa: E402
-    check_reference_request, check_validate_passes, expect_error, read_jsonl, run_validate)
+    check_reference_request, check_tampered_reference_fails, check_validate_passes, contract_e2e_main, expect_error,
+    run_validate)
 
 MODEL_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-startlux")
 TOLERANCE = 1e-5
@@ -80,13 +80,7 @@ def check_validate(binary, lines, problems):
         ranked = sorted(answer["probabilities"], key=answer["probabilities"].get, reverse=True)
         answer["probabilities"][ranked[0]], answer["probabilities"][ranked[1]] = 0.05, 0.6
         answer["choice"] = ranked[1]
-        path = os.path.join(temp, "tampered.jsonl")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(json.dumps(tampered, ensure_ascii=False) + "\n")
-        result = run_validate(binary, MODEL_DIR, path, "--max-prob-drift", "0.02")
-        summary = json.loads(result.stdout) if result.stdout.strip() else {}
-        if result.returncode != 1 or summary.get("pass") is not False or summary.get("decision_flips") != 1:
-            problems.append(f"validate on a tampered reference: exit {result.returncode}, {result.stdout}")
+        check_tampered_reference_fails(binary, MODEL_DIR, tampered, ["--max-prob-drift", "0.02"], problems)
 
         autothink = os.path.join(temp, "StartLux-Decision-v1.1-4B-AutoThink")
         shutil.copytree(MODEL_DIR, autothink)
@@ -106,25 +100,5 @@ def check_validate(binary, lines, problems):
             problems.append(f"swapped letter ids: exit {result.returncode}, {result.stderr[-300:]}")
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--binary", required=True)
-    args = parser.parse_args()
-    binary = os.path.abspath(args.binary)
-    name = json.load(open(os.path.join(MODEL_DIR, "s1serve.json")))["name"]
-    lines = read_jsonl(os.path.join(MODEL_DIR, "expected.jsonl"))
-    s1harness.install_signal_handlers()
-    problems: list[str] = []
-    try:
-        check_serving(binary, name, lines, problems)
-    finally:
-        s1harness.Server.stop_all()
-    check_validate(binary, lines, problems)
-    for problem in problems:
-        print("FAIL:", problem, file=sys.stderr)
-    print(f"startlux e2e: {len(lines)} reference requests, {len(problems)} problem(s)")
-    return 1 if problems else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(contract_e2e_main(__doc__, "startlux", MODEL_DIR, check_serving, [check_validate]))
