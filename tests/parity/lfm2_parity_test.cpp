@@ -14,8 +14,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -32,77 +30,27 @@
 #include "model/lfm2/config.h"
 #include "model/lfm2/lfm2_model.h"
 
+#include "decoder_parity_support.h"
+
 namespace s1::lfm2 {
 namespace {
 
+using parity::expect_rows_match_reference;
+using parity::full_hidden;
+using parity::max_abs;
+using parity::max_difference;
+using Reference = parity::DecoderReference;
+
 constexpr double logits_tolerance = 1e-4;
-constexpr double hidden_absolute_tolerance = 1e-5;
-constexpr double hidden_relative_tolerance = 1e-4;
 constexpr double bf16_tolerance = 5e-2;
-constexpr double prefix_tolerance = 1e-5;
 
 const std::vector<std::size_t> lengths{1, 7, 64, 65, 130};
 const std::vector<std::string> cases{"types_tied", "idxs_untied_bias"};
 
-std::filesystem::path fixture_root() {
-  const char* source = std::getenv("S1SERVE_SOURCE_DIR");
-  return std::filesystem::path(source != nullptr ? source : S1SERVE_SOURCE_DIR_FALLBACK) / "tests" / "parity" / "lfm2";
-}
-
-struct Reference {
-  std::vector<int32_t> ids;
-  std::vector<float> hidden;  // [n, hidden]
-  std::vector<float> logits;  // [vocab], last position
-};
+std::filesystem::path fixture_root() { return parity::decoder_fixture_root("lfm2"); }
 
 Reference read_reference(const std::string& name, std::size_t n) {
-  const auto file = checkpoint::Checkpoint::open(fixture_root() / name / "reference.safetensors");
-  const auto suffix = std::to_string(n);
-  const checkpoint::TensorView& ids = file.get("ids_" + suffix);
-  EXPECT_EQ(ids.dtype, checkpoint::DType::kI32);
-  Reference reference;
-  reference.ids.resize(static_cast<std::size_t>(ids.element_count()));
-  std::memcpy(reference.ids.data(), ids.bytes.data(), reference.ids.size() * sizeof(int32_t));
-  reference.hidden = checkpoint::to_float(file.get("hidden_" + suffix));
-  reference.logits = checkpoint::to_float(file.get("logits_" + suffix));
-  return reference;
-}
-
-std::vector<std::size_t> all_positions(std::size_t n) {
-  std::vector<std::size_t> positions(n);
-  for (std::size_t i = 0; i < n; ++i) positions[i] = i;
-  return positions;
-}
-
-double max_abs(std::span<const float> values) {
-  double largest = 0.0;
-  for (const float value : values) largest = std::max(largest, static_cast<double>(std::fabs(value)));
-  return largest;
-}
-
-double max_difference(std::span<const float> got, std::span<const float> expected) {
-  EXPECT_EQ(got.size(), expected.size());
-  double worst = 0.0;
-  for (std::size_t i = 0; i < std::min(got.size(), expected.size()); ++i) {
-    const double error = std::fabs(static_cast<double>(got[i]) - expected[i]);
-    worst = std::isnan(error) ? INFINITY : std::max(worst, error);
-  }
-  return worst;
-}
-
-std::vector<float> full_hidden(decoder::CausalDecoder& model, std::span<const int32_t> ids) {
-  const std::vector<std::size_t> positions = all_positions(ids.size());
-  const decoder::Branch branch{ids, positions};
-  return std::move(model.forward(nullptr, std::span(&branch, 1), false).front().hidden);
-}
-
-void expect_rows_match_reference(std::span<const float> got, std::span<const float> expected, std::size_t width,
-                                 const std::string& what) {
-  ASSERT_EQ(got.size(), expected.size()) << what;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double bound = hidden_absolute_tolerance + hidden_relative_tolerance * std::fabs(expected[i]);
-    ASSERT_LE(std::fabs(got[i] - expected[i]), bound) << what << ", row " << i / width << ", column " << i % width;
-  }
+  return parity::read_decoder_reference(fixture_root() / name, n);
 }
 
 class Lfm2Parity : public ::testing::TestWithParam<std::string> {};
@@ -143,113 +91,30 @@ TEST_P(Lfm2Parity, SharedPrefixBranchesEqualFullPrompts) {
   const Reference long_reference = read_reference(GetParam(), 130);
   const Reference other = read_reference(GetParam(), 65);
   const std::size_t prefix_length = 40;
-  const std::span<const int32_t> ids(long_reference.ids);
-  const auto prefix = model->run_prefix(ids.first(prefix_length));
-  ASSERT_EQ(prefix->length(), prefix_length);
-
   // Branches of different lengths and tokens: one and two tokens (shorter than the conv kernel, so
   // the conv reads the prefix's carried inputs), and longer ones.
   const std::vector<std::vector<int32_t>> branch_tokens{
-      std::vector<int32_t>(ids.begin() + prefix_length, ids.end()),
+      std::vector<int32_t>(long_reference.ids.begin() + prefix_length, long_reference.ids.end()),
       std::vector<int32_t>(other.ids.begin(), other.ids.begin() + 17),
       std::vector<int32_t>{other.ids[40]},
       std::vector<int32_t>{other.ids[41], other.ids[42]},
   };
-  std::vector<std::vector<std::size_t>> outputs;
-  std::vector<decoder::Branch> branches;
-  for (const auto& tokens : branch_tokens) outputs.push_back(all_positions(tokens.size()));
-  for (std::size_t b = 0; b < branch_tokens.size(); ++b) branches.push_back({branch_tokens[b], outputs[b]});
-  const auto shared = model->forward(prefix.get(), branches, true);
-  ASSERT_EQ(shared.size(), branches.size());
-
-  const std::size_t hidden_size = model->info().hidden_size;
-  for (std::size_t b = 0; b < branches.size(); ++b) {
-    std::vector<int32_t> full(ids.begin(), ids.begin() + prefix_length);
-    full.insert(full.end(), branch_tokens[b].begin(), branch_tokens[b].end());
-    const std::vector<float> unshared = full_hidden(*model, full);
-    const auto expected = std::span<const float>(unshared).subspan(prefix_length * hidden_size);
-    EXPECT_LE(max_difference(shared[b].hidden, expected), prefix_tolerance * std::max(1.0, max_abs(expected)))
-        << "branch " << b;
-    ASSERT_NE(shared[b].state, nullptr);
-    EXPECT_EQ(shared[b].state->length(), full.size());
-  }
-  // The first branch completes the 130-token reference sequence: its rows are Transformers' rows.
-  expect_rows_match_reference(shared[0].hidden,
-                              std::span<const float>(long_reference.hidden).subspan(prefix_length * hidden_size),
-                              hidden_size, "branch 0 against Transformers");
-
-  // Kept states extend further: a second round (1 and 5 more tokens, outputs at selected positions
-  // only) after each first-round branch equals the unshared forward again.
-  const std::vector<int32_t> more(other.ids.begin() + 20, other.ids.begin() + 25);
-  for (std::size_t b = 0; b < branches.size(); ++b) {
-    const std::vector<std::size_t> none;
-    const std::vector<std::size_t> first_and_last{0, 4};
-    const decoder::Branch single{std::span(more).first(1), none};
-    const decoder::Branch five{more, first_and_last};
-    const std::vector<decoder::Branch> extensions{single, five};
-    const std::unique_ptr<decoder::SequenceState> copy = shared[b].state->clone();
-    const auto extended = model->forward(copy.get(), extensions, false);
-    EXPECT_TRUE(extended[0].hidden.empty());
-    std::vector<int32_t> full(ids.begin(), ids.begin() + prefix_length);
-    full.insert(full.end(), branch_tokens[b].begin(), branch_tokens[b].end());
-    full.insert(full.end(), more.begin(), more.end());
-    const std::vector<float> unshared = full_hidden(*model, full);
-    const std::size_t first_row = full.size() - more.size();
-    std::vector<float> expected(unshared.begin() + static_cast<std::ptrdiff_t>(first_row * hidden_size),
-                                unshared.begin() + static_cast<std::ptrdiff_t>((first_row + 1) * hidden_size));
-    expected.insert(expected.end(), unshared.end() - static_cast<std::ptrdiff_t>(hidden_size), unshared.end());
-    EXPECT_LE(max_difference(extended[1].hidden, expected), prefix_tolerance * std::max(1.0, max_abs(expected)))
-        << "extension of branch " << b;
-  }
-  // The prefix itself was not modified: branching from it again gives identical rows.
-  const auto again = model->forward(prefix.get(), std::span(branches).first(1), false);
-  EXPECT_EQ(again[0].hidden, shared[0].hidden);
+  parity::expect_shared_prefix_branches_equal_full_prompts(
+      *model, long_reference, prefix_length, branch_tokens,
+      std::vector<int32_t>(other.ids.begin() + 20, other.ids.begin() + 25));
 }
 
 TEST_P(Lfm2Parity, TokenByTokenExtensionEqualsOneForward) {
   const auto model = load_lfm2(fixture_root() / GetParam(), kernels::Precision::fp32);
-  const Reference reference = read_reference(GetParam(), 64);
-  const std::span<const int32_t> ids(reference.ids);
-  const std::size_t hidden_size = model->info().hidden_size;
-  std::unique_ptr<decoder::SequenceState> state = model->run_prefix(ids.first(1));
-  const std::vector<std::size_t> only_row{0};
-  for (std::size_t position = 1; position < 20; ++position) {
-    const decoder::Branch step{ids.subspan(position, 1), only_row};
-    auto outputs = model->forward(state.get(), std::span(&step, 1), true);
-    expect_rows_match_reference(outputs[0].hidden, std::span<const float>(reference.hidden).subspan(position * hidden_size, hidden_size),
-                                hidden_size, "position " + std::to_string(position));
-    state = std::move(outputs[0].state);
-    ASSERT_EQ(state->length(), position + 1);
-  }
+  parity::expect_token_by_token_rows_match(*model, read_reference(GetParam(), 64), 1, 20);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, Lfm2Parity, ::testing::ValuesIn(cases));
 
 TEST(Lfm2Forward, RejectsBadCalls) {
   const auto model = load_lfm2(fixture_root() / "types_tied", kernels::Precision::fp32);
-  const std::vector<int32_t> good{1, 2, 3};
-  const std::vector<int32_t> out_of_vocabulary{1, static_cast<int32_t>(model->info().vocab_size)};
-  const std::vector<int32_t> negative{-1};
-  const std::vector<int32_t> empty;
-  const std::vector<std::size_t> unordered{2, 1};
-  const std::vector<std::size_t> past_end{3};
-  const std::vector<int32_t> too_long(model->info().max_positions + 1, 1);
-  const auto expect_rejected = [&](const decoder::SequenceState* prefix, decoder::Branch branch) {
-    EXPECT_THROW((void)model->forward(prefix, std::span(&branch, 1), false), std::invalid_argument);
-  };
-  expect_rejected(nullptr, {out_of_vocabulary, {}});
-  expect_rejected(nullptr, {negative, {}});
-  expect_rejected(nullptr, {empty, {}});
-  expect_rejected(nullptr, {good, unordered});
-  expect_rejected(nullptr, {good, past_end});
-  expect_rejected(nullptr, {too_long, {}});
-  const std::vector<int32_t> almost(model->info().max_positions - 2, 1);
-  const auto prefix = model->run_prefix(almost);
-  expect_rejected(prefix.get(), {good, {}});
-  // A state from another model is refused, not misread.
   const auto other = load_lfm2(fixture_root() / "idxs_untied_bias", kernels::Precision::fp32);
-  const auto foreign = other->run_prefix(good);
-  expect_rejected(foreign.get(), {good, {}});
+  parity::expect_bad_calls_rejected(*model, *other);
 }
 
 class Lfm2Files : public ::testing::Test {
