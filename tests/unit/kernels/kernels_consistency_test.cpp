@@ -562,7 +562,7 @@ TEST_F(ThreadCounts, PublicOpsMatchReference) {
       reference::softmax(x, width, expected);
       expect_close(got, expected, fp32_tolerance, "softmax" + label);
       // x as [rows / 2, 2·width] fused [input | gate] rows.
-      std::vector<float> fused_expected(x.size() / 2), fused_got(x.size() / 2);
+      std::vector<float> fused_expected(rows / 2 * width), fused_got(rows / 2 * width);
       for (std::size_t row = 0; row < rows / 2; ++row)
         reference::gelu_mul(std::span(x).subspan(2 * row * width, width),
                             std::span(x).subspan((2 * row + 1) * width, width),
