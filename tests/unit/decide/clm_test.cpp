@@ -15,6 +15,7 @@
 #include "decide/contracts/clm_heads.h"
 #include "decide/contracts/embedding_cache.h"
 #include "model/checkpoint/load_error.h"
+#include "support/engine_runs.h"
 #include "support/fixtures.h"
 #include "text/tokenizer.h"
 
@@ -161,16 +162,11 @@ TEST(ClmEngine, AnswersLikeTheReferenceAndCountsCandidatesEveryTime) {
   for (int pass = 0; pass < 2; ++pass) {  // the second pass reads every candidate from the cache
     for (const api::Json& line : read_jsonl(fixture_dir() / "expected.jsonl")) {
       const api::DecisionRequest request = typed_request(line["request"]);
-      auto plan = model.engine->prepare(request, {});
-      ASSERT_TRUE(plan) << plan.error().message;
-      EXPECT_EQ(plan.value()->input_tokens, line["input_tokens"].get<int64_t>());
-      auto raw = model.engine->run(*plan.value());
-      ASSERT_TRUE(raw);
-      auto answers = model.engine->finish(request, *plan.value(), std::move(raw.value()));
-      ASSERT_TRUE(answers);
+      const auto [input_tokens, answers] = test::run_engine(*model.engine, request);
+      EXPECT_EQ(input_tokens, line["input_tokens"].get<int64_t>());
       for (std::size_t q = 0; q < request.questions.size(); ++q) {
         const api::Json& expected = line["answers"][request.questions[q].key];
-        const api::Answer& got = answers.value()[q];
+        const api::Answer& got = answers[q];
         if (got.type == api::QuestionType::noul) {
           EXPECT_NEAR(got.probabilities[0], expected["noul"].get<double>(), 1e-5);
           continue;
@@ -188,8 +184,7 @@ TEST(ClmEngine, AnswersLikeTheReferenceAndCountsCandidatesEveryTime) {
 TEST(ClmEngine, RefusesEmptyAndOverlongTexts) {
   LoadedModel model = load_model(fixture_dir().string());
   const auto refused = [&](const std::string& body) {
-    auto plan = model.engine->prepare(typed_request(api::Json::parse(body)), {});
-    return plan ? api::ErrorCode::internal_error : plan.error().code;
+    return test::prepare_refusal(*model.engine, api::Json::parse(body));
   };
   EXPECT_EQ(refused(R"({"state":"s","questions":{"q":{"type":"choice","criteria":{"a":null,"b":[]}}}})"),
             api::ErrorCode::validation);

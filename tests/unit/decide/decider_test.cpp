@@ -11,6 +11,7 @@
 
 #include "api/request.h"
 #include "decide/contract_table.h"
+#include "support/engine_runs.h"
 #include "support/fixtures.h"
 #include "text/tokenizer.h"
 
@@ -273,16 +274,11 @@ TEST(DeciderEngine, AnswersLikeTheTransformersReference) {
   EXPECT_EQ(info.max_choice_options, 255U);
   for (const api::Json& line : read_jsonl(fixture_dir() / "expected.jsonl")) {
     const api::DecisionRequest request = typed_request(line["request"]);
-    auto plan = model.engine->prepare(request, {});
-    ASSERT_TRUE(plan) << plan.error().message;
-    EXPECT_EQ(plan.value()->input_tokens, line["input_tokens"].get<int64_t>());
-    auto raw = model.engine->run(*plan.value());
-    ASSERT_TRUE(raw);
-    auto answers = model.engine->finish(request, *plan.value(), std::move(raw.value()));
-    ASSERT_TRUE(answers);
+    const auto [input_tokens, answers] = test::run_engine(*model.engine, request);
+    EXPECT_EQ(input_tokens, line["input_tokens"].get<int64_t>());
     for (std::size_t q = 0; q < request.questions.size(); ++q) {
       const api::Json& expected = line["answers"][request.questions[q].key];
-      const api::Answer& got = answers.value()[q];
+      const api::Answer& got = answers[q];
       if (got.type == api::QuestionType::noul) {
         EXPECT_NEAR(got.probabilities[0], expected["noul"].get<double>(), 1e-4) << request.questions[q].key;
         continue;

@@ -16,6 +16,7 @@
 #include "decide/contract_common.h"
 #include "decide/contract_table.h"
 #include "decide/python_text.h"
+#include "support/engine_runs.h"
 #include "support/fixtures.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
@@ -174,14 +175,9 @@ TEST(JemmEngine, AnswersLikeTheTransformersReference) {
   ASSERT_EQ(lines.size(), 5U);
   for (const api::Json& line : lines) {
     const api::DecisionRequest request = typed_request(line["request"]);
-    auto plan = model.engine->prepare(request, {});
-    ASSERT_TRUE(plan) << plan.error().message;
-    EXPECT_EQ(plan.value()->input_tokens, line["input_tokens"].get<int64_t>());
-    auto raw = model.engine->run(*plan.value());
-    ASSERT_TRUE(raw);
-    auto answers = model.engine->finish(request, *plan.value(), std::move(raw.value()));
-    ASSERT_TRUE(answers);
-    expect_answers_match(request, answers.value(), line["answers"]);
+    const auto [input_tokens, answers] = test::run_engine(*model.engine, request);
+    EXPECT_EQ(input_tokens, line["input_tokens"].get<int64_t>());
+    expect_answers_match(request, answers, line["answers"]);
   }
 }
 
@@ -263,16 +259,11 @@ TEST(JemmEngine, AppliesAnUnmergedAdapterLikeTheReference) {
   ASSERT_EQ(lines.size(), 5U);
   for (const api::Json& line : lines) {
     const api::DecisionRequest request = typed_request(line["request"]);
-    auto plan = model.engine->prepare(request, {});
-    ASSERT_TRUE(plan) << plan.error().message;
-    auto raw = model.engine->run(*plan.value());
-    ASSERT_TRUE(raw);
-    auto answers = model.engine->finish(request, *plan.value(), std::move(raw.value()));
-    ASSERT_TRUE(answers);
+    const std::vector<api::Answer> answers = test::run_engine(*model.engine, request).answers;
     // The reference adds scale·B·A to the fp32 weights, s1serve adds scale·B(A·x) to the outputs: equal
     // up to fp32 rounding order, which can move a logit lying on a BF16 rounding boundary by one BF16
     // step (|Δp| ≈ 1e-5 on this fixture).
-    expect_answers_match(request, answers.value(), line["answers"], 1e-4);
+    expect_answers_match(request, answers, line["answers"], 1e-4);
   }
 }
 
@@ -350,13 +341,8 @@ TEST(JemmEngine, ReadsTheLabelRowsFromTheSideFile) {
   LoadedModel model = load_model(copy.dir().string());
   const api::DecisionRequest request = typed_request(api::Json::parse(
       R"({"state":"s","questions":{"q":{"type":"choice","criteria":{"a":null,"b":null,"c":null}}}})"));
-  auto plan = model.engine->prepare(request, {});
-  ASSERT_TRUE(plan);
-  auto raw = model.engine->run(*plan.value());
-  ASSERT_TRUE(raw);
-  auto answers = model.engine->finish(request, *plan.value(), std::move(raw.value()));
-  ASSERT_TRUE(answers);
-  for (const double p : answers.value()[0].probabilities) EXPECT_NEAR(p, 1.0 / 3.0, 1e-12);
+  const std::vector<api::Answer> answers = test::run_engine(*model.engine, request).answers;
+  for (const double p : answers[0].probabilities) EXPECT_NEAR(p, 1.0 / 3.0, 1e-12);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "api/request.h"
 #include "decide/contract_table.h"
 #include "model/checkpoint/load_error.h"
+#include "support/engine_runs.h"
 #include "support/fixtures.h"
 #include "text/tokenizer.h"
 
@@ -153,17 +154,12 @@ TEST(LayaEngine, AnswersLikeLaya) {
   EXPECT_EQ(model.engine->info().confidence_method, "entropy");
   for (const api::Json& line : read_jsonl(fixture_dir() / "expected.jsonl")) {
     const api::DecisionRequest request = typed_request(line["request"]);
-    auto plan = model.engine->prepare(request, {});
-    ASSERT_TRUE(plan) << plan.error().message;
-    EXPECT_EQ(plan.value()->input_tokens, line["input_tokens"].get<int64_t>());
-    auto raw = model.engine->run(*plan.value());
-    ASSERT_TRUE(raw);
-    auto answers = model.engine->finish(request, *plan.value(), std::move(raw.value()));
-    ASSERT_TRUE(answers);
+    const auto [input_tokens, answers] = test::run_engine(*model.engine, request);
+    EXPECT_EQ(input_tokens, line["input_tokens"].get<int64_t>());
     for (std::size_t q = 0; q < request.questions.size(); ++q) {
       const api::Question& question = request.questions[q];
       const api::Json& expected = line["answers"][question.key];
-      const api::Answer& got = answers.value()[q];
+      const api::Answer& got = answers[q];
       if (question.type == api::QuestionType::noul) {
         EXPECT_NEAR(got.probabilities[0], expected["noul"].get<double>(), wire_tolerance) << question.key;
         continue;
@@ -185,8 +181,7 @@ TEST(LayaEngine, AnswersLikeLaya) {
 TEST(LayaEngine, RefusesTooManyQuestionsAndMarkers) {
   LoadedModel model = load_model(fixture_dir().string());
   const auto refused = [&](const api::Json& body) {
-    auto plan = model.engine->prepare(typed_request(body), {});
-    return plan ? api::ErrorCode::internal_error : plan.error().code;
+    return test::prepare_refusal(*model.engine, body);
   };
   api::Json body = api::Json::parse(R"({"state":"s","questions":{}})");
   for (int i = 0; i < 17; ++i) body["questions"]["q" + std::to_string(i)] = {{"type", "noul"}};

@@ -13,6 +13,7 @@
 #include "decide/contract_common.h"
 #include "decide/contract_table.h"
 #include "model/checkpoint/load_error.h"
+#include "support/engine_runs.h"
 #include "support/fixtures.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
@@ -115,16 +116,11 @@ void expect_reference_answers(runtime::Engine& engine) {
   std::size_t questions = 0;
   for (const api::Json& line : read_jsonl(fixture_dir() / "expected.jsonl")) {
     const api::DecisionRequest request = typed_request(line["request"]);
-    auto plan = engine.prepare(request, {});
-    ASSERT_TRUE(plan) << plan.error().message;
-    EXPECT_EQ(plan.value()->input_tokens, line["input_tokens"].get<int64_t>());
-    auto raw = engine.run(*plan.value());
-    ASSERT_TRUE(raw);
-    auto answers = engine.finish(request, *plan.value(), std::move(raw.value()));
-    ASSERT_TRUE(answers);
+    const auto [input_tokens, answers] = test::run_engine(engine, request);
+    EXPECT_EQ(input_tokens, line["input_tokens"].get<int64_t>());
     for (std::size_t q = 0; q < request.questions.size(); ++q, ++questions) {
       const api::Json& expected = line["answers"][request.questions[q].key];
-      const api::Answer& got = answers.value()[q];
+      const api::Answer& got = answers[q];
       EXPECT_EQ(request.questions[q].options[got.choice_index].name, expected["choice"].get<std::string>());
       EXPECT_NEAR(got.confidence, expected["confidence"].get<double>(), 1e-5);
       std::size_t i = 0;
@@ -159,8 +155,7 @@ TEST(Lfm2CandidatesEngine, BatchSizeDoesNotChangeAnswers) {
 TEST(Lfm2CandidatesEngine, RefusesOtherQuestionTypes) {
   LoadedModel model = load_model(fixture_dir().string());
   const auto refused = [&](const char* body) {
-    auto plan = model.engine->prepare(typed_request(api::Json::parse(body)), {});
-    return plan ? api::ErrorCode::internal_error : plan.error().code;
+    return test::prepare_refusal(*model.engine, api::Json::parse(body));
   };
   EXPECT_EQ(refused(R"({"state":"s","questions":{"a":{"type":"choice","criteria":{"x":null}},"b":{"type":"noul"}}})"),
             api::ErrorCode::unsupported_question_type);
@@ -188,17 +183,12 @@ TEST(Lfm2ChatCheckpoint, ServedByTheLabelTokenContractLikeTransformers) {
   std::size_t questions = 0;
   for (const api::Json& line : read_jsonl(fixture_dir() / "label_token_expected.jsonl")) {
     const api::DecisionRequest request = typed_request(line["request"]);
-    auto plan = model.engine->prepare(request, {});
-    ASSERT_TRUE(plan) << plan.error().message;
-    EXPECT_EQ(plan.value()->input_tokens, line["input_tokens"].get<int64_t>());
-    auto raw = model.engine->run(*plan.value());
-    ASSERT_TRUE(raw);
-    auto answers = model.engine->finish(request, *plan.value(), std::move(raw.value()));
-    ASSERT_TRUE(answers);
+    const auto [input_tokens, answers] = test::run_engine(*model.engine, request);
+    EXPECT_EQ(input_tokens, line["input_tokens"].get<int64_t>());
     for (std::size_t q = 0; q < request.questions.size(); ++q, ++questions) {
       const api::Json& expected = line["answers"][request.questions[q].key];
-      const api::Answer& got = answers.value()[q];
-      if (expected["type"] == "noul") {
+      const api::Answer& got = answers[q];
+      if (expected["type"].get<std::string>() == "noul") {
         EXPECT_NEAR(got.probabilities.at(0), expected["noul"].get<double>(), 1e-5);
         continue;
       }

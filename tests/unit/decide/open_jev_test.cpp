@@ -14,6 +14,7 @@
 #include "decide/contract_table.h"
 #include "decide/prompt.h"
 #include "model/checkpoint/load_error.h"
+#include "support/engine_runs.h"
 #include "support/fixtures.h"
 #include "text/tokenizer.h"
 
@@ -257,17 +258,12 @@ TEST(OpenJevEngine, AnswersLikeIndependentTransformersRunsWithTheStateRunOnce) {
   std::size_t shared = 0;
   for (const api::Json& line : read_jsonl(fixture_dir() / "expected.jsonl")) {
     const api::DecisionRequest request = typed_request(line["request"]);
-    auto plan = model.engine->prepare(request, {});
-    ASSERT_TRUE(plan) << plan.error().message;
-    EXPECT_EQ(plan.value()->input_tokens, line["input_tokens"].get<int64_t>());
-    if (plan.value()->input_tokens < line["independent_tokens"].get<int64_t>()) ++shared;
-    auto raw = model.engine->run(*plan.value());
-    ASSERT_TRUE(raw);
-    auto answers = model.engine->finish(request, *plan.value(), std::move(raw.value()));
-    ASSERT_TRUE(answers);
+    const auto [input_tokens, answers] = test::run_engine(*model.engine, request);
+    EXPECT_EQ(input_tokens, line["input_tokens"].get<int64_t>());
+    if (input_tokens < line["independent_tokens"].get<int64_t>()) ++shared;
     for (std::size_t q = 0; q < request.questions.size(); ++q) {
       const api::Json& expected = line["answers"][request.questions[q].key];
-      const api::Answer& got = answers.value()[q];
+      const api::Answer& got = answers[q];
       switch (got.type) {
         case api::QuestionType::noul:
           EXPECT_NEAR(got.probabilities[0], expected["noul"].get<double>(), answer_tolerance);

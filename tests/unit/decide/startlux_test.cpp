@@ -16,6 +16,7 @@
 #include "decide/contracts/startlux_prompt.h"
 #include "decide/wide_choice.h"
 #include "model/checkpoint/load_error.h"
+#include "support/engine_runs.h"
 #include "support/fixtures.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
@@ -316,17 +317,12 @@ TEST(StartLuxEngine, AnswersLikeTheTransformersReference) {
   std::size_t checked = 0;
   for (const api::Json& line : read_jsonl(fixture_dir() / "expected.jsonl")) {
     const api::DecisionRequest request = typed_request(line["request"]);
-    auto plan = model.engine->prepare(request, {});
-    ASSERT_TRUE(plan) << plan.error().message;
-    EXPECT_EQ(plan.value()->input_tokens, line["input_tokens"].get<int64_t>());
-    auto raw = model.engine->run(*plan.value());
-    ASSERT_TRUE(raw);
-    auto answers = model.engine->finish(request, *plan.value(), std::move(raw.value()));
-    ASSERT_TRUE(answers);
+    const auto [input_tokens, answers] = test::run_engine(*model.engine, request);
+    EXPECT_EQ(input_tokens, line["input_tokens"].get<int64_t>());
     for (std::size_t q = 0; q < request.questions.size(); ++q) {
       const api::Question& question = request.questions[q];
       const api::Json& expected = line["answers"][question.key];
-      const api::Answer& got = answers.value()[q];
+      const api::Answer& got = answers[q];
       ++checked;
       if (question.type == api::QuestionType::noul) {
         EXPECT_NEAR(got.probabilities.at(0), expected["noul"].get<double>(), 1e-5) << question.key;
