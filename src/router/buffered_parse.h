@@ -3,6 +3,9 @@
 // as its header, and another asynchronous read would cost a trip through the event loop (measured:
 // each one is a wake-up and an epoll_wait on the proxy's path).
 
+#include "router/socket_io.h"
+
+#include <boost/asio/awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -23,6 +26,36 @@ void parse_buffered(boost::beast::http::parser<is_request, Body, Allocator>& par
     }
     if (error || used == 0) return;
   }
+}
+
+// Reads until `parser` has a whole header, starting with what `buffer` already holds (a pipelined
+// request). Reads are large, so a small body usually comes along with its header.
+template <bool is_request, class Body, class Allocator>
+boost::asio::awaitable<boost::system::error_code> read_header(boost::asio::ip::tcp::socket& socket,
+                                                              boost::beast::flat_buffer& buffer,
+                                                              boost::beast::http::parser<is_request, Body, Allocator>& parser,
+                                                              Clock::time_point deadline) {
+  constexpr size_t read_size = 16 * 1024;
+  boost::system::error_code error;
+  while (!parser.is_header_done()) {
+    if (buffer.size() == 0) {
+      error = co_await read_some(socket, buffer, read_size, deadline);
+      if (error == boost::asio::error::eof && parser.got_some()) error = boost::beast::http::error::partial_message;
+      if (error == boost::asio::error::eof) error = boost::beast::http::error::end_of_stream;
+      if (error) co_return error;
+    }
+    const size_t used = parser.put(buffer.data(), error);
+    buffer.consume(used);
+    if (error == boost::beast::http::error::need_more) {
+      // The partial header stays in the buffer; more of it is read after it.
+      error = co_await read_some(socket, buffer, read_size, deadline);
+      if (error == boost::asio::error::eof) error = boost::beast::http::error::partial_message;
+      if (error) co_return error;
+      continue;
+    }
+    if (error) co_return error;
+  }
+  co_return error;
 }
 
 }  // namespace s1::router

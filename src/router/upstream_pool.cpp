@@ -1,6 +1,7 @@
 #include "router/upstream_pool.h"
 
-#include "router/buffered_parse.h"
+#include "router/http_wire.h"
+#include "router/socket_io.h"
 
 #include <boost/asio.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -49,6 +50,48 @@ api::ApiError deadline_passed() {
   return api::ApiError::make(api::ErrorCode::deadline_exceeded, "The request's deadline passed waiting for a worker");
 }
 
+// Reads one reply into `parser` with as few reads as it arrived in; what follows it stays in `buffer`.
+asio::awaitable<error_code> read_reply(tcp::socket& socket, beast::flat_buffer& buffer,
+                                       http::response_parser<http::string_body>& parser, size_t cap,
+                                       Clock::time_point deadline) {
+  error_code error;
+  bool need_read = buffer.size() == 0;
+  while (true) {
+    if (need_read) {
+      // Once the header told the body's size, the rest of it fits one read.
+      size_t most = 16 * 1024;
+      if (parser.is_header_done() && parser.content_length_remaining()) {
+        most = std::max<size_t>(most, static_cast<size_t>(*parser.content_length_remaining()));
+      }
+      error = co_await read_some(socket, buffer, most, deadline);
+      if (error == asio::error::eof) {
+        // The worker closed: complete only for a reply framed by the connection's end.
+        error = parser.got_some() ? error_code{} : error_code(http::error::end_of_stream);
+        if (!error) parser.put_eof(error);
+        break;
+      }
+      if (error) break;
+    }
+    const size_t used = parser.put(buffer.data(), error);
+    buffer.consume(used);
+    if (error == http::error::need_more) {
+      error = {};
+      need_read = true;
+      continue;
+    }
+    if (error) break;
+    // Checked before the body is parsed: Beast 1.74 can miss a Content-Length over the body limit.
+    if (parser.is_header_done() && parser.content_length() && *parser.content_length() > cap) {
+      error = http::error::body_limit;
+      break;
+    }
+    if (parser.is_done()) break;
+    need_read = buffer.size() == 0 || used == 0;
+  }
+  if (!error && parser.get().body().size() > cap) error = http::error::body_limit;
+  co_return error;
+}
+
 }  // namespace
 
 ParsedUrl parse_upstream_url(const std::string& url) {
@@ -79,15 +122,24 @@ ParsedUrl parse_upstream_url(const std::string& url) {
   return parsed;
 }
 
+// A kept-alive connection to a worker with its read buffer, reused request after request.
+struct UpstreamPool::Connection {
+  explicit Connection(tcp::socket connected) : socket(std::move(connected)) {}
+  tcp::socket socket;
+  beast::flat_buffer buffer;
+  std::string head;  // the request head being sent
+};
+
 struct UpstreamPool::Replica {
   std::string url;
   ParsedUrl address;
+  std::string host;  // host:port, the Host field
   std::atomic<bool> healthy{true};  // not yet polled counts as healthy
   std::atomic<int> outstanding{0};
   std::mutex idle_mutex;
   // Pooled connections with the I/O context (thread) that owns them: a request reuses only its own
   // thread's connections, so no completion hops threads.
-  std::vector<std::pair<asio::execution_context*, tcp::socket>> idle;
+  std::vector<std::pair<asio::execution_context*, std::unique_ptr<Connection>>> idle;
 };
 
 UpstreamPool::UpstreamPool(std::string name, UpstreamSettings settings, PoolObserver observer)
@@ -100,6 +152,7 @@ UpstreamPool::UpstreamPool(std::string name, UpstreamSettings settings, PoolObse
     auto replica = std::make_unique<Replica>();
     replica->url = url;
     replica->address = parse_upstream_url(url);
+    replica->host = replica->address.host + ":" + replica->address.port;
     replicas_.push_back(std::move(replica));
   }
 }
@@ -163,25 +216,31 @@ asio::awaitable<api::Result<UpstreamReply>> UpstreamPool::forward(UpstreamReques
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (Clock::now() >= request.deadline) co_return deadline_passed();
     // Take a verified-open pooled connection, else connect afresh.
-    std::optional<tcp::socket> pooled;
+    std::unique_ptr<Connection> connection;
     {
       std::lock_guard lock(replica->idle_mutex);
-      for (size_t i = replica->idle.size(); i-- > 0 && !pooled;) {
+      for (size_t i = replica->idle.size(); i-- > 0 && !connection;) {
         if (replica->idle[i].first != &context) continue;
-        tcp::socket candidate = std::move(replica->idle[i].second);
+        std::unique_ptr<Connection> candidate = std::move(replica->idle[i].second);
         replica->idle.erase(replica->idle.begin() + static_cast<std::ptrdiff_t>(i));
-        if (still_open(candidate)) pooled.emplace(std::move(candidate));
+        if (still_open(candidate->socket)) connection = std::move(candidate);
       }
     }
-    beast::tcp_stream stream = pooled ? beast::tcp_stream(std::move(*pooled)) : beast::tcp_stream(executor);
-    if (!pooled) {
+    if (!connection) {
       error_code error;
       tcp::resolver resolver(executor);
-      stream.expires_at(std::min(request.deadline, Clock::now() + settings_.connect_timeout));
       const auto endpoints = co_await resolver.async_resolve(replica->address.host, replica->address.port,
                                                              asio::redirect_error(asio::use_awaitable, error));
+      tcp::socket socket(executor);
       if (!error) {
-        co_await stream.async_connect(endpoints, asio::redirect_error(asio::use_awaitable, error));
+        DeadlineWatch::Scope connect_deadline(DeadlineWatch::of(executor), socket,
+                                              std::min(request.deadline, Clock::now() + settings_.connect_timeout));
+        co_await asio::async_connect(socket, endpoints, asio::redirect_error(asio::use_awaitable, error));
+        if (connect_deadline.expired()) error = beast::error::timeout;
+      }
+      if (!error) {
+        socket.set_option(tcp::no_delay(true), error);
+        if (!error) socket.non_blocking(true, error);
       }
       if (error) {
         replica->healthy.store(false);  // until its next good poll
@@ -193,8 +252,7 @@ asio::awaitable<api::Result<UpstreamReply>> UpstreamPool::forward(UpstreamReques
         replica = other;
         continue;
       }
-      error_code ignored;
-      stream.socket().set_option(tcp::no_delay(true), ignored);
+      connection = std::make_unique<Connection>(std::move(socket));
     }
 
     ++replica->outstanding;
@@ -203,52 +261,34 @@ asio::awaitable<api::Result<UpstreamReply>> UpstreamPool::forward(UpstreamReques
       ~Release() { --replica->outstanding; }
     } release{replica};
 
-    http::request<http::string_body> upstream{http::verb::post, replica->address.base_path + request.target, 11};
-    for (const auto& [name, value] : request.headers) upstream.insert(name, value);
-    upstream.set(http::field::host, replica->address.host + ":" + replica->address.port);
-    upstream.set("x-request-id", request.request_id);
-    if (!settings_.credential.empty()) upstream.set(http::field::authorization, "Bearer " + settings_.credential);
-    upstream.keep_alive(true);
-    upstream.body() = std::move(request.body);
-    upstream.prepare_payload();
-
-    error_code error;
-    stream.expires_at(request.deadline);
-    co_await http::async_write(stream, upstream, asio::redirect_error(asio::use_awaitable, error));
+    // Head and body in one write; the reply read with as few reads as it arrived in.
+    const std::string target = replica->address.base_path + request.target;
+    connection->head.clear();
+    append_request_head(connection->head, RequestHead{target, replica->host, request.headers, request.request_id,
+                                                      settings_.credential, request.body.size()});
+    error_code error = co_await write_all(connection->socket,
+                                          {asio::buffer(connection->head), asio::buffer(request.body)}, request.deadline);
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(settings_.response_cap);
+    parser.header_limit(64 * 1024);
+    if (!error) error = co_await read_reply(connection->socket, connection->buffer, parser, settings_.response_cap, request.deadline);
     if (!error) {
-      beast::flat_buffer buffer;
-      http::response_parser<http::string_body> parser;
-      parser.body_limit(settings_.response_cap);
-      parser.header_limit(64 * 1024);
-      // Beast 1.74 can miss a Content-Length over the body limit when header and body arrive
-      // together, so the header is read and checked on its own, and the size checked again after.
-      co_await http::async_read_header(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, error));
-      if (!error && parser.content_length() && *parser.content_length() > settings_.response_cap) {
-        error = http::error::body_limit;
+      auto response = parser.release();
+      UpstreamReply reply;
+      reply.status = static_cast<int>(response.result_int());
+      for (const auto& field : response) {
+        const std::string_view name = field.name_string();
+        if (is_hop_by_hop(name) || beast::iequals(name, "content-length")) continue;
+        reply.headers.emplace_back(std::string(name), std::string(field.value()));
       }
-      if (!error) parse_buffered(parser, buffer, error);
-      if (!error && !parser.is_done()) {
-        co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, error));
+      reply.body = std::move(response.body());
+      reply.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+      if (response.keep_alive() && connection->buffer.size() == 0) {
+        std::lock_guard lock(replica->idle_mutex);
+        replica->idle.emplace_back(&context, std::move(connection));
       }
-      if (!error && parser.get().body().size() > settings_.response_cap) error = http::error::body_limit;
-      if (!error) {
-        auto response = parser.release();
-        UpstreamReply reply;
-        reply.status = static_cast<int>(response.result_int());
-        for (const auto& field : response) {
-          const std::string_view name = field.name_string();
-          if (is_hop_by_hop(name) || beast::iequals(name, "content-length")) continue;
-          reply.headers.emplace_back(std::string(name), std::string(field.value()));
-        }
-        reply.body = std::move(response.body());
-        reply.seconds = std::chrono::duration<double>(Clock::now() - started).count();
-        if (response.keep_alive() && buffer.size() == 0) {
-          std::lock_guard lock(replica->idle_mutex);
-          replica->idle.emplace_back(&context, std::move(stream.socket()));
-        }
-        if (observer_.on_request) observer_.on_request(replica->url, "ok");
-        co_return reply;
-      }
+      if (observer_.on_request) observer_.on_request(replica->url, "ok");
+      co_return reply;
     }
     if (error == beast::error::timeout) {
       if (observer_.on_request) observer_.on_request(replica->url, "timeout");

@@ -88,6 +88,7 @@ class UpstreamPool {
 
  private:
   struct Replica;
+  struct Connection;
   Replica* choose(const Replica* excluded);
 
   std::string name_;

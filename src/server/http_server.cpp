@@ -6,6 +6,8 @@
 #include "router/body_rewrite.h"
 #include "router/buffered_parse.h"
 #include "router/decisions_relay.h"
+#include "router/http_wire.h"
+#include "router/socket_io.h"
 #include "server/http_checks.h"
 #include "server/status_routes.h"
 
@@ -83,6 +85,7 @@ std::string format_milliseconds(double seconds) {
 struct Connection : std::enable_shared_from_this<Connection> {
   explicit Connection(tcp::socket socket) : stream(std::move(socket)) {}
   beast::tcp_stream stream;
+  std::string head;  // the reply head being written, reused request after request
   bool idle = true;  // waiting for a request's headers; touched only on the connection's thread
 };
 
@@ -246,6 +249,8 @@ asio::awaitable<void> HttpServer::Impl::accept_loop() {
     tcp::socket socket = co_await acceptor.async_accept(home, asio::redirect_error(asio::use_awaitable, error));
     if (error) continue;
     socket.set_option(tcp::no_delay(true), error);
+    socket.non_blocking(true, error);  // the router's socket I/O tries each system call first
+    if (error) continue;
     auto connection = std::make_shared<Connection>(std::move(socket));
     asio::co_spawn(connection->stream.get_executor(), session(connection), [](std::exception_ptr failure) {
       if (!failure) return;
@@ -292,9 +297,7 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn
     parser.header_limit(header_limit);
     parser.body_limit(std::numeric_limits<std::uint64_t>::max());  // the body limit is applied after the earlier checks (§4.4)
     connection->idle = true;
-    connection->stream.expires_after(idle_timeout);
-    error_code error;
-    co_await http::async_read_header(connection->stream, buffer, parser, asio::redirect_error(asio::use_awaitable, error));
+    error_code error = co_await router::read_header(connection->stream.socket(), buffer, parser, Clock::now() + idle_timeout);
     if (error) {
       spdlog::debug("connection closed while waiting for a request: {}", error.message());
       break;
@@ -323,20 +326,15 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn
 
     if (reply.send) {
       keep_alive = keep_alive && !reply.close && !draining.load();
-      http::response<http::string_body> response{static_cast<http::status>(reply.status), version};
-      if (!reply.content_type.empty()) response.set(http::field::content_type, reply.content_type);
-      response.set("x-request-id", request_id);
-      for (const auto& [name, value] : reply.headers) response.set(name, value);
-      response.keep_alive(keep_alive);
-      response.body() = std::move(reply.body);
-      response.prepare_payload();
-      connection->stream.expires_after(write_timeout);
-      if (head_only) {
-        http::response<http::empty_body> head{response.base()};
-        co_await http::async_write(connection->stream, head, asio::redirect_error(asio::use_awaitable, error));
-      } else {
-        co_await http::async_write(connection->stream, response, asio::redirect_error(asio::use_awaitable, error));
-      }
+      // Head and body in one write, which completes at once unless the client reads slowly.
+      const bool has_body = router::response_has_body(reply.status);
+      connection->head.clear();
+      router::append_response_head(connection->head,
+                                   router::ResponseHead{reply.status, version, reply.content_type, request_id,
+                                                        reply.headers, keep_alive, has_body ? reply.body.size() : 0});
+      const std::string_view body = has_body && !head_only ? std::string_view(reply.body) : std::string_view();
+      error = co_await router::write_all(connection->stream.socket(), {asio::buffer(connection->head), asio::buffer(body)},
+                                         Clock::now() + write_timeout);
     }
     --in_flight;
     metrics.set_gauge("s1serve_in_flight_requests", {}, static_cast<double>(in_flight.load()));

@@ -1,0 +1,80 @@
+#pragma once
+// Socket I/O on the forwarding path that tries the system call first and waits for readiness only
+// when it would block. Asio's own operations post even an immediate completion through the event
+// loop's queue (one more epoll_wait trip each), and Beast's timed stream arms a timer per
+// operation; here an operation that can complete at once costs one system call, and a wait costs
+// no timer (DeadlineWatch). The sockets must be in non-blocking mode (socket.non_blocking(true)).
+
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange without it
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/execution_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+
+#include <array>
+#include <chrono>
+#include <optional>
+
+namespace s1::router {
+
+using Clock = std::chrono::steady_clock;
+
+// Deadlines for socket waits without a timer per wait: one timer per I/O context, armed for the
+// earliest deadline only, cancels the pending operations of the sockets whose deadline passed.
+// Used only from the thread running its context.
+class DeadlineWatch : public boost::asio::execution_context::service {
+ public:
+  static boost::asio::execution_context::id id;
+  explicit DeadlineWatch(boost::asio::execution_context& context);
+
+  // The watch of the context that `executor` runs on.
+  static DeadlineWatch& of(const boost::asio::any_io_executor& executor);
+
+  // While alive, cancels `socket`'s pending operations once `deadline` passes.
+  class Scope {
+   public:
+    Scope(DeadlineWatch& watch, boost::asio::ip::tcp::socket& socket, Clock::time_point deadline);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+    bool expired() const { return expired_; }
+
+   private:
+    friend class DeadlineWatch;
+    DeadlineWatch& watch_;
+    boost::asio::ip::tcp::socket& socket_;
+    Clock::time_point deadline_;
+    bool expired_ = false;
+    bool linked_ = false;
+    Scope* previous_ = nullptr;
+    Scope* next_ = nullptr;
+  };
+
+ private:
+  void shutdown() override;
+  void link(Scope& scope);
+  void unlink(Scope& scope);
+  void arm(Clock::time_point at);
+  void expire_due();
+
+  std::optional<boost::asio::steady_timer> timer_;
+  bool armed_ = false;
+  Clock::time_point armed_for_{};
+  Scope* first_ = nullptr;  // ordered by deadline
+  Scope* last_ = nullptr;
+};
+
+// Writes every byte of `buffers`; beast::error::timeout when `deadline` passes first.
+boost::asio::awaitable<boost::system::error_code> write_all(boost::asio::ip::tcp::socket& socket,
+                                                            std::array<boost::asio::const_buffer, 2> buffers,
+                                                            Clock::time_point deadline);
+
+// Appends what the socket has, at most `most` bytes, to `buffer`, waiting until something arrives;
+// asio's eof when the peer closed, beast::error::timeout when `deadline` passes first.
+boost::asio::awaitable<boost::system::error_code> read_some(boost::asio::ip::tcp::socket& socket,
+                                                            boost::beast::flat_buffer& buffer, size_t most,
+                                                            Clock::time_point deadline);
+
+}  // namespace s1::router

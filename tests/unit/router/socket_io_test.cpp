@@ -1,0 +1,313 @@
+// The forwarding path's socket I/O on real loopback sockets: deadlines without per-wait timers,
+// whole writes, header reads that keep pipelined bytes, and replies from a canned worker framed by
+// Content-Length, by chunks and by the connection's end.
+#include "router/buffered_parse.h"
+#include "router/socket_io.h"
+#include "router/upstream_pool.h"
+
+#include <boost/asio.hpp>
+#include <boost/beast/core/buffers_to_string.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/http.hpp>
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace s1::router {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using error_code = boost::system::error_code;
+using namespace std::chrono_literals;
+
+struct Loopback {
+  explicit Loopback(asio::io_context& io) : acceptor(io, {asio::ip::make_address("127.0.0.1"), 0}), near(io), far(io) {
+    near.connect(acceptor.local_endpoint());
+    acceptor.accept(far);
+    near.non_blocking(true);
+    far.non_blocking(true);
+  }
+  tcp::acceptor acceptor;
+  tcp::socket near;
+  tcp::socket far;
+};
+
+// Runs `body` as a coroutine on `io` until it returns; rethrows its failure. (A deadline watch's
+// timer stays armed for its last deadline: the context is stopped rather than run dry.)
+void run(asio::io_context& io, std::function<asio::awaitable<void>()> body) {
+  std::exception_ptr failure;
+  asio::co_spawn(io, body(), [&failure, &io](std::exception_ptr error) {
+    failure = error;
+    io.stop();
+  });
+  io.run();
+  if (failure) std::rethrow_exception(failure);
+}
+
+std::string text(const beast::flat_buffer& buffer) { return beast::buffers_to_string(buffer.data()); }
+
+TEST(SocketIo, ReadSomeTimesOutAtItsDeadline) {
+  asio::io_context io;
+  Loopback pair(io);
+  run(io, [&]() -> asio::awaitable<void> {
+    beast::flat_buffer buffer;
+    const Clock::time_point started = Clock::now();
+    const error_code error = co_await read_some(pair.near, buffer, 1024, started + 50ms);
+    EXPECT_EQ(error, beast::error::timeout);
+    EXPECT_GE(Clock::now() - started, 50ms);
+    EXPECT_LT(Clock::now() - started, 2s);
+  });
+}
+
+TEST(SocketIo, ReadSomeReturnsWhatArrivedAndWhatArrivesLater) {
+  asio::io_context io;
+  Loopback pair(io);
+  asio::write(pair.far, asio::buffer(std::string("hello")));
+  asio::steady_timer later(io, 30ms);
+  later.async_wait([&](const error_code&) { asio::write(pair.far, asio::buffer(std::string(" world"))); });
+  run(io, [&]() -> asio::awaitable<void> {
+    beast::flat_buffer buffer;
+    EXPECT_FALSE(co_await read_some(pair.near, buffer, 1024, Clock::now() + 5s));
+    EXPECT_EQ(text(buffer), "hello");
+    EXPECT_FALSE(co_await read_some(pair.near, buffer, 1024, Clock::now() + 5s));
+    EXPECT_EQ(text(buffer), "hello world");
+  });
+}
+
+TEST(SocketIo, EachWaitKeepsItsOwnDeadline) {
+  asio::io_context io;
+  Loopback slow(io);
+  Loopback quick(io);
+  asio::steady_timer answer(io, 120ms);
+  answer.async_wait([&](const error_code&) { asio::write(slow.far, asio::buffer(std::string("late"))); });
+  bool slow_done = false;
+  bool quick_done = false;
+  const Clock::time_point started = Clock::now();
+  // The later deadline is watched first: the earlier one must still fire on time.
+  asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+    beast::flat_buffer buffer;
+    EXPECT_FALSE(co_await read_some(slow.near, buffer, 1024, started + 2s));
+    EXPECT_EQ(text(buffer), "late");
+    slow_done = true;
+    if (quick_done) io.stop();
+  }, asio::detached);
+  asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+    beast::flat_buffer buffer;
+    EXPECT_EQ(co_await read_some(quick.near, buffer, 1024, started + 40ms), beast::error::timeout);
+    EXPECT_LT(Clock::now() - started, 120ms);
+    quick_done = true;
+    if (slow_done) io.stop();
+  }, asio::detached);
+  io.run();
+  EXPECT_TRUE(slow_done);
+  EXPECT_TRUE(quick_done);
+}
+
+TEST(SocketIo, WriteAllSendsEveryByteToASlowReader) {
+  asio::io_context io;
+  Loopback pair(io);
+  const std::string head = "head:";
+  std::string body(8 << 20, '\0');
+  for (size_t i = 0; i < body.size(); ++i) body[i] = static_cast<char>('a' + i % 26);
+  bool written = false;
+  asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+    EXPECT_FALSE(co_await write_all(pair.near, {asio::buffer(head), asio::buffer(body)}, Clock::now() + 10s));
+    written = true;
+  }, asio::detached);
+  std::string received;
+  run(io, [&]() -> asio::awaitable<void> {
+    beast::flat_buffer buffer;
+    while (received.size() < head.size() + body.size()) {
+      asio::steady_timer pause(co_await asio::this_coro::executor, 1ms);
+      co_await pause.async_wait(asio::use_awaitable);
+      if (co_await read_some(pair.far, buffer, 256 * 1024, Clock::now() + 5s)) break;
+      received += text(buffer);
+      buffer.consume(buffer.size());
+    }
+  });
+  EXPECT_TRUE(written);
+  EXPECT_TRUE(received == head + body);
+}
+
+TEST(SocketIo, WriteAllTimesOutWhenNobodyReads) {
+  asio::io_context io;
+  Loopback pair(io);
+  const std::string body(64 << 20, 'x');
+  run(io, [&]() -> asio::awaitable<void> {
+    EXPECT_EQ(co_await write_all(pair.near, {asio::buffer(body), asio::const_buffer()}, Clock::now() + 50ms),
+              beast::error::timeout);
+  });
+}
+
+TEST(SocketIo, ReadHeaderKeepsAPipelinedRequestInTheBuffer) {
+  asio::io_context io;
+  Loopback pair(io);
+  const std::string first = "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc";
+  const std::string second = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+  // The first header arrives in two pieces, the second request with the first's end.
+  asio::write(pair.far, asio::buffer(first.substr(0, 20)));
+  asio::steady_timer later(io, 20ms);
+  later.async_wait([&](const error_code&) { asio::write(pair.far, asio::buffer(first.substr(20) + second)); });
+  run(io, [&]() -> asio::awaitable<void> {
+    beast::flat_buffer buffer;
+    http::request_parser<http::string_body> one;
+    EXPECT_FALSE(co_await read_header(pair.near, buffer, one, Clock::now() + 5s));
+    error_code error;
+    parse_buffered(one, buffer, error);
+    EXPECT_FALSE(error);
+    EXPECT_TRUE(one.is_done());
+    EXPECT_EQ(one.get().body(), "abc");
+    http::request_parser<http::string_body> two;
+    // Already buffered: a read would time out at this deadline.
+    EXPECT_FALSE(co_await read_header(pair.near, buffer, two, Clock::now() + 1ms));
+    EXPECT_EQ(two.get().target(), "/health");
+    http::request_parser<http::string_body> three;
+    EXPECT_EQ(co_await read_header(pair.near, buffer, three, Clock::now() + 30ms), beast::error::timeout);
+  });
+}
+
+// A worker that serves one connection: for each canned reply it reads one request, then writes the
+// reply's pieces with a pause between them; "" closes the connection.
+struct CannedWorker {
+  explicit CannedWorker(asio::io_context& io) : acceptor(io, {asio::ip::make_address("127.0.0.1"), 0}) {}
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(acceptor.local_endpoint().port()); }
+
+  asio::awaitable<void> serve(std::vector<std::vector<std::string>> replies) {
+    tcp::socket socket = co_await acceptor.async_accept(asio::use_awaitable);
+    std::string pending;
+    for (const auto& pieces : replies) {
+      http::request_parser<http::string_body> parser;
+      beast::flat_buffer buffer;
+      co_await http::async_read(socket, buffer, parser, asio::use_awaitable);
+      requests.push_back(parser.get());
+      for (const std::string& piece : pieces) {
+        if (piece.empty()) {
+          socket.close();
+          co_return;
+        }
+        co_await asio::async_write(socket, asio::buffer(piece), asio::use_awaitable);
+        asio::steady_timer pause(co_await asio::this_coro::executor, 5ms);
+        co_await pause.async_wait(asio::use_awaitable);
+      }
+    }
+    // Keeps the connection open until the test ends.
+    char byte = 0;
+    error_code ignored;
+    co_await socket.async_read_some(asio::buffer(&byte, 1), asio::redirect_error(asio::use_awaitable, ignored));
+  }
+
+  tcp::acceptor acceptor;
+  std::vector<http::request<http::string_body>> requests;
+};
+
+struct Exchange {
+  std::optional<UpstreamReply> reply;
+  std::optional<api::ErrorCode> error;
+};
+
+std::vector<Exchange> forward_all(const std::vector<std::vector<std::string>>& replies, size_t requests,
+                                  std::chrono::milliseconds timeout = 5000ms, size_t cap = 1024) {
+  asio::io_context io;
+  CannedWorker worker(io);
+  UpstreamSettings settings;
+  settings.urls = {worker.url()};
+  settings.response_cap = cap;
+  UpstreamPool pool("canned", settings);
+  asio::co_spawn(io, worker.serve(replies), asio::detached);
+  std::vector<Exchange> exchanges;
+  asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+    for (size_t i = 0; i < requests; ++i) {
+      UpstreamRequest request;
+      request.target = "/v1/systemone";
+      request.body = R"({"model":"canned"})";
+      request.headers = {{"Content-Type", "application/json"}};
+      request.request_id = "r" + std::to_string(i);
+      request.deadline = Clock::now() + timeout;
+      auto outcome = co_await pool.forward(std::move(request));
+      Exchange exchange;
+      if (outcome) {
+        exchange.reply = std::move(outcome.value());
+      } else {
+        exchange.error = outcome.error().code;
+      }
+      exchanges.push_back(std::move(exchange));
+    }
+    io.stop();
+  }, asio::detached);
+  io.run();
+  for (size_t i = 0; i < worker.requests.size(); ++i) {
+    EXPECT_EQ(worker.requests[i].body(), R"({"model":"canned"})");
+    EXPECT_EQ(worker.requests[i]["x-request-id"], "r" + std::to_string(i));
+  }
+  return exchanges;
+}
+
+TEST(UpstreamExchange, ContentLengthRepliesInPiecesOverOneKeptAliveConnection) {
+  const auto exchanges = forward_all({{"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Le", "ngth: 9\r\n\r\n{\"a\":", "1}\r\n"},
+                                      {"HTTP/1.1 422 Unprocessable Entity\r\nContent-Length: 2\r\nX-Worker: w\r\n\r\n{}"}},
+                                     2);
+  ASSERT_EQ(exchanges.size(), 2u);
+  ASSERT_TRUE(exchanges[0].reply);
+  EXPECT_EQ(exchanges[0].reply->status, 200);
+  EXPECT_EQ(exchanges[0].reply->body, "{\"a\":1}\r\n");
+  ASSERT_TRUE(exchanges[1].reply);
+  EXPECT_EQ(exchanges[1].reply->status, 422);
+  EXPECT_EQ(exchanges[1].reply->body, "{}");
+  const std::vector<api::Header> expected = {{"X-Worker", "w"}};
+  EXPECT_EQ(exchanges[1].reply->headers, expected);
+}
+
+TEST(UpstreamExchange, ChunkedReplyIsReassembled) {
+  const auto exchanges = forward_all(
+      {{"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\n4\r\n{\"a\"\r\n", "3\r\n:1}\r\n0\r\n\r\n"}}, 1);
+  ASSERT_TRUE(exchanges.at(0).reply);
+  EXPECT_EQ(exchanges[0].reply->body, "{\"a\":1}");
+  const std::vector<api::Header> expected = {{"Content-Type", "application/json"}};
+  EXPECT_EQ(exchanges[0].reply->headers, expected);  // Transfer-Encoding is hop-by-hop
+}
+
+TEST(UpstreamExchange, ReplyFramedByTheConnectionsEnd) {
+  const auto exchanges = forward_all({{"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{\"a\":", "2}", ""}}, 1);
+  ASSERT_TRUE(exchanges.at(0).reply);
+  EXPECT_EQ(exchanges[0].reply->body, "{\"a\":2}");
+}
+
+TEST(UpstreamExchange, NoContentHasNoBody) {
+  const auto exchanges = forward_all({{"HTTP/1.1 204 No Content\r\n\r\n"}}, 1);
+  ASSERT_TRUE(exchanges.at(0).reply);
+  EXPECT_EQ(exchanges[0].reply->status, 204);
+  EXPECT_EQ(exchanges[0].reply->body, "");
+}
+
+TEST(UpstreamExchange, OversizeAndBrokenRepliesAreBadResponses) {
+  // Content-Length over the cap, chunks over the cap, an end before the promised length, garbage.
+  const std::vector<std::vector<std::string>> broken = {
+      {"HTTP/1.1 200 OK\r\nContent-Length: 1025\r\n\r\n{}"},
+      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n400\r\n" + std::string(1024, 'x') + "\r\n", "1\r\nx\r\n0\r\n\r\n"},
+      {"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n{}", ""},
+      {"not http\r\n\r\n"},
+      {""},
+  };
+  for (const auto& reply : broken) {
+    const auto exchanges = forward_all({reply}, 1);
+    ASSERT_EQ(exchanges.size(), 1u);
+    EXPECT_EQ(exchanges[0].error, api::ErrorCode::upstream_bad_response) << reply.at(0);
+  }
+}
+
+TEST(UpstreamExchange, SlowWorkerMeetsTheDeadline) {
+  const Clock::time_point started = Clock::now();
+  const auto exchanges = forward_all({{}}, 1, 100ms);
+  ASSERT_EQ(exchanges.size(), 1u);
+  EXPECT_EQ(exchanges[0].error, api::ErrorCode::deadline_exceeded);
+  EXPECT_LT(Clock::now() - started, 2s);
+}
+
+}  // namespace
+}  // namespace s1::router
