@@ -110,20 +110,15 @@ asio::awaitable<error_code> write_all(tcp::socket& socket, std::array<asio::cons
 
 asio::awaitable<error_code> read_some(tcp::socket& socket, boost::beast::flat_buffer& buffer, size_t most,
                                       Clock::time_point deadline) {
-  std::optional<DeadlineWatch::Scope> scope;
-  while (true) {
-    error_code error;
-    const size_t received = socket.read_some(buffer.prepare(most), error);
-    if (!error) {
-      buffer.commit(received);
-      co_return error_code{};
-    }
-    if (!would_block(error)) co_return error;
-    if (!scope) scope.emplace(DeadlineWatch::of(socket.get_executor()), socket, deadline);
-    co_await socket.async_wait(tcp::socket::wait_read, asio::redirect_error(asio::use_awaitable, error));
-    if (scope->expired()) co_return boost::beast::error::timeout;
-    if (error) co_return error;
-  }
+  // Asio's read tries the system call first too, and when it would block queues without
+  // re-registering the socket (a readiness wait costs an epoll_ctl each time).
+  DeadlineWatch::Scope scope(DeadlineWatch::of(socket.get_executor()), socket, deadline);
+  error_code error;
+  const size_t received =
+      co_await socket.async_read_some(buffer.prepare(most), asio::redirect_error(asio::use_awaitable, error));
+  if (scope.expired()) co_return boost::beast::error::timeout;
+  if (!error) buffer.commit(received);
+  co_return error;
 }
 
 }  // namespace s1::router

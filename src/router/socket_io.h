@@ -72,7 +72,9 @@ boost::asio::awaitable<boost::system::error_code> write_all(boost::asio::ip::tcp
                                                             Clock::time_point deadline);
 
 // Appends what the socket has, at most `most` bytes, to `buffer`, waiting until something arrives;
-// asio's eof when the peer closed, beast::error::timeout when `deadline` passes first.
+// asio's eof when the peer closed, beast::error::timeout when `deadline` passes first. Meant for
+// reads that usually wait (a reply after its request): a read that completes at once still takes
+// a trip through the event loop.
 boost::asio::awaitable<boost::system::error_code> read_some(boost::asio::ip::tcp::socket& socket,
                                                             boost::beast::flat_buffer& buffer, size_t most,
                                                             Clock::time_point deadline);
