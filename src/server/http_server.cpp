@@ -305,8 +305,7 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn
     connection->idle = false;
     const Clock::time_point received = Clock::now();
     const Clock::time_point deadline = received + options.timeout;
-    ++in_flight;
-    metrics.set_gauge("s1serve_in_flight_requests", {}, static_cast<double>(in_flight.load()));
+    ++in_flight;  // the gauge is set when /metrics is read: no shared lock per request
 
     const auto& request = parser.get();
     std::string request_id;
@@ -337,7 +336,6 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn
                                          Clock::now() + write_timeout);
     }
     --in_flight;
-    metrics.set_gauge("s1serve_in_flight_requests", {}, static_cast<double>(in_flight.load()));
     if (error) spdlog::debug("response write failed: {}", error.message());
     if (error || !reply.send || !keep_alive) break;
   }
@@ -439,6 +437,7 @@ asio::awaitable<Reply> HttpServer::Impl::handle(Connection& connection, http::re
         metrics.set_gauge("s1serve_model_ready", {{"model", model->name}},
                           runner.state() == runtime::ModelState::ready ? 1.0 : 0.0);
       }
+      metrics.set_gauge(Series{"s1serve_in_flight_requests", ""}, static_cast<double>(in_flight.load()));
       reply.content_type = "text/plain; version=0.0.4; charset=utf-8";
       reply.body = metrics.render();
     }
