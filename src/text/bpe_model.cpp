@@ -7,11 +7,10 @@
 #include "text/json_fields.h"
 #include "text/string_map.h"
 #include "text/utf8.h"
+#include "text/vocab_model.h"
 
 namespace s1::text::detail {
 namespace {
-
-using Vocab = StringMap<int32_t>;
 
 struct MergeResult {
   uint32_t rank;
@@ -44,7 +43,7 @@ struct Candidate {
 // pre-tokeniser), then the lowest-ranked adjacent pair is merged, leftmost first, until no pair
 // has a merge. Vocab tokens of a byte-level file are spelled in GPT-2's alphabet; they are keyed
 // here by the bytes they stand for, so words are never re-spelled.
-class Bpe final : public Model {
+class Bpe final : public VocabModel {
  public:
   struct Options {
     std::optional<std::string> unk_token;
@@ -55,19 +54,7 @@ class Bpe final : public Model {
   };
 
   Bpe(Vocab vocab, std::span<const std::pair<std::string, std::string>> merges, Options options)
-      : vocab_(std::move(vocab)), options_(std::move(options)) {
-    int32_t max_id = -1;
-    for (const auto& [token, id] : vocab_) {
-      if (id < 0) throw ConfigError("model BPE: token '" + token + "' has negative id " + std::to_string(id));
-      max_id = std::max(max_id, id);
-    }
-    tokens_by_id_.resize(static_cast<size_t>(max_id + 1));
-    for (const auto& [token, id] : vocab_) {
-      if (!tokens_by_id_[static_cast<size_t>(id)].empty()) {
-        throw ConfigError("model BPE: id " + std::to_string(id) + " is used by more than one token");
-      }
-      tokens_by_id_[static_cast<size_t>(id)] = token;
-    }
+      : VocabModel(std::move(vocab), "BPE"), options_(std::move(options)) {
     if (options_.byte_level) {
       // Tokens outside the alphabet (none in Qwen's files) can only be reached by id.
       for (const auto& [token, id] : vocab_) {
@@ -100,9 +87,6 @@ class Bpe final : public Model {
     }
   }
 
-  Bpe(const Bpe&) = delete;
-  Bpe& operator=(const Bpe&) = delete;
-
   std::vector<int32_t> tokenize(std::span<const std::string_view> words) const override {
     std::vector<int32_t> ids;
     ids.reserve(words.size() * 2);
@@ -121,18 +105,6 @@ class Bpe final : public Model {
     return ids;
   }
 
-  std::optional<int32_t> token_to_id(std::string_view token) const override {
-    const auto found = vocab_.find(token);
-    if (found == vocab_.end()) return std::nullopt;
-    return found->second;
-  }
-
-  std::string_view id_to_token(int32_t id) const override {
-    if (id < 0 || static_cast<size_t>(id) >= tokens_by_id_.size()) return {};
-    return tokens_by_id_[static_cast<size_t>(id)];
-  }
-
-  size_t id_limit() const override { return tokens_by_id_.size(); }
   std::optional<int32_t> unk_id() const override { return unk_id_; }
 
  private:
@@ -224,11 +196,9 @@ class Bpe final : public Model {
     return symbols;
   }
 
-  Vocab vocab_;
   Vocab symbols_;
   Options options_;
   std::unordered_map<uint64_t, MergeResult> merges_;
-  std::vector<std::string_view> tokens_by_id_;
   std::optional<int32_t> unk_id_;
   std::array<int32_t, 256> fallback_ids_{};
 };

@@ -1,27 +1,23 @@
 #include <algorithm>
 #include "text/json_fields.h"
 #include "text/string_map.h"
+#include "text/vocab_model.h"
 
 namespace s1::text::detail {
 namespace {
-
-using Vocab = StringMap<int32_t>;
 
 bool is_continuation_byte(char byte) { return (static_cast<unsigned char>(byte) & 0xC0) == 0x80; }
 
 // HF's WordPiece: greedy longest match from the left, "##"-prefixed pieces after the first; a word
 // with any unmatched rest, or longer than max_input_chars_per_word characters, becomes unk.
-class WordPiece final : public Model {
+class WordPiece final : public VocabModel {
  public:
   WordPiece(Vocab vocab, const std::string& unk_token, std::string prefix, size_t max_input_chars_per_word)
-      : vocab_(std::move(vocab)), max_input_chars_per_word_(max_input_chars_per_word) {
+      : VocabModel(std::move(vocab), "WordPiece"), max_input_chars_per_word_(max_input_chars_per_word) {
     const auto unk = vocab_.find(unk_token);
     if (unk == vocab_.end()) throw ConfigError("model WordPiece: unk_token '" + unk_token + "' is not in the vocab");
     unk_id_ = unk->second;
-    int32_t max_id = -1;
     for (const auto& [token, id] : vocab_) {
-      if (id < 0) throw ConfigError("model WordPiece: token '" + token + "' has negative id " + std::to_string(id));
-      max_id = std::max(max_id, id);
       max_token_bytes_ = std::max(max_token_bytes_, token.size());
       // Continuation pieces are looked up with the prefix already stripped, so matching a suffix
       // of the word needs no string building.
@@ -31,21 +27,11 @@ class WordPiece final : public Model {
         max_continuation_bytes_ = std::max(max_continuation_bytes_, rest.size());
       }
     }
-    tokens_by_id_.resize(static_cast<size_t>(max_id + 1));
-    for (const auto& [token, id] : vocab_) {
-      if (!tokens_by_id_[static_cast<size_t>(id)].empty()) {
-        throw ConfigError("model WordPiece: id " + std::to_string(id) + " is used by more than one token");
-      }
-      tokens_by_id_[static_cast<size_t>(id)] = token;
-    }
     if (prefix.empty()) {
       continuations_ = vocab_;
       max_continuation_bytes_ = max_token_bytes_;
     }
   }
-
-  WordPiece(const WordPiece&) = delete;
-  WordPiece& operator=(const WordPiece&) = delete;
 
   std::vector<int32_t> tokenize(std::span<const std::string_view> words) const override {
     std::vector<int32_t> ids;
@@ -85,18 +71,6 @@ class WordPiece final : public Model {
     return ids;
   }
 
-  std::optional<int32_t> token_to_id(std::string_view token) const override {
-    const auto found = vocab_.find(token);
-    if (found == vocab_.end()) return std::nullopt;
-    return found->second;
-  }
-
-  std::string_view id_to_token(int32_t id) const override {
-    if (id < 0 || static_cast<size_t>(id) >= tokens_by_id_.size()) return {};
-    return tokens_by_id_[static_cast<size_t>(id)];
-  }
-
-  size_t id_limit() const override { return tokens_by_id_.size(); }
   std::optional<int32_t> unk_id() const override { return unk_id_; }
 
  private:
@@ -107,9 +81,7 @@ class WordPiece final : public Model {
     return characters > max_input_chars_per_word_;
   }
 
-  Vocab vocab_;
   Vocab continuations_;
-  std::vector<std::string_view> tokens_by_id_;
   int32_t unk_id_ = 0;
   size_t max_input_chars_per_word_;
   size_t max_token_bytes_ = 0;
