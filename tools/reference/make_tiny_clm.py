@@ -33,6 +33,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 from clm_contract import ClmReference  # noqa: E402
 from convert_clm_heads import convert  # noqa: E402
+from fixture_files import copy_tokenizer, save_checkpoint, write_jsonl  # noqa: E402
 from make_tiny_chat_models import perturb  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -100,12 +101,8 @@ def main() -> None:
     os.makedirs(OUT)
     model = encoder(len(AutoTokenizer.from_pretrained(TOKENIZER_DIR)))
     perturb(model, 400)
-    model.to(torch.bfloat16).save_pretrained(OUT, safe_serialization=True)
-    generation_config = os.path.join(OUT, "generation_config.json")
-    if os.path.exists(generation_config):
-        os.remove(generation_config)
-    for file in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(os.path.join(TOKENIZER_DIR, file), os.path.join(OUT, file))
+    save_checkpoint(model.to(torch.bfloat16), OUT)
+    copy_tokenizer(TOKENIZER_DIR, OUT)
 
     gen = torch.Generator().manual_seed(12)
     checkpoint = {
@@ -130,9 +127,7 @@ def main() -> None:
 
         reference = ClmReference(OUT, pt)
         requests = REQUESTS
-        with open(os.path.join(OUT, "requests.jsonl"), "w", encoding="utf-8") as f:
-            for request in requests:
-                f.write(json.dumps(request, ensure_ascii=False) + "\n")
+        write_jsonl(os.path.join(OUT, "requests.jsonl"), requests)
         with open(os.path.join(OUT, "prompts.jsonl"), "w", encoding="utf-8") as f:
             for number, request in enumerate(requests):
                 for key, text, texts in reference.prompts(request):
@@ -149,9 +144,7 @@ def main() -> None:
         with open(os.path.join(OUT, "heads.json"), "w", encoding="utf-8") as f:
             json.dump(heads, f)
             f.write("\n")
-        with open(os.path.join(OUT, "expected.jsonl"), "w", encoding="utf-8") as f:
-            for request in requests:
-                f.write(json.dumps(reference.decide(request), ensure_ascii=False) + "\n")
+        write_jsonl(os.path.join(OUT, "expected.jsonl"), (reference.decide(request) for request in requests))
     print(f"wrote {OUT}")
 
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import shutil
 import string
 import sys
 
@@ -40,6 +39,7 @@ from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5Model
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from code_readout_contract import CodeReadoutDecider  # noqa: E402
+from fixture_files import read_jsonl, remove_files, save_checkpoint, write_json, write_jsonl  # noqa: E402
 from make_tiny_chat_models import perturb  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -146,9 +146,7 @@ def write_fixture(name: str, family: str, seed: int, layers: int, decision: dict
                   readout_dtype: torch.dtype) -> None:
     out = os.path.join(FIXTURES, name)
     os.makedirs(out, exist_ok=True)
-    for file in ("config.json", "model.safetensors", "generation_config.json", "readout.safetensors"):
-        if os.path.exists(os.path.join(out, file)):
-            os.remove(os.path.join(out, file))
+    remove_files(out, ("config.json", "model.safetensors", "generation_config.json", "readout.safetensors"))
     write_tokenizer(out)
     tokenizer = AutoTokenizer.from_pretrained(out)
     codes, token_ids = answer_codes(tokenizer)
@@ -156,24 +154,16 @@ def write_fixture(name: str, family: str, seed: int, layers: int, decision: dict
     torch.manual_seed(seed)
     model = build(len(tokenizer), layers)
     perturb(model, seed + 1)
-    model.to(torch.bfloat16).save_pretrained(out, safe_serialization=True)
-    generation_config = os.path.join(out, "generation_config.json")
-    if os.path.exists(generation_config):
-        os.remove(generation_config)
+    save_checkpoint(model.to(torch.bfloat16), out)
     gen = torch.Generator().manual_seed(seed + 2)
     readout = (torch.randn((CODES, 32), generator=gen) * 0.15).to(readout_dtype)
     save_file({"weight": readout.contiguous()}, os.path.join(out, "readout.safetensors"))
 
-    with open(os.path.join(out, "decision_config.json"), "w") as f:
-        json.dump(dict(decision, codes=codes, token_ids=token_ids), f, indent=2)
-        f.write("\n")
-    with open(os.path.join(out, "s1serve.json"), "w") as f:
-        json.dump(decision_file, f, indent=2)
-        f.write("\n")
+    write_json(os.path.join(out, "decision_config.json"), dict(decision, codes=codes, token_ids=token_ids))
+    write_json(os.path.join(out, "s1serve.json"), decision_file)
 
     decider = CodeReadoutDecider(out, family)
-    with open(os.path.join(out, "requests.jsonl"), encoding="utf-8") as f:
-        requests = [json.loads(line) for line in f if line.strip()]
+    requests = read_jsonl(os.path.join(out, "requests.jsonl"))
     first = next(iter(requests[0]["questions"].values()))
     check_noncausal(decider, decider.prompt(requests[0]["state"], first)[1])
     with open(os.path.join(out, "prompts.jsonl"), "w", encoding="utf-8") as f:
@@ -182,9 +172,7 @@ def write_fixture(name: str, family: str, seed: int, layers: int, decision: dict
                 rendered, ids = decider.prompt(request["state"], question)
                 f.write(json.dumps({"request": number, "question": key, "text": rendered, "ids": ids},
                                    ensure_ascii=False) + "\n")
-    with open(os.path.join(out, "expected.jsonl"), "w", encoding="utf-8") as f:
-        for request in requests:
-            f.write(json.dumps(decider.decide(request), ensure_ascii=False) + "\n")
+    write_jsonl(os.path.join(out, "expected.jsonl"), (decider.decide(request) for request in requests))
     print(f"wrote {out}")
 
 

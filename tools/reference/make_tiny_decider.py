@@ -32,6 +32,7 @@ from transformers import AutoTokenizer, Qwen3_5ForCausalLM, Qwen3_5TextConfig
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from decider_contract import Decider, label_table  # noqa: E402
+from fixture_files import read_jsonl, remove_files, save_checkpoint, write_json, write_jsonl  # noqa: E402
 from make_tiny_chat_models import perturb  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -89,9 +90,7 @@ def build(vocab: int) -> torch.nn.Module:
 def main() -> None:
     torch.manual_seed(11)
     os.makedirs(OUT, exist_ok=True)
-    for name in ("config.json", "model.safetensors", "generation_config.json"):
-        if os.path.exists(os.path.join(OUT, name)):
-            os.remove(os.path.join(OUT, name))
+    remove_files(OUT, ("config.json", "model.safetensors", "generation_config.json"))
     write_tokenizer()
     tokenizer = AutoTokenizer.from_pretrained(OUT)
     sample = "Context:\nThe door <|im_start|> AB JT ZZ\n(A) x"
@@ -101,10 +100,7 @@ def main() -> None:
     assert names[-1] == "JT", names[-1]
     model = build(len(tokenizer))
     perturb(model, 300)
-    model.to(torch.bfloat16).save_pretrained(OUT, safe_serialization=True)
-    generation_config = os.path.join(OUT, "generation_config.json")
-    if os.path.exists(generation_config):
-        os.remove(generation_config)
+    save_checkpoint(model.to(torch.bfloat16), OUT)
     decision_file = {
         "contract": "decider-2b",
         "name": "tiny-decider",
@@ -113,21 +109,16 @@ def main() -> None:
         "precision": "fp32",
         "label_token_ids": ids,
     }
-    with open(os.path.join(OUT, "s1serve.json"), "w") as f:
-        json.dump(decision_file, f, indent=2)
-        f.write("\n")
+    write_json(os.path.join(OUT, "s1serve.json"), decision_file)
 
     decider = Decider(OUT)
-    with open(os.path.join(OUT, "requests.jsonl"), encoding="utf-8") as f:
-        requests = [json.loads(line) for line in f if line.strip()]
+    requests = read_jsonl(os.path.join(OUT, "requests.jsonl"))
     with open(os.path.join(OUT, "prompts.jsonl"), "w", encoding="utf-8") as f:
         for number, request in enumerate(requests):
             for row, (key, rendered, row_ids) in enumerate(decider.rows(request)):
                 f.write(json.dumps({"request": number, "question": key, "row": row, "text": rendered,
                                     "ids": row_ids}, ensure_ascii=False) + "\n")
-    with open(os.path.join(OUT, "expected.jsonl"), "w", encoding="utf-8") as f:
-        for request in requests:
-            f.write(json.dumps(decider.decide(request), ensure_ascii=False) + "\n")
+    write_jsonl(os.path.join(OUT, "expected.jsonl"), (decider.decide(request) for request in requests))
     print(f"wrote {OUT}")
 
 

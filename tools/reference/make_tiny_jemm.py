@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 
 import torch
@@ -36,6 +35,7 @@ from safetensors.torch import save_file
 from transformers import AutoTokenizer, Qwen3_5ForCausalLM, Qwen3_5TextConfig
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fixture_files import copy_tokenizer, read_jsonl, remove_files, save_checkpoint, write_json, write_jsonl  # noqa: E402
 from jemm_contract import LABELS, SYSTEM, TEMPERATURE, JemmDecider, flat  # noqa: E402
 from make_tiny_chat_models import perturb  # noqa: E402
 
@@ -118,9 +118,7 @@ def write_adapter(model: torch.nn.Module, rank: int = 4, alpha: int = 8) -> None
     config = {"peft_type": "LORA", "r": rank, "lora_alpha": alpha, "lora_dropout": 0.0, "bias": "none",
               "target_modules": sorted(set(modules)), "use_dora": False, "use_rslora": False,
               "fan_in_fan_out": False, "modules_to_save": None, "task_type": "CAUSAL_LM"}
-    with open(os.path.join(LORA_OUT, "adapter_config.json"), "w") as f:
-        json.dump(config, f, indent=2)
-        f.write("\n")
+    write_json(os.path.join(LORA_OUT, "adapter_config.json"), config)
 
 
 def write_export_manifest(tokenizer) -> None:
@@ -142,19 +140,13 @@ def write_export_manifest(tokenizer) -> None:
 
 def main() -> None:
     torch.manual_seed(11)
-    for name in ("config.json", "model.safetensors", "generation_config.json", "jemm_lm_head.safetensors"):
-        if os.path.exists(os.path.join(OUT, name)):
-            os.remove(os.path.join(OUT, name))
+    remove_files(OUT, ("config.json", "model.safetensors", "generation_config.json", "jemm_lm_head.safetensors"))
     tokenizer = AutoTokenizer.from_pretrained(TOKENIZER_DIR)
     model = build(len(tokenizer))
     perturb(model, 500)
     model = model.to(torch.bfloat16)
-    model.save_pretrained(OUT, safe_serialization=True)
-    generation_config = os.path.join(OUT, "generation_config.json")
-    if os.path.exists(generation_config):
-        os.remove(generation_config)
-    for file in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(os.path.join(TOKENIZER_DIR, file), os.path.join(OUT, file))
+    save_checkpoint(model, OUT)
+    copy_tokenizer(TOKENIZER_DIR, OUT)
     label_ids = [tokenizer.encode(label, add_special_tokens=False)[0] for label in LABELS]
     rows = model.lm_head.weight.detach()[label_ids].contiguous()
     save_file({"weight": rows}, os.path.join(OUT, "jemm_lm_head.safetensors"), metadata={"format": "pt"})
@@ -166,9 +158,7 @@ def main() -> None:
         "description": "Random tiny Qwen3.5 stand-in for JEMM text (tests)",
         "precision": "fp32",
     }
-    with open(os.path.join(OUT, "s1serve.json"), "w") as f:
-        json.dump(decision_file, f, indent=2)
-        f.write("\n")
+    write_json(os.path.join(OUT, "s1serve.json"), decision_file)
 
     with open(os.path.join(OUT, "python_coercion.jsonl"), "w", encoding="utf-8") as f:
         for value in COERCION_VALUES:
@@ -176,26 +166,21 @@ def main() -> None:
                                ensure_ascii=False) + "\n")
 
     decider = JemmDecider(OUT)
-    with open(os.path.join(OUT, "requests.jsonl"), encoding="utf-8") as f:
-        requests = [json.loads(line) for line in f if line.strip()]
+    requests = read_jsonl(os.path.join(OUT, "requests.jsonl"))
     with open(os.path.join(OUT, "prompts.jsonl"), "w", encoding="utf-8") as f:
         for number, request in enumerate(requests):
             for key, question in request["questions"].items():
                 rendered, ids = decider.prompt(request["state"], question)
                 f.write(json.dumps({"request": number, "question": key, "text": rendered, "ids": ids},
                                    ensure_ascii=False) + "\n")
-    with open(os.path.join(OUT, "expected.jsonl"), "w", encoding="utf-8") as f:
-        for request in requests:
-            f.write(json.dumps(decider.decide(request), ensure_ascii=False) + "\n")
+    write_jsonl(os.path.join(OUT, "expected.jsonl"), (decider.decide(request) for request in requests))
     with open(os.path.join(OUT, "limits.json"), "w", encoding="utf-8") as f:
         json.dump(limit_states(decider), f, ensure_ascii=False)
         f.write("\n")
 
     write_adapter(model)
     adapted = JemmDecider(OUT, adapter_dir=LORA_OUT)
-    with open(os.path.join(LORA_OUT, "expected.jsonl"), "w", encoding="utf-8") as f:
-        for request in requests:
-            f.write(json.dumps(adapted.decide(request), ensure_ascii=False) + "\n")
+    write_jsonl(os.path.join(LORA_OUT, "expected.jsonl"), (adapted.decide(request) for request in requests))
     print(f"wrote {OUT}")
 
 

@@ -37,6 +37,7 @@ from tokenizers import AddedToken, Tokenizer
 from transformers import AutoTokenizer, Lfm2Config, Lfm2ForCausalLM
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fixture_files import read_jsonl, remove_files, save_checkpoint, write_json, write_jsonl  # noqa: E402
 from label_token_contract import LabelTokenDecider  # noqa: E402
 from lfm2_contract import Lfm2Decider  # noqa: E402
 from make_tiny_chat_models import perturb  # noqa: E402
@@ -115,9 +116,7 @@ def main() -> None:
         write_scaled(sys.argv[2])
         return
     os.makedirs(OUT, exist_ok=True)
-    for name in ("config.json", "model.safetensors", "generation_config.json"):
-        if os.path.exists(os.path.join(OUT, name)):
-            os.remove(os.path.join(OUT, name))
+    remove_files(OUT, ("config.json", "model.safetensors", "generation_config.json"))
     write_tokenizer()
     tokenizer = AutoTokenizer.from_pretrained(OUT)
     # Transformers and the tokenizers library must agree on the ids s1serve reproduces.
@@ -128,10 +127,7 @@ def main() -> None:
     model = build(len(tokenizer), tokenizer.convert_tokens_to_ids("<|pad|>"),
                   tokenizer.convert_tokens_to_ids("<|startoftext|>"), tokenizer.convert_tokens_to_ids("<|im_end|>"))
     perturb(model, 400)
-    model.to(torch.bfloat16).save_pretrained(OUT, safe_serialization=True)
-    generation_config = os.path.join(OUT, "generation_config.json")
-    if os.path.exists(generation_config):
-        os.remove(generation_config)
+    save_checkpoint(model.to(torch.bfloat16), OUT)
     decision_file = {
         "contract": "lfm2-candidate-likelihood",
         "name": "tiny-lfm2",
@@ -139,31 +135,24 @@ def main() -> None:
         "description": "Random tiny LFM2 stand-in for LFM2.5-350M (tests)",
         "precision": "fp32",
     }
-    with open(os.path.join(OUT, "s1serve.json"), "w") as f:
-        json.dump(decision_file, f, indent=2)
-        f.write("\n")
+    write_json(os.path.join(OUT, "s1serve.json"), decision_file)
 
     decider = Lfm2Decider(OUT)
-    with open(os.path.join(OUT, "requests.jsonl"), encoding="utf-8") as f:
-        requests = [json.loads(line) for line in f if line.strip()]
+    requests = read_jsonl(os.path.join(OUT, "requests.jsonl"))
     with open(os.path.join(OUT, "prompts.jsonl"), "w", encoding="utf-8") as f:
         for number, request in enumerate(requests):
             for key, question in request["questions"].items():
                 rendered, ids, suffix, values = decider.prompt(request["state"], question)
                 f.write(json.dumps({"request": number, "question": key, "text": rendered, "ids": ids,
                                     "suffix": suffix, "values": values}, ensure_ascii=False) + "\n")
-    with open(os.path.join(OUT, "expected.jsonl"), "w", encoding="utf-8") as f:
-        for request in requests:
-            f.write(json.dumps(decider.decide(request), ensure_ascii=False) + "\n")
+    write_jsonl(os.path.join(OUT, "expected.jsonl"), (decider.decide(request) for request in requests))
     write_label_token_expected()
     print(f"wrote {OUT}")
 
 
 def write_label_token_expected() -> None:
     decider = LabelTokenDecider(OUT, None, 1.0)
-    with open(os.path.join(OUT, "label_token_expected.jsonl"), "w", encoding="utf-8") as f:
-        for request in LABEL_TOKEN_REQUESTS:
-            f.write(json.dumps(dict(decider.decide(request), request=request), ensure_ascii=False) + "\n")
+    write_jsonl(os.path.join(OUT, "label_token_expected.jsonl"), (dict(decider.decide(request), request=request) for request in LABEL_TOKEN_REQUESTS))
 
 
 if __name__ == "__main__":

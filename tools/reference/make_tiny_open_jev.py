@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 
 import torch
 from transformers import AutoTokenizer, Qwen3_5ForCausalLM, Qwen3_5TextConfig
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fixture_files import copy_tokenizer, read_jsonl, remove_files, save_checkpoint, write_json, write_jsonl  # noqa: E402
 from make_tiny_chat_models import perturb  # noqa: E402
 from open_jev_contract import OpenJevDecider  # noqa: E402
 
@@ -63,18 +63,12 @@ def chat_wrap(tokenizer) -> tuple[str, str]:
 
 def main() -> None:
     torch.manual_seed(11)
-    for name in ("config.json", "model.safetensors", "generation_config.json"):
-        if os.path.exists(os.path.join(OUT, name)):
-            os.remove(os.path.join(OUT, name))
+    remove_files(OUT, ("config.json", "model.safetensors", "generation_config.json"))
     tokenizer = AutoTokenizer.from_pretrained(TOKENIZER_DIR)
     model = build(len(tokenizer))
     perturb(model, 611)
-    model.to(torch.bfloat16).save_pretrained(OUT, safe_serialization=True)
-    generation_config = os.path.join(OUT, "generation_config.json")
-    if os.path.exists(generation_config):
-        os.remove(generation_config)
-    for file in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(os.path.join(TOKENIZER_DIR, file), os.path.join(OUT, file))
+    save_checkpoint(model.to(torch.bfloat16), OUT)
+    copy_tokenizer(TOKENIZER_DIR, OUT)
 
     prefix, suffix = chat_wrap(tokenizer)
     gen = torch.Generator().manual_seed(613)
@@ -96,22 +90,17 @@ def main() -> None:
         "description": "Random tiny Qwen3.5 stand-in for Open-Jev (tests)",
         "precision": "fp32",
     }
-    with open(os.path.join(OUT, "s1serve.json"), "w") as f:
-        json.dump(decision_file, f, indent=2)
-        f.write("\n")
+    write_json(os.path.join(OUT, "s1serve.json"), decision_file)
 
     decider = OpenJevDecider(OUT)
-    with open(os.path.join(OUT, "requests.jsonl"), encoding="utf-8") as f:
-        requests = [json.loads(line) for line in f if line.strip()]
+    requests = read_jsonl(os.path.join(OUT, "requests.jsonl"))
     with open(os.path.join(OUT, "prompts.jsonl"), "w", encoding="utf-8") as f:
         for number, request in enumerate(requests):
             for key, question in request["questions"].items():
                 texts, ids = decider.sequences(request["state"], question)
                 f.write(json.dumps({"request": number, "question": key, "texts": texts, "ids": ids},
                                    ensure_ascii=False) + "\n")
-    with open(os.path.join(OUT, "expected.jsonl"), "w", encoding="utf-8") as f:
-        for request in requests:
-            f.write(json.dumps(decider.decide(request), ensure_ascii=False) + "\n")
+    write_jsonl(os.path.join(OUT, "expected.jsonl"), (decider.decide(request) for request in requests))
     print(f"wrote {OUT}")
 
 
