@@ -29,13 +29,14 @@ void parse_buffered(boost::beast::http::parser<is_request, Body, Allocator>& par
 }
 
 // Reads until `parser` has a whole header, starting with what `buffer` already holds (a pipelined
-// request). Reads are large, so a small body usually comes along with its header.
+// request). Reads of 4 KiB: a small body usually comes along with its header, and the buffer each
+// kept-alive connection holds on to stays small.
 template <bool is_request, class Body, class Allocator>
 boost::asio::awaitable<boost::system::error_code> read_header(boost::asio::ip::tcp::socket& socket,
                                                               boost::beast::flat_buffer& buffer,
                                                               boost::beast::http::parser<is_request, Body, Allocator>& parser,
                                                               Clock::time_point deadline) {
-  constexpr size_t read_size = 16 * 1024;
+  constexpr size_t read_size = 4 * 1024;
   boost::system::error_code error;
   while (!parser.is_header_done()) {
     if (buffer.size() == 0) {
