@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <bit>
 #include <cassert>
-#include <cstdint>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -28,22 +28,19 @@ using Dims = dnnl::memory::dims;
 using DataType = dnnl::memory::data_type;
 using FormatTag = dnnl::memory::format_tag;
 
-// The row count whose primitive chooses the packed weight layout. brgemm picks
-// the same blocked layout for every M we measured (8–512), so later primitives
-// take that layout as given.
+// The row count whose primitive chooses the packed weight layout. brgemm picks the same blocked
+// layout for every M we measured (8–512), so later primitives take that layout as given.
 constexpr dnnl::memory::dim layout_probe_rows = 128;
 
-const dnnl::engine &cpu_engine() {
+const dnnl::engine& cpu_engine() {
   static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   return engine;
 }
 
-[[noreturn]] void fail(const char *what, const dnnl::error &error) {
-  // Only a broken oneDNN install or a shape this build cannot run lands here: a
-  // programmer or deployment error, not a request error, and kernels do not
-  // throw.
-  std::fprintf(stderr, "s1::kernels::PackedLinear: %s: %s\n", what,
-               error.what());
+[[noreturn]] void fail(const char* what, const dnnl::error& error) {
+  // Only a broken oneDNN install or a shape this build cannot run lands here: a programmer or
+  // deployment error, not a request error, and kernels do not throw.
+  std::fprintf(stderr, "s1::kernels::PackedLinear: %s: %s\n", what, error.what());
   std::abort();
 }
 
@@ -51,76 +48,62 @@ DataType data_type(Precision precision) {
   return precision == Precision::bf16 ? DataType::bf16 : DataType::f32;
 }
 
-dnnl::matmul::primitive_desc
-describe(dnnl::memory::dim rows, dnnl::memory::dim in, dnnl::memory::dim out,
-         Precision precision, bool has_bias, const dnnl::memory::desc &weights,
-         Activation activation = Activation::none, bool accumulate = false) {
+dnnl::matmul::primitive_desc describe(dnnl::memory::dim rows, dnnl::memory::dim in, dnnl::memory::dim out,
+                                      Precision precision, bool has_bias, const dnnl::memory::desc& weights,
+                                      Activation activation = Activation::none, bool accumulate = false) {
   const dnnl::memory::desc src({rows, in}, data_type(precision), FormatTag::ab);
   const dnnl::memory::desc dst({rows, out}, DataType::f32, FormatTag::ab);
   const dnnl::memory::desc bias =
-      has_bias ? dnnl::memory::desc({1, out}, DataType::f32, FormatTag::ab)
-               : dnnl::memory::desc();
+      has_bias ? dnnl::memory::desc({1, out}, DataType::f32, FormatTag::ab) : dnnl::memory::desc();
   dnnl::post_ops post_ops;
-  if (accumulate)
-    post_ops.append_sum(1.0F);
-  if (activation == Activation::gelu)
-    post_ops.append_eltwise(dnnl::algorithm::eltwise_gelu_erf, 0.0F, 0.0F);
+  if (accumulate) post_ops.append_sum(1.0F);
+  if (activation == Activation::gelu) post_ops.append_eltwise(dnnl::algorithm::eltwise_gelu_erf, 0.0F, 0.0F);
   dnnl::primitive_attr attributes;
   attributes.set_post_ops(post_ops);
   return {cpu_engine(), src, weights, bias, dst, attributes};
 }
 
-// Primitives for one (M, K, N, precision, bias, activation, accumulate) are
-// shared by every layer of that shape: a 6-layer encoder needs 4 primitives per
-// M, not 24. The thread count is part of the key because brgemm fixes its work
-// split when the primitive is created: one built for 1 thread stays on 1
-// thread.
-using PrimitiveKey =
-    std::tuple<dnnl::memory::dim, dnnl::memory::dim, dnnl::memory::dim,
-               Precision, bool, Activation, bool, int>;
+// Primitives for one (M, K, N, precision, bias, activation, accumulate) are shared by every layer of that shape: a
+// 6-layer encoder needs 4 primitives per M, not 24. The thread count is part of the key because brgemm
+// fixes its work split when the primitive is created: one built for 1 thread stays on 1 thread.
+using PrimitiveKey = std::tuple<dnnl::memory::dim, dnnl::memory::dim, dnnl::memory::dim, Precision, bool, Activation,
+                                bool, int>;
 
-dnnl::matmul shared_primitive(const PrimitiveKey &key,
-                              const dnnl::memory::desc &weights) {
+dnnl::matmul shared_primitive(const PrimitiveKey& key, const dnnl::memory::desc& weights) {
   static std::mutex mutex;
   static std::map<PrimitiveKey, dnnl::matmul> primitives;
   const std::lock_guard lock(mutex);
   const auto found = primitives.find(key);
-  if (found != primitives.end())
-    return found->second;
-  const auto [rows, in, out, precision, has_bias, activation, accumulate,
-              threads] = key;
+  if (found != primitives.end()) return found->second;
+  const auto [rows, in, out, precision, has_bias, activation, accumulate, threads] = key;
   try {
-    dnnl::matmul primitive(describe(rows, in, out, precision, has_bias, weights,
-                                    activation, accumulate));
+    dnnl::matmul primitive(describe(rows, in, out, precision, has_bias, weights, activation, accumulate));
     primitives.emplace(key, primitive);
     return primitive;
-  } catch (const dnnl::error &error) {
+  } catch (const dnnl::error& error) {
     fail("creating a matmul primitive", error);
   }
 }
 
-// Below these multiply-accumulate counts a matmul runs on the calling thread
-// alone (its primitive built for 1 thread, so oneDNN opens no parallel region):
-// about 50 µs of work, which a second thread cannot save once waking it is paid
-// for (a futex wake-up of tens of µs with OMP_WAIT_POLICY=passive, s1serve's
-// default; a stall when the other core is busy). At one 128-token sequence this
-// keeps the bf16 384→384 attention output projection (19 M MACs) on one thread;
-// every fp32 MiniLM GEMM at that size is above its limit.
+// Below these multiply-accumulate counts a matmul runs on the calling thread alone (its primitive
+// built for 1 thread, so oneDNN opens no parallel region): about 50 µs of work, which a second
+// thread cannot save once waking it is paid for (a futex wake-up of tens of µs with
+// OMP_WAIT_POLICY=passive, s1serve's default; a stall when the other core is busy). At one
+// 128-token sequence this keeps the bf16 384→384 attention output projection (19 M MACs) on one
+// thread; every fp32 MiniLM GEMM at that size is above its limit.
 constexpr std::int64_t max_serial_macs_bf16 = 24'000'000;
 constexpr std::int64_t max_serial_macs_fp32 = 5'000'000;
 
-// The bf16 copy of the activations lives per calling thread, reused across
-// calls.
-std::vector<Bf16Bits> &activation_buffer() {
+// The bf16 copy of the activations lives per calling thread, reused across calls.
+std::vector<Bf16Bits>& activation_buffer() {
   thread_local std::vector<Bf16Bits> buffer;
   return buffer;
 }
 
-} // namespace
+}  // namespace
 
 std::size_t padded_row_count(std::size_t rows) {
-  const std::size_t granularity =
-      std::max<std::size_t>(16, std::bit_ceil(rows) / 8);
+  const std::size_t granularity = std::max<std::size_t>(16, std::bit_ceil(rows) / 8);
   return (rows + granularity - 1) / granularity * granularity;
 }
 
@@ -132,51 +115,42 @@ bool linear_supported(Precision precision) {
 namespace {
 
 struct FreeDeleter {
-  void operator()(std::byte *data) const { std::free(data); }
+  void operator()(std::byte* data) const { std::free(data); }
 };
 
-// Storage for packed weights, on transparent huge pages where a matrix spans
-// some (this system's THP mode is "madvise": plain allocations stay on 4 KiB
-// pages). A forward pass streams every layer's weights from memory once, and on
-// 4 KiB pages that streaming measured slow (TLB reach, we assume: this VM
-// exposes no counters to confirm it). bench/kernels_bench.cpp:
-// linear_forward_cold 2.5x faster, the 140 GEMMs of a ModernBERT-large pass
-// (modernbert_large_gemms) 7-16% faster (docs/benchmarks/kernels.md).
+// Storage for packed weights, on transparent huge pages where a matrix spans some (this system's
+// THP mode is "madvise": plain allocations stay on 4 KiB pages). A forward pass streams every
+// layer's weights from memory once, and on 4 KiB pages that streaming measured slow (TLB reach, we
+// assume: this VM exposes no counters to confirm it). bench/kernels_bench.cpp: linear_forward_cold
+// 2.5x faster, the 140 GEMMs of a ModernBERT-large pass (modernbert_large_gemms) 7-16% faster
+// (docs/benchmarks/kernels.md).
 std::unique_ptr<std::byte, FreeDeleter> weight_allocation(std::size_t bytes) {
   constexpr std::size_t huge_page = std::size_t{2} << 20;
   constexpr std::size_t cache_line = 64;
-  void *data = nullptr;
-  if (posix_memalign(&data, bytes >= huge_page ? huge_page : cache_line,
-                     bytes) != 0)
-    throw std::bad_alloc();
-  // Only whole huge pages inside the block: the tail stays on small pages
-  // rather than over-allocating.
-  if (bytes >= huge_page)
-    madvise(data, bytes / huge_page * huge_page, MADV_HUGEPAGE);
-  return std::unique_ptr<std::byte, FreeDeleter>(
-      static_cast<std::byte *>(data));
+  void* data = nullptr;
+  if (posix_memalign(&data, bytes >= huge_page ? huge_page : cache_line, bytes) != 0) throw std::bad_alloc();
+  // Only whole huge pages inside the block: the tail stays on small pages rather than over-allocating.
+  if (bytes >= huge_page) madvise(data, bytes / huge_page * huge_page, MADV_HUGEPAGE);
+  return std::unique_ptr<std::byte, FreeDeleter>(static_cast<std::byte*>(data));
 }
 
-} // namespace
+}  // namespace
 
 struct PackedLinear::Impl {
   std::size_t in_features = 0;
   std::size_t out_features = 0;
   Precision precision = Precision::fp32;
   Activation activation = Activation::none;
-  std::unique_ptr<std::byte, FreeDeleter>
-      weight_storage;   // owns what `weights` points to
-  dnnl::memory weights; // packed, in the layout the primitives expect
-  dnnl::memory bias;    // empty handle when there is no bias
+  std::unique_ptr<std::byte, FreeDeleter> weight_storage;  // owns what `weights` points to
+  dnnl::memory weights;  // packed, in the layout the primitives expect
+  dnnl::memory bias;     // empty handle when there is no bias
 };
 
-PackedLinear::PackedLinear(std::span<const float> weight,
-                           std::span<const float> bias, std::size_t in_features,
-                           std::size_t out_features, Precision precision,
+PackedLinear::PackedLinear(std::span<const float> weight, std::span<const float> bias,
+                           std::size_t in_features, std::size_t out_features, Precision precision,
                            Activation activation)
     : impl_(std::make_unique<Impl>()) {
-  assert(in_features > 0 && out_features > 0 &&
-         weight.size() == in_features * out_features);
+  assert(in_features > 0 && out_features > 0 && weight.size() == in_features * out_features);
   assert(bias.empty() || bias.size() == out_features);
   assert(linear_supported(precision));
   impl_->in_features = in_features;
@@ -186,56 +160,43 @@ PackedLinear::PackedLinear(std::span<const float> weight,
   const auto in = static_cast<dnnl::memory::dim>(in_features);
   const auto out = static_cast<dnnl::memory::dim>(out_features);
   try {
-    const dnnl::memory::desc any_weights({in, out}, data_type(precision),
-                                         FormatTag::any);
-    const auto probe = describe(layout_probe_rows, in, out, precision,
-                                !bias.empty(), any_weights, activation);
-    // nn.Linear's [N, K] row-major weight is the matmul's [K, N] operand with
-    // strides (1, K): "ba".
-    const dnnl::memory::desc torch_layout({in, out}, DataType::f32,
-                                          FormatTag::ba);
-    dnnl::memory source(torch_layout, cpu_engine(),
-                        const_cast<float *>(weight.data()));
+    const dnnl::memory::desc any_weights({in, out}, data_type(precision), FormatTag::any);
+    const auto probe = describe(layout_probe_rows, in, out, precision, !bias.empty(), any_weights, activation);
+    // nn.Linear's [N, K] row-major weight is the matmul's [K, N] operand with strides (1, K): "ba".
+    const dnnl::memory::desc torch_layout({in, out}, DataType::f32, FormatTag::ba);
+    dnnl::memory source(torch_layout, cpu_engine(), const_cast<float*>(weight.data()));
     impl_->weight_storage = weight_allocation(probe.weights_desc().get_size());
-    impl_->weights = dnnl::memory(probe.weights_desc(), cpu_engine(),
-                                  impl_->weight_storage.get());
+    impl_->weights = dnnl::memory(probe.weights_desc(), cpu_engine(), impl_->weight_storage.get());
     dnnl::stream stream(cpu_engine());
     apply_thread_count();
-    dnnl::reorder(source, impl_->weights)
-        .execute(stream, source, impl_->weights);
+    dnnl::reorder(source, impl_->weights).execute(stream, source, impl_->weights);
     if (!bias.empty()) {
-      impl_->bias =
-          dnnl::memory({{1, out}, DataType::f32, FormatTag::ab}, cpu_engine());
-      std::copy(bias.begin(), bias.end(),
-                static_cast<float *>(impl_->bias.get_data_handle()));
+      impl_->bias = dnnl::memory({{1, out}, DataType::f32, FormatTag::ab}, cpu_engine());
+      std::copy(bias.begin(), bias.end(), static_cast<float*>(impl_->bias.get_data_handle()));
     }
     stream.wait();
-  } catch (const dnnl::error &error) {
+  } catch (const dnnl::error& error) {
     fail("packing weights", error);
   }
 }
 
 PackedLinear::~PackedLinear() = default;
-PackedLinear::PackedLinear(PackedLinear &&) noexcept = default;
-PackedLinear &PackedLinear::operator=(PackedLinear &&) noexcept = default;
+PackedLinear::PackedLinear(PackedLinear&&) noexcept = default;
+PackedLinear& PackedLinear::operator=(PackedLinear&&) noexcept = default;
 
 std::size_t PackedLinear::in_features() const { return impl_->in_features; }
 std::size_t PackedLinear::out_features() const { return impl_->out_features; }
 Precision PackedLinear::precision() const { return impl_->precision; }
 
-void PackedLinear::forward(std::span<const float> x, std::span<float> y) const {
-  run(x, y, false);
-}
+void PackedLinear::forward(std::span<const float> x, std::span<float> y) const { run(x, y, false); }
 
-void PackedLinear::forward_accumulate(std::span<const float> x,
-                                      std::span<float> y) const {
+void PackedLinear::forward_accumulate(std::span<const float> x, std::span<float> y) const {
   assert(impl_->activation == Activation::none);
   run(x, y, true);
 }
 
-void PackedLinear::run(std::span<const float> x, std::span<float> y,
-                       bool accumulate) const {
-  const Impl &impl = *impl_;
+void PackedLinear::run(std::span<const float> x, std::span<float> y, bool accumulate) const {
+  const Impl& impl = *impl_;
   assert(!x.empty() && x.size() % impl.in_features == 0);
   const std::size_t rows = x.size() / impl.in_features;
   assert(y.size() == rows * impl.out_features);
@@ -245,50 +206,39 @@ void PackedLinear::run(std::span<const float> x, std::span<float> y,
   const bool has_bias = static_cast<bool>(impl.bias);
   const std::int64_t macs = m * in * out;
   const bool serial =
-      macs <= (impl.precision == Precision::bf16 ? max_serial_macs_bf16
-                                                 : max_serial_macs_fp32);
+      macs <= (impl.precision == Precision::bf16 ? max_serial_macs_bf16 : max_serial_macs_fp32);
   const int threads = serial ? 1 : thread_count();
   try {
-    // oneDNN 3.2 has no f32-activation × bf16-weight matmul, so activations are
-    // rounded to bf16 first (vcvtne2ps2bf16: ~1 µs per 128×384 rows, far below
-    // the matmul).
-    void *source_data = const_cast<float *>(x.data());
+    // oneDNN 3.2 has no f32-activation × bf16-weight matmul, so activations are rounded to bf16 first
+    // (vcvtne2ps2bf16: ~1 µs per 128×384 rows, far below the matmul).
+    void* source_data = const_cast<float*>(x.data());
     if (impl.precision == Precision::bf16) {
-      std::vector<Bf16Bits> &buffer = activation_buffer();
+      std::vector<Bf16Bits>& buffer = activation_buffer();
       buffer.resize(x.size());
       convert_fp32_to_bf16(x, buffer);
       source_data = buffer.data();
     }
-    // The primitive is created (brgemm fixes its work split then) and run with
-    // `threads` threads.
+    // The primitive is created (brgemm fixes its work split then) and run with `threads` threads.
     if (serial) {
       omp_set_num_threads(1);
     } else {
       apply_thread_count();
     }
     const dnnl::matmul primitive =
-        shared_primitive({m, in, out, impl.precision, has_bias, impl.activation,
-                          accumulate, threads},
+        shared_primitive({m, in, out, impl.precision, has_bias, impl.activation, accumulate, threads},
                          impl.weights.get_desc());
-    const dnnl::memory source(
-        {{m, in}, data_type(impl.precision), FormatTag::ab}, cpu_engine(),
-        source_data);
-    const dnnl::memory destination({{m, out}, DataType::f32, FormatTag::ab},
-                                   cpu_engine(), y.data());
+    const dnnl::memory source({{m, in}, data_type(impl.precision), FormatTag::ab}, cpu_engine(), source_data);
+    const dnnl::memory destination({{m, out}, DataType::f32, FormatTag::ab}, cpu_engine(), y.data());
     thread_local dnnl::stream stream(cpu_engine());
     std::unordered_map<int, dnnl::memory> arguments{
-        {DNNL_ARG_SRC, source},
-        {DNNL_ARG_WEIGHTS, impl.weights},
-        {DNNL_ARG_DST, destination}};
-    if (has_bias)
-      arguments.emplace(DNNL_ARG_BIAS, impl.bias);
+        {DNNL_ARG_SRC, source}, {DNNL_ARG_WEIGHTS, impl.weights}, {DNNL_ARG_DST, destination}};
+    if (has_bias) arguments.emplace(DNNL_ARG_BIAS, impl.bias);
     primitive.execute(stream, arguments);
     stream.wait();
-  } catch (const dnnl::error &error) {
+  } catch (const dnnl::error& error) {
     fail("running a matmul", error);
   }
-  if (serial)
-    apply_thread_count();
+  if (serial) apply_thread_count();
 }
 
-} // namespace s1::kernels
+}  // namespace s1::kernels
