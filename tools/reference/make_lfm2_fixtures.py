@@ -19,15 +19,14 @@ fp32 on the CPU.
 
 from __future__ import annotations
 
-import argparse
 import os
+import sys
 
 import torch
-from safetensors.torch import save_file
 from transformers import Lfm2Config, Lfm2ForCausalLM
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-LENGTHS = (1, 7, 64, 65, 130)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from decoder_parity_fixtures import output_dir, redraw_parameters, write_case  # noqa: E402
 
 CASES = {
     "types_tied": (dict(hidden_size=32, num_attention_heads=4, num_key_value_heads=2, intermediate_size=96,
@@ -49,53 +48,16 @@ def build(overrides: dict, seed: int) -> Lfm2ForCausalLM:
     config._attn_implementation = "eager"
     torch.manual_seed(seed)
     model = Lfm2ForCausalLM(config).to(torch.float32).eval()
-    generator = torch.Generator().manual_seed(seed + 100)
-    with torch.no_grad():
-        for name, parameter in model.named_parameters():
-            if name.endswith("norm.weight"):
-                # Norm gains around 1 but each different, so every norm weight is observable.
-                parameter.copy_(1.0 + 0.3 * torch.randn(parameter.shape, generator=generator))
-            elif name.endswith(".bias"):
-                parameter.copy_(0.1 * torch.randn(parameter.shape, generator=generator))
-            elif "embed_tokens" in name or "lm_head" in name:
-                parameter.copy_(torch.randn(parameter.shape, generator=generator))
-            else:
-                fan_in = parameter.shape[-1]
-                parameter.copy_(torch.randn(parameter.shape, generator=generator) / fan_in ** 0.5)
+    redraw_parameters(model, seed + 100)
     return model
 
 
-def write_case(out_dir: str, name: str, overrides: dict, seed: int) -> None:
-    case_dir = os.path.join(out_dir, name)
-    os.makedirs(case_dir, exist_ok=True)
-    model = build(overrides, seed)
-    model.save_pretrained(case_dir, safe_serialization=True)
-    for extra in ("generation_config.json",):
-        path = os.path.join(case_dir, extra)
-        if os.path.exists(path):
-            os.remove(path)
-    generator = torch.Generator().manual_seed(seed + 200)
-    tensors = {}
-    with torch.no_grad():
-        for n in LENGTHS:
-            ids = torch.randint(0, model.config.vocab_size, (1, n), generator=generator)
-            hidden = model.model(input_ids=ids).last_hidden_state[0]
-            logits = model(input_ids=ids).logits[0, -1]
-            tensors[f"ids_{n}"] = ids[0].to(torch.int32).contiguous()
-            tensors[f"hidden_{n}"] = hidden.contiguous()
-            tensors[f"logits_{n}"] = logits.contiguous()
-    save_file(tensors, os.path.join(case_dir, "reference.safetensors"))
-    width = model.model.layers[0].feed_forward.w1.weight.shape[0]
-    print(f"{name}: MLP width {width}, max |logit| "
-          f"{max(t.abs().max().item() for k, t in tensors.items() if k.startswith('logits'))}")
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default=os.path.join(REPO, "tests", "parity", "lfm2"))
-    args = parser.parse_args()
+    out = output_dir(__doc__, "lfm2")
     for name, (overrides, seed) in CASES.items():
-        write_case(args.out, name, overrides, seed)
+        model = build(overrides, seed)
+        largest = write_case(os.path.join(out, name), model, seed + 200)
+        print(f"{name}: MLP width {model.model.layers[0].feed_forward.w1.weight.shape[0]}, max |logit| {largest}")
 
 
 if __name__ == "__main__":
