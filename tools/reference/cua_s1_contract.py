@@ -33,7 +33,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
+
+from decider_io import answer_stdin, question_prompt_lines
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -135,17 +136,7 @@ def main() -> None:
     parser.add_argument("--no-bf16-logits", action="store_true", help="keep the letter logits in fp32")
     args = parser.parse_args()
     decider = CuaS1Decider(args.model_dir, not args.no_bf16_logits)
-    for number, line in enumerate(sys.stdin):
-        if not line.strip():
-            continue
-        request = json.loads(line)
-        if args.prompts:
-            for key, question in request["questions"].items():
-                rendered, ids = decider.prompt(request["state"], question)
-                print(json.dumps({"request": number, "question": key, "text": rendered, "ids": ids},
-                                 ensure_ascii=False))
-        else:
-            print(json.dumps(decider.decide(request), ensure_ascii=False))
+    answer_stdin(decider.decide, lambda number, request: question_prompt_lines(number, request, decider.prompt), args.prompts)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,8 @@ import json
 import math
 import re
 import string
-import sys
+
+from decider_io import answer_stdin
 
 MAX_OPTIONS = 255
 NARROW = 10
@@ -228,16 +229,9 @@ def main() -> None:
     parser.add_argument("--no-bf16-logits", action="store_true", help="keep the label logits in fp32")
     args = parser.parse_args()
     decider = Decider(args.model_dir, not args.no_bf16_logits)
-    for number, line in enumerate(sys.stdin):
-        if not line.strip():
-            continue
-        request = json.loads(line)
-        if args.prompts:
-            for row, (key, rendered, ids) in enumerate(decider.rows(request)):
-                print(json.dumps({"request": number, "question": key, "row": row, "text": rendered, "ids": ids},
-                                 ensure_ascii=False))
-        else:
-            print(json.dumps(decider.decide(request), ensure_ascii=False))
+    answer_stdin(decider.decide, lambda number, request: (
+        {"request": number, "question": key, "row": row, "text": rendered, "ids": ids}
+        for row, (key, rendered, ids) in enumerate(decider.rows(request))), args.prompts)
 
 
 if __name__ == "__main__":

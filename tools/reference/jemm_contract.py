@@ -40,7 +40,8 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
+
+from decider_io import answer_stdin, question_prompt_lines
 
 LABELS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ012345"
 SYSTEM = ("Choose the best available candidate for the question using only the supplied state. "
@@ -223,17 +224,7 @@ def main() -> None:
     parser.add_argument("--adapter-dir", help="a PEFT LoRA adapter to apply (merged in fp32)")
     args = parser.parse_args()
     decider = JemmDecider(args.model_dir, not args.no_bf16_logits, args.adapter_dir)
-    for number, line in enumerate(sys.stdin):
-        if not line.strip():
-            continue
-        request = json.loads(line)
-        if args.prompts:
-            for key, question in request["questions"].items():
-                rendered, ids = decider.prompt(request["state"], question)
-                print(json.dumps({"request": number, "question": key, "text": rendered, "ids": ids},
-                                 ensure_ascii=False))
-        else:
-            print(json.dumps(decider.decide(request), ensure_ascii=False))
+    answer_stdin(decider.decide, lambda number, request: question_prompt_lines(number, request, decider.prompt), args.prompts)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ prompts.jsonl (rendered text and token ids per question: the prompt goldens) and
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -25,6 +24,7 @@ from transformers import AutoTokenizer, Qwen3_5ForCausalLM, Qwen3_5TextConfig
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cua_s1_contract import CuaS1Decider  # noqa: E402
+from decider_io import question_prompt_lines  # noqa: E402
 from fixture_files import copy_tokenizer, read_jsonl, remove_files, save_checkpoint, write_json, write_jsonl  # noqa: E402
 from make_tiny_chat_models import perturb  # noqa: E402
 
@@ -63,12 +63,9 @@ def main() -> None:
 
     decider = CuaS1Decider(OUT)
     requests = read_jsonl(os.path.join(OUT, "requests.jsonl"))
-    with open(os.path.join(OUT, "prompts.jsonl"), "w", encoding="utf-8") as f:
-        for number, request in enumerate(requests):
-            for key, question in request["questions"].items():
-                rendered, ids = decider.prompt(request["state"], question)
-                f.write(json.dumps({"request": number, "question": key, "text": rendered, "ids": ids},
-                                   ensure_ascii=False) + "\n")
+    write_jsonl(os.path.join(OUT, "prompts.jsonl"),
+                (line for number, request in enumerate(requests)
+                 for line in question_prompt_lines(number, request, decider.prompt)))
     write_jsonl(os.path.join(OUT, "expected.jsonl"), (decider.decide(request) for request in requests))
     print(f"wrote {OUT}")
 

@@ -39,6 +39,7 @@ from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5Model
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from code_readout_contract import CodeReadoutDecider  # noqa: E402
+from decider_io import question_prompt_lines  # noqa: E402
 from fixture_files import read_jsonl, remove_files, save_checkpoint, write_json, write_jsonl  # noqa: E402
 from make_tiny_chat_models import perturb  # noqa: E402
 
@@ -166,12 +167,9 @@ def write_fixture(name: str, family: str, seed: int, layers: int, decision: dict
     requests = read_jsonl(os.path.join(out, "requests.jsonl"))
     first = next(iter(requests[0]["questions"].values()))
     check_noncausal(decider, decider.prompt(requests[0]["state"], first)[1])
-    with open(os.path.join(out, "prompts.jsonl"), "w", encoding="utf-8") as f:
-        for number, request in enumerate(requests):
-            for key, question in request["questions"].items():
-                rendered, ids = decider.prompt(request["state"], question)
-                f.write(json.dumps({"request": number, "question": key, "text": rendered, "ids": ids},
-                                   ensure_ascii=False) + "\n")
+    write_jsonl(os.path.join(out, "prompts.jsonl"),
+                (line for number, request in enumerate(requests)
+                 for line in question_prompt_lines(number, request, decider.prompt)))
     write_jsonl(os.path.join(out, "expected.jsonl"), (decider.decide(request) for request in requests))
     print(f"wrote {out}")
 

@@ -35,6 +35,7 @@ from safetensors.torch import save_file
 from transformers import AutoTokenizer, Qwen3_5ForCausalLM, Qwen3_5TextConfig
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from decider_io import question_prompt_lines  # noqa: E402
 from fixture_files import copy_tokenizer, read_jsonl, remove_files, save_checkpoint, write_json, write_jsonl  # noqa: E402
 from jemm_contract import LABELS, SYSTEM, TEMPERATURE, JemmDecider, flat  # noqa: E402
 from make_tiny_chat_models import perturb  # noqa: E402
@@ -167,12 +168,9 @@ def main() -> None:
 
     decider = JemmDecider(OUT)
     requests = read_jsonl(os.path.join(OUT, "requests.jsonl"))
-    with open(os.path.join(OUT, "prompts.jsonl"), "w", encoding="utf-8") as f:
-        for number, request in enumerate(requests):
-            for key, question in request["questions"].items():
-                rendered, ids = decider.prompt(request["state"], question)
-                f.write(json.dumps({"request": number, "question": key, "text": rendered, "ids": ids},
-                                   ensure_ascii=False) + "\n")
+    write_jsonl(os.path.join(OUT, "prompts.jsonl"),
+                (line for number, request in enumerate(requests)
+                 for line in question_prompt_lines(number, request, decider.prompt)))
     write_jsonl(os.path.join(OUT, "expected.jsonl"), (decider.decide(request) for request in requests))
     with open(os.path.join(OUT, "limits.json"), "w", encoding="utf-8") as f:
         json.dump(limit_states(decider), f, ensure_ascii=False)

@@ -28,6 +28,7 @@ import torch
 from transformers import AutoTokenizer, Qwen3_5ForCausalLM, Qwen3_5TextConfig
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from decider_io import question_prompt_lines  # noqa: E402
 from fixture_files import copy_tokenizer, read_jsonl, remove_files, save_checkpoint, write_json, write_jsonl  # noqa: E402
 from make_tiny_chat_models import perturb  # noqa: E402
 from open_jev_contract import OpenJevDecider  # noqa: E402
@@ -94,12 +95,9 @@ def main() -> None:
 
     decider = OpenJevDecider(OUT)
     requests = read_jsonl(os.path.join(OUT, "requests.jsonl"))
-    with open(os.path.join(OUT, "prompts.jsonl"), "w", encoding="utf-8") as f:
-        for number, request in enumerate(requests):
-            for key, question in request["questions"].items():
-                texts, ids = decider.sequences(request["state"], question)
-                f.write(json.dumps({"request": number, "question": key, "texts": texts, "ids": ids},
-                                   ensure_ascii=False) + "\n")
+    write_jsonl(os.path.join(OUT, "prompts.jsonl"),
+                (line for number, request in enumerate(requests)
+                 for line in question_prompt_lines(number, request, decider.sequences, "texts")))
     write_jsonl(os.path.join(OUT, "expected.jsonl"), (decider.decide(request) for request in requests))
     print(f"wrote {OUT}")
 

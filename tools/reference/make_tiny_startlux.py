@@ -18,7 +18,6 @@ expected.jsonl (answers, the format `s1serve validate --reference` reads).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -73,10 +72,8 @@ def main() -> None:
 
     decider = StartLuxDecider(OUT)
     requests = read_jsonl(os.path.join(OUT, "requests.jsonl"))
-    with open(os.path.join(OUT, "prompts.jsonl"), "w", encoding="utf-8") as f:
-        for number, request in enumerate(requests):
-            for prompt in decider.prompt_lines(number, request):
-                f.write(json.dumps(prompt, ensure_ascii=False) + "\n")
+    write_jsonl(os.path.join(OUT, "prompts.jsonl"),
+                (line for number, request in enumerate(requests) for line in decider.prompt_lines(number, request)))
     write_jsonl(os.path.join(OUT, "expected.jsonl"), (decider.decide(request) for request in requests))
     print(f"wrote {OUT}")
 

@@ -34,7 +34,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
+
+from decider_io import answer_stdin, question_prompt_lines
 
 
 def text(value) -> str:
@@ -150,17 +151,7 @@ def main() -> None:
     parser.add_argument("--prompts", action="store_true", help="print rendered sequences and token ids instead")
     args = parser.parse_args()
     decider = OpenJevDecider(args.model_dir)
-    for number, line in enumerate(sys.stdin):
-        if not line.strip():
-            continue
-        request = json.loads(line)
-        if args.prompts:
-            for key, question in request["questions"].items():
-                texts, ids = decider.sequences(request["state"], question)
-                print(json.dumps({"request": number, "question": key, "texts": texts, "ids": ids},
-                                 ensure_ascii=False))
-        else:
-            print(json.dumps(decider.decide(request), ensure_ascii=False))
+    answer_stdin(decider.decide, lambda number, request: question_prompt_lines(number, request, decider.sequences, "texts"), args.prompts)
 
 
 if __name__ == "__main__":

@@ -50,7 +50,8 @@ import json
 import math
 import os
 import re
-import sys
+
+from decider_io import answer_stdin
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 SYSTEM = "Apply the criterion to the evidence. Choose exactly one listed option. Answer with its letter only."
@@ -285,15 +286,7 @@ def main() -> None:
     parser.add_argument("--prompts", action="store_true", help="print the first-round prompts and token ids instead")
     args = parser.parse_args()
     decider = StartLuxDecider(args.model_dir)
-    for number, line in enumerate(sys.stdin):
-        if not line.strip():
-            continue
-        request = json.loads(line)
-        if args.prompts:
-            for prompt in decider.prompt_lines(number, request):
-                print(json.dumps(prompt, ensure_ascii=False))
-        else:
-            print(json.dumps(decider.decide(request), ensure_ascii=False))
+    answer_stdin(decider.decide, decider.prompt_lines, args.prompts)
 
 
 if __name__ == "__main__":
