@@ -52,6 +52,19 @@ void read_served_model_identity(checkpoint::ConfigReader& decision_file, Setting
   settings.description = decision_file.optional<std::string>("description", settings.description);
 }
 
+// The settings of a contract whose decision file holds only the served-model identity, "precision"
+// (default: default_linear_precision) and "logit_rounding"; any other member is a load error.
+template <typename Settings>
+Settings read_identity_precision_and_rounding(checkpoint::ConfigReader& decision_file) {
+  Settings settings;
+  settings.precision = default_linear_precision();
+  read_served_model_identity(decision_file, settings);
+  settings.precision = read_precision(decision_file, settings.precision);
+  settings.logit_rounding = read_logit_rounding(decision_file, settings.logit_rounding);
+  decision_file.finish();
+  return settings;
+}
+
 // The ids of `text` with no special tokens added: a rendered chat template spells its own, and a
 // label or value is read as the bare tokens it is.
 std::vector<int32_t> encode_without_special_tokens(const text::Tokenizer& tokenizer, std::string_view text);

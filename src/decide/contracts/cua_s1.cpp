@@ -9,7 +9,6 @@
 #include "decide/contract_common.h"
 #include "decide/contracts/label_token.h"
 #include "decide/prompt.h"
-#include "decide/token_budget.h"
 #include "model/checkpoint/load_error.h"
 #include "model/decoder/families.h"
 #include "text/tokenizer.h"
@@ -27,13 +26,7 @@ constexpr std::string_view system_message =
 }  // namespace
 
 CuaS1Settings read_cua_s1_settings(checkpoint::ConfigReader& decision_file) {
-  CuaS1Settings settings;
-  settings.precision = default_linear_precision();
-  read_served_model_identity(decision_file, settings);
-  settings.precision = read_precision(decision_file, settings.precision);
-  settings.logit_rounding = read_logit_rounding(decision_file, settings.logit_rounding);
-  decision_file.finish();
-  return settings;
+  return read_identity_precision_and_rounding<CuaS1Settings>(decision_file);
 }
 
 std::string_view cua_s1_system_message() { return system_message; }
@@ -113,18 +106,14 @@ class CuaS1Engine : public runtime::Engine {
                                    "This model accepts at most 26 options per question (letters A to Z)");
       }
     }
+    auto prompts = encode_question_prompts(
+        request, chat_template_, tokenizer_, text::Thinking::enabled,
+        [&](const api::Question& question) { return cua_s1_messages(request.state, question); }, context_tokens_,
+        decoder_->info().prefix_granularity, limits.token_budget);
+    if (!prompts) return prompts.error();
     auto plan = std::make_unique<CuaS1Plan>();
-    std::vector<std::vector<int32_t>> prompts;
-    for (const api::Question& question : request.questions) {
-      const std::string prompt = chat_template_.render(cua_s1_messages(request.state, question), true,
-                                                       text::Thinking::enabled);
-      auto encoded = encode_prompt_within(tokenizer_, prompt, context_tokens_);
-      if (!encoded) return encoded.error();
-      prompts.push_back(std::move(encoded.value()));
-    }
-    plan->prompts = split_at_shared_prefix(prompts, decoder_->info().prefix_granularity);
+    plan->prompts = std::move(prompts.value());
     plan->input_tokens = plan->prompts.input_tokens;
-    if (auto error = check_request_budget(plan->input_tokens, limits.token_budget)) return *error;
     return std::unique_ptr<runtime::Plan>(std::move(plan));
   }
 

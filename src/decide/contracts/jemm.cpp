@@ -10,7 +10,6 @@
 #include "decide/contracts/label_token.h"
 #include "decide/prompt.h"
 #include "decide/python_text.h"
-#include "decide/token_budget.h"
 #include "model/checkpoint/load_error.h"
 #include "model/decoder/families.h"
 #include "model/decoder/lora_adapter.h"
@@ -130,13 +129,7 @@ std::string member_text(const api::Json& object, const char* name) {
 }  // namespace
 
 JemmSettings read_jemm_settings(checkpoint::ConfigReader& decision_file) {
-  JemmSettings settings;
-  settings.precision = default_linear_precision();
-  read_served_model_identity(decision_file, settings);
-  settings.precision = read_precision(decision_file, settings.precision);
-  settings.logit_rounding = read_logit_rounding(decision_file, settings.logit_rounding);
-  decision_file.finish();
-  return settings;
+  return read_identity_precision_and_rounding<JemmSettings>(decision_file);
 }
 
 std::string_view jemm_system_message() { return system_message; }
@@ -270,18 +263,14 @@ class JemmEngine : public runtime::Engine {
                                    "This model accepts at most 32 candidates per question (labels A to Z, 0 to 5)");
       }
     }
+    auto prompts = encode_question_prompts(
+        request, chat_template_, tokenizer_, text::Thinking::disabled,
+        [&](const api::Question& question) { return jemm_messages(request.state, question); }, context_tokens_,
+        decoder_->info().prefix_granularity, limits.token_budget);
+    if (!prompts) return prompts.error();
     auto plan = std::make_unique<JemmPlan>();
-    std::vector<std::vector<int32_t>> prompts;
-    for (const api::Question& question : request.questions) {
-      const std::string prompt =
-          chat_template_.render(jemm_messages(request.state, question), true, text::Thinking::disabled);
-      auto encoded = encode_prompt_within(tokenizer_, prompt, context_tokens_);
-      if (!encoded) return encoded.error();
-      prompts.push_back(std::move(encoded.value()));
-    }
-    plan->prompts = split_at_shared_prefix(prompts, decoder_->info().prefix_granularity);
+    plan->prompts = std::move(prompts.value());
     plan->input_tokens = plan->prompts.input_tokens;
-    if (auto error = check_request_budget(plan->input_tokens, limits.token_budget)) return *error;
     return std::unique_ptr<runtime::Plan>(std::move(plan));
   }
 

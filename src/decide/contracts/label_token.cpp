@@ -70,6 +70,22 @@ SharedPrefixPrompts split_at_prefix_length(const std::vector<std::vector<int32_t
   return split;
 }
 
+api::Result<SharedPrefixPrompts> encode_question_prompts(
+    const api::DecisionRequest& request, const text::ChatTemplate& chat_template, const text::Tokenizer& tokenizer,
+    text::Thinking thinking, const std::function<std::vector<text::ChatMessage>(const api::Question&)>& messages_of,
+    std::size_t context_tokens, std::size_t granularity, int64_t token_budget) {
+  std::vector<std::vector<int32_t>> prompts;
+  for (const api::Question& question : request.questions) {
+    auto encoded = encode_prompt_within(tokenizer, chat_template.render(messages_of(question), true, thinking),
+                                        context_tokens);
+    if (!encoded) return encoded.error();
+    prompts.push_back(std::move(encoded.value()));
+  }
+  SharedPrefixPrompts split = split_at_shared_prefix(prompts, granularity);
+  if (auto error = check_request_budget(split.input_tokens, token_budget)) return *error;
+  return split;
+}
+
 std::vector<std::vector<float>> last_token_hidden_rows(decoder::CausalDecoder& decoder,
                                                        const SharedPrefixPrompts& prompts) {
   std::unique_ptr<decoder::SequenceState> prefix;

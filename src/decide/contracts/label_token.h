@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +28,8 @@
 #include "model/checkpoint/config_reader.h"
 #include "model/decoder/causal_decoder.h"
 #include "runtime/engine.h"
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
 
 namespace s1::decide {
 
@@ -71,6 +74,14 @@ struct SharedPrefixPrompts {
 SharedPrefixPrompts split_at_shared_prefix(const std::vector<std::vector<int32_t>>& prompts, std::size_t granularity);
 // The same split after the first `prefix_length` tokens, which every prompt must share and exceed.
 SharedPrefixPrompts split_at_prefix_length(const std::vector<std::vector<int32_t>>& prompts, std::size_t prefix_length);
+
+// Every question's prompt (messages_of(question) through the chat template with the generation prompt
+// and `thinking`) encoded within `context_tokens` and split at their shared prefix, then the request's
+// `token_budget` checked: the plan of a contract that reads the last token of one prompt per question.
+api::Result<SharedPrefixPrompts> encode_question_prompts(
+    const api::DecisionRequest& request, const text::ChatTemplate& chat_template, const text::Tokenizer& tokenizer,
+    text::Thinking thinking, const std::function<std::vector<text::ChatMessage>(const api::Question&)>& messages_of,
+    std::size_t context_tokens, std::size_t granularity, int64_t token_budget);
 
 // Runs the prefix once and every suffix branched from it as one batch; the final-norm hidden row at
 // each suffix's last token, in suffix order.
