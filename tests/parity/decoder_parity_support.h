@@ -99,6 +99,18 @@ inline void expect_rows_match_reference(std::span<const float> got, std::span<co
   }
 }
 
+// The hidden rows of `reference.ids` and the last position's logits each within `tolerance` · the
+// largest |reference| value (a bound for arithmetic whose error scales with the values, as bf16's).
+inline void expect_within_scaled_bound(decoder::CausalDecoder& model, const DecoderReference& reference,
+                                       double tolerance) {
+  const std::size_t n = reference.ids.size();
+  const std::vector<float> hidden = full_hidden(model, reference.ids);
+  EXPECT_LE(max_difference(hidden, reference.hidden), tolerance * max_abs(reference.hidden)) << "hidden, length " << n;
+  const std::vector<float> logits =
+      model.lm_head().all_logits(std::span<const float>(hidden).last(model.info().hidden_size));
+  EXPECT_LE(max_difference(logits, reference.logits), tolerance * max_abs(reference.logits)) << "logits, length " << n;
+}
+
 // Branches after the first `prefix_length` tokens of `long_reference` (whose first branch must be the
 // rest of that sequence) equal the full prompts run alone and, for the first, Transformers' rows; their
 // kept states extend by a second round (1 and 5 more tokens of `more`, outputs at selected positions

@@ -78,14 +78,7 @@ TEST_P(Qwen3Parity, Bf16WithinDocumentedBound) {
   if (!kernels::linear_supported(kernels::Precision::bf16)) GTEST_SKIP() << "this CPU cannot run bf16 matmuls";
   const auto model = load_qwen3(fixture_root() / GetParam(), kernels::Precision::bf16);
   for (const std::size_t n : lengths) {
-    const Reference reference = read_reference(GetParam(), n);
-    const std::vector<float> hidden = full_hidden(*model, reference.ids);
-    EXPECT_LE(max_difference(hidden, reference.hidden), bf16_tolerance * max_abs(reference.hidden))
-        << "hidden, length " << n;
-    const std::vector<float> logits =
-        model->lm_head().all_logits(std::span<const float>(hidden).last(model->info().hidden_size));
-    EXPECT_LE(max_difference(logits, reference.logits), bf16_tolerance * max_abs(reference.logits))
-        << "logits, length " << n;
+    parity::expect_within_scaled_bound(*model, read_reference(GetParam(), n), bf16_tolerance);
   }
 }
 

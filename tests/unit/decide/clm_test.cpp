@@ -22,6 +22,7 @@
 namespace s1::decide {
 namespace {
 
+using test::question_named;
 using test::read_jsonl;
 using test::typed_request;
 using test::single_question;
@@ -82,13 +83,11 @@ TEST(ClmText, MatchesTheReferenceTextsAndTokenIds) {
   for (const api::Json& golden : goldens) {
     const api::DecisionRequest request = typed_request(requests.at(golden["request"].get<std::size_t>()));
     const std::string key = golden["question"].get<std::string>();
-    const auto question = std::find_if(request.questions.begin(), request.questions.end(),
-                                       [&](const api::Question& q) { return q.key == key; });
-    ASSERT_NE(question, request.questions.end());
-    const std::string state = clm_state_text(request.state, question->instructions);
+    const api::Question& question = question_named(request, key);
+    const std::string state = clm_state_text(request.state, question.instructions);
     EXPECT_EQ(state, golden["state_text"].get<std::string>()) << key;
     EXPECT_EQ(tokenizer.encode(state).ids, golden["state_ids"].get<std::vector<int32_t>>()) << key;
-    const std::vector<std::string> texts = clm_candidate_texts(*question);
+    const std::vector<std::string> texts = clm_candidate_texts(question);
     EXPECT_EQ(texts, golden["candidate_texts"].get<std::vector<std::string>>()) << key;
     for (std::size_t i = 0; i < texts.size(); ++i) {
       EXPECT_EQ(tokenizer.encode(texts[i]).ids, golden["candidate_ids"][i].get<std::vector<int32_t>>()) << texts[i];

@@ -20,6 +20,7 @@
 namespace s1::decide {
 namespace {
 
+using test::question_named;
 using test::read_jsonl;
 using test::typed_request;
 using test::choice;
@@ -71,10 +72,8 @@ TEST(CuaS1Prompt, MatchesTransformersGoldens) {
   for (const api::Json& golden : goldens) {
     const api::DecisionRequest request = typed_request(requests.at(golden["request"].get<std::size_t>()));
     const std::string key = golden["question"].get<std::string>();
-    const auto question = std::find_if(request.questions.begin(), request.questions.end(),
-                                       [&](const api::Question& q) { return q.key == key; });
-    ASSERT_NE(question, request.questions.end()) << key;
-    const std::string prompt = chat_template.render(cua_s1_messages(request.state, *question), true,
+    const api::Question& question = question_named(request, key);
+    const std::string prompt = chat_template.render(cua_s1_messages(request.state, question), true,
                                                     text::Thinking::enabled);
     EXPECT_EQ(prompt, golden["text"].get<std::string>()) << key;
     EXPECT_TRUE(prompt.ends_with("<|im_start|>assistant\n<think>\n"));

@@ -24,6 +24,7 @@
 namespace s1::decide {
 namespace {
 
+using test::question_named;
 using test::read_jsonl;
 using test::typed_request;
 using test::single_question;
@@ -96,11 +97,9 @@ TEST(JemmPrompt, MatchesTransformersGoldens) {
   for (const api::Json& golden : goldens) {
     const api::DecisionRequest request = typed_request(requests.at(golden["request"].get<std::size_t>()));
     const std::string key = golden["question"].get<std::string>();
-    const auto question = std::find_if(request.questions.begin(), request.questions.end(),
-                                       [&](const api::Question& q) { return q.key == key; });
-    ASSERT_NE(question, request.questions.end()) << key;
+    const api::Question& question = question_named(request, key);
     const std::string prompt =
-        chat_template.render(jemm_messages(request.state, *question), true, text::Thinking::disabled);
+        chat_template.render(jemm_messages(request.state, question), true, text::Thinking::disabled);
     EXPECT_EQ(prompt, golden["text"].get<std::string>()) << key;
     EXPECT_EQ(encode_without_special_tokens(tokenizer, prompt), golden["ids"].get<std::vector<int32_t>>()) << key;
     ++checked;

@@ -21,6 +21,7 @@
 namespace s1::decide {
 namespace {
 
+using test::question_named;
 using test::read_jsonl;
 using test::typed_request;
 using test::choice;
@@ -64,10 +65,8 @@ TEST(Lfm2CandidatesPrompt, MatchesTransformersGoldens) {
   for (const api::Json& golden : goldens) {
     const api::DecisionRequest request = typed_request(requests.at(golden["request"].get<std::size_t>()));
     const std::string key = golden["question"].get<std::string>();
-    const auto question = std::find_if(request.questions.begin(), request.questions.end(),
-                                       [&](const api::Question& q) { return q.key == key; });
-    ASSERT_NE(question, request.questions.end()) << key;
-    const std::string prompt = chat_template.render(lfm2_candidates_messages(request.state, *question), true,
+    const api::Question& question = question_named(request, key);
+    const std::string prompt = chat_template.render(lfm2_candidates_messages(request.state, question), true,
                                                     text::Thinking::disabled) +
                                std::string(lfm2_candidates_prompt_tail());
     EXPECT_EQ(prompt, golden["text"].get<std::string>()) << key;
@@ -75,11 +74,11 @@ TEST(Lfm2CandidatesPrompt, MatchesTransformersGoldens) {
     EXPECT_EQ(encode_without_special_tokens(tokenizer, prompt), golden["ids"].get<std::vector<int32_t>>()) << key;
     EXPECT_EQ(encode_without_special_tokens(tokenizer, lfm2_candidates_field_suffix()),
               golden["suffix"].get<std::vector<int32_t>>());
-    ASSERT_EQ(question->options.size(), golden["values"].size()) << key;
-    for (std::size_t i = 0; i < question->options.size(); ++i) {
-      EXPECT_EQ(encode_without_special_tokens(tokenizer, lfm2_candidates_value(question->options[i])),
+    ASSERT_EQ(question.options.size(), golden["values"].size()) << key;
+    for (std::size_t i = 0; i < question.options.size(); ++i) {
+      EXPECT_EQ(encode_without_special_tokens(tokenizer, lfm2_candidates_value(question.options[i])),
                 golden["values"][i].get<std::vector<int32_t>>())
-          << key << "/" << question->options[i].name;
+          << key << "/" << question.options[i].name;
     }
     ++checked;
   }

@@ -24,6 +24,7 @@
 namespace s1::decide {
 namespace {
 
+using test::question_named;
 using test::read_jsonl;
 using test::typed_request;
 
@@ -140,12 +141,10 @@ TEST(StartLuxPrompt, MatchesTransformersGoldens) {
   for (const api::Json& golden : goldens) {
     const api::DecisionRequest request = typed_request(requests.at(golden["request"].get<std::size_t>()));
     const std::string key = golden["question"].get<std::string>();
-    const auto question = std::find_if(request.questions.begin(), request.questions.end(),
-                                       [&](const api::Question& q) { return q.key == key; });
-    ASSERT_NE(question, request.questions.end()) << key;
+    const api::Question& question = question_named(request, key);
     const auto order = golden["row"].get<std::vector<std::size_t>>();
     const std::string prompt = chat_template.render(
-        startlux_messages(startlux_state_text(request.state), startlux_question(*question), order), true,
+        startlux_messages(startlux_state_text(request.state), startlux_question(question), order), true,
         text::Thinking::disabled);
     EXPECT_EQ(prompt, golden["text"].get<std::string>()) << key;
     EXPECT_TRUE(prompt.ends_with(startlux_thinking_off_suffix));
