@@ -215,16 +215,22 @@ asio::awaitable<api::Result<UpstreamReply>> UpstreamPool::forward(UpstreamReques
 
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (Clock::now() >= request.deadline) co_return deadline_passed();
-    // Take a verified-open pooled connection, else connect afresh.
+    // Take a verified-open pooled connection, else connect afresh. The check is a system call:
+    // made outside the lock, which the other HTTP threads take for their own connections.
     std::unique_ptr<Connection> connection;
-    {
-      std::lock_guard lock(replica->idle_mutex);
-      for (size_t i = replica->idle.size(); i-- > 0 && !connection;) {
-        if (replica->idle[i].first != &context) continue;
-        std::unique_ptr<Connection> candidate = std::move(replica->idle[i].second);
-        replica->idle.erase(replica->idle.begin() + static_cast<std::ptrdiff_t>(i));
-        if (still_open(candidate->socket)) connection = std::move(candidate);
+    while (!connection) {
+      std::unique_ptr<Connection> candidate;
+      {
+        std::lock_guard lock(replica->idle_mutex);
+        for (size_t i = replica->idle.size(); i-- > 0;) {
+          if (replica->idle[i].first != &context) continue;
+          candidate = std::move(replica->idle[i].second);
+          replica->idle.erase(replica->idle.begin() + static_cast<std::ptrdiff_t>(i));
+          break;
+        }
       }
+      if (!candidate) break;
+      if (still_open(candidate->socket)) connection = std::move(candidate);
     }
     if (!connection) {
       error_code error;
