@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 
+from answer_maths import choice_answer, shared_prefix_length, softmax
 from decider_io import answer_stdin, question_prompt_lines
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -62,35 +62,6 @@ def messages(state, question: dict) -> list[dict]:
             + "App: Cua Driver\nTask family: closed-candidate decision\n\n"
             + f"Accessibility tree:\n{text(state)}\n\nOptions:\n{options}\n\nAnswer with a single letter.")
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
-
-
-def shared_prefix_length(prompts: list[list[int]], granularity: int) -> int:
-    length = min(len(p) for p in prompts)
-    for prompt in prompts:
-        i = 0
-        while i < length and prompt[i] == prompts[0][i]:
-            i += 1
-        length = i
-    length = min([length] + [len(p) - 1 for p in prompts])
-    return length // granularity * granularity if granularity > 1 else length
-
-
-def softmax(scores: list[float]) -> list[float]:
-    m = max(scores)
-    exps = [math.exp(s - m) for s in scores]
-    total = 0.0
-    for e in exps:
-        total += e
-    return [min(1.0, max(0.0, e / total)) for e in exps]
-
-
-def choice_answer(names: list[str], probabilities: list[float]) -> dict:
-    n = len(probabilities)
-    best = max(range(n), key=lambda i: (probabilities[i], -i))
-    entropy = -sum(p * math.log(p) for p in probabilities if p > 0)
-    confidence = min(1.0, max(0.0, 1.0 - entropy / math.log(n))) if n > 1 else 1.0
-    return {"type": "choice", "choice": names[best], "confidence": confidence,
-            "probabilities": dict(zip(names, probabilities))}
 
 
 class CuaS1Decider:

@@ -41,6 +41,7 @@ import argparse
 import json
 import re
 
+from answer_maths import shared_prefix_length
 from decider_io import answer_stdin, question_prompt_lines
 
 LABELS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ012345"
@@ -119,17 +120,6 @@ def messages(state, question: dict) -> list[dict]:
     user = ("State:\n" + state_text.strip() + "\n\nQuestion: " + flat(instructions) + "\n\nCandidates:\n"
             + "\n".join(lines) + "\n\nAnswer with exactly one candidate label.")
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
-
-
-def shared_prefix_length(prompts: list[list[int]], granularity: int) -> int:
-    length = min(len(p) for p in prompts)
-    for prompt in prompts:
-        i = 0
-        while i < length and prompt[i] == prompts[0][i]:
-            i += 1
-        length = i
-    length = min([length] + [len(p) - 1 for p in prompts])
-    return length // granularity * granularity if granularity > 1 else length
 
 
 def probabilities(scores: list[float]):

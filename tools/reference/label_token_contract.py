@@ -28,6 +28,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from answer_maths import shared_prefix_length  # noqa: E402
 from embedding_contract import choice_answer, noul_answer, render_text, score_answer  # noqa: E402
 
 
@@ -84,17 +85,6 @@ def softmax(scores: list[float], temperature: float) -> list[float]:
     for e in exps:
         total += e
     return [min(1.0, max(0.0, e / total)) for e in exps]
-
-
-def shared_prefix_length(prompts: list[list[int]], granularity: int) -> int:
-    length = min(len(p) for p in prompts)
-    for prompt in prompts:
-        i = 0
-        while i < length and prompt[i] == prompts[0][i]:
-            i += 1
-        length = i
-    length = min([length] + [len(p) - 1 for p in prompts])
-    return length // granularity * granularity if granularity > 1 else length
 
 
 class LabelTokenDecider:

@@ -35,8 +35,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
+
+from answer_maths import choice_answer, softmax
 
 # engine.py's system message before the schema, byte for byte.
 INSTRUCTION = ("Extract the attributes from the text. Return only a JSON object matching this schema. "
@@ -60,24 +61,6 @@ def schema(question: dict) -> dict:
 def messages(state, question: dict) -> list[dict]:
     return [{"role": "system", "content": INSTRUCTION + json.dumps(schema(question), ensure_ascii=False)},
             {"role": "user", "content": text(state)}]
-
-
-def softmax(scores: list[float]) -> list[float]:
-    m = max(scores)
-    exps = [math.exp(s - m) for s in scores]
-    total = 0.0
-    for e in exps:
-        total += e
-    return [min(1.0, max(0.0, e / total)) for e in exps]
-
-
-def choice_answer(names: list[str], probabilities: list[float]) -> dict:
-    n = len(probabilities)
-    best = max(range(n), key=lambda i: (probabilities[i], -i))
-    entropy = -sum(p * math.log(p) for p in probabilities if p > 0)
-    confidence = min(1.0, max(0.0, 1.0 - entropy / math.log(n))) if n > 1 else 1.0
-    return {"type": "choice", "choice": names[best], "confidence": confidence,
-            "probabilities": dict(zip(names, probabilities))}
 
 
 class Lfm2Decider:

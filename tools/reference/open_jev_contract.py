@@ -35,6 +35,7 @@ import argparse
 import json
 import math
 
+from answer_maths import shared_prefix_length
 from decider_io import answer_stdin, question_prompt_lines
 
 
@@ -60,17 +61,6 @@ def bodies(state, question: dict) -> list[str]:
         options = [text(level) for level in criteria]
     return [f"{context}Proposed answer: {option}\nIs this proposed answer correct? Answer Yes or No."
             for option in options]
-
-
-def shared_prefix_length(sequences: list[list[int]], granularity: int) -> int:
-    length = min(len(s) for s in sequences)
-    for sequence in sequences:
-        i = 0
-        while i < length and sequence[i] == sequences[0][i]:
-            i += 1
-        length = i
-    length = min([length] + [len(s) - 1 for s in sequences])
-    return length // granularity * granularity if granularity > 1 else length
 
 
 def answer(kind: str, names: list[str], logits: list[float], temperature: float) -> dict:

@@ -51,6 +51,7 @@ import math
 import os
 import re
 
+from answer_maths import shared_prefix_length
 from decider_io import answer_stdin
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -163,17 +164,6 @@ def score_confidence(p: list[float]) -> float:
     spread = sum(v * abs(i - mode) for i, v in enumerate(p))
     even = sum(abs(i - (n - 1) / 2) for i in range(n)) / n
     return min(1.0, max(0.0, 1 - spread / even))
-
-
-def shared_prefix_length(prompts: list[list[int]], granularity: int) -> int:
-    length = min(len(p) for p in prompts)
-    for prompt in prompts:
-        i = 0
-        while i < length and prompt[i] == prompts[0][i]:
-            i += 1
-        length = i
-    length = min([length] + [len(p) - 1 for p in prompts])
-    return length // granularity * granularity if granularity > 1 else length
 
 
 class StartLuxDecider:
