@@ -34,7 +34,8 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
 sys.path.insert(0, HERE)
 
 import s1harness  # noqa: E402
-from reference_answers import check_reference_request, expect_error, read_jsonl, run_validate  # noqa: E402
+from reference_answers import (  # noqa: E402
+    check_reference_request, expect_error, listed_model, read_jsonl, run_validate)
 
 FIXTURES = {name: os.path.join(ROOT, "tests", "fixtures", name) for name in ("tiny-d3", "tiny-pplx")}
 TOLERANCE = 1e-5
@@ -48,8 +49,7 @@ def check_serving(binary, fixture, problems):
             check_reference_request(server, body, line, f"{fixture} request {number}", TOLERANCE, problems)
 
         decision = json.load(open(os.path.join(model_dir, "decision_config.json")))
-        listed = s1harness.request(server, "GET", "/v1/models").json()
-        entry = next((m for m in listed.get("models", []) if m.get("name") == fixture), None)
+        entry = listed_model(server, fixture)
         context = decision.get("max_length") or 4096
         if (entry is None or entry.get("max_choice_options") != 255
                 or entry.get("question_types") != ["choice", "noul", "score"]

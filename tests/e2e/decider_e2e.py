@@ -33,7 +33,7 @@ sys.path.insert(0, HERE)
 import s1harness  # noqa: E402
 from reference_answers import (  # noqa: E402
     check_reference_request, check_tampered_reference_fails, check_validate_passes, contract_e2e_main, expect_error,
-    post_systemone)
+    listed_model, post_systemone)
 
 MODEL_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-decider")
 TOLERANCE = 1e-4
@@ -67,8 +67,7 @@ def check_serving(binary, name, lines, problems):
                               "questions": {"q": {"type": "noul", "instructions": "Long?"}}},
                      400, "max_tokens_exceeded", "state over the context", problems)
 
-        listed = s1harness.request(server, "GET", "/v1/models").json()
-        entry = next((m for m in listed.get("models", []) if m.get("name") == name), None)
+        entry = listed_model(server, name)
         if (entry is None or entry.get("max_choice_options") != 255
                 or entry.get("question_types") != ["choice", "noul", "score"]
                 or entry.get("confidence_method") != "linear"):

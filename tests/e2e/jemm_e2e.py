@@ -36,7 +36,7 @@ sys.path.insert(0, HERE)
 import s1harness  # noqa: E402
 from reference_answers import (  # noqa: E402
     check_reference_request, check_tampered_reference_fails, check_validate_passes, contract_e2e_main, expect_error,
-    post_systemone, run_validate)
+    listed_model, post_systemone, run_validate)
 
 MODEL_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-jemm")
 TOLERANCE = 1e-5
@@ -70,8 +70,7 @@ def check_serving(binary, name, lines, problems):
         expect_error(server, {"model": name, "state": limits["too_long"], "questions": {"q": limits["question"]}},
                      400, "max_tokens_exceeded", "8,193-token prompt", problems)
 
-        listed = s1harness.request(server, "GET", "/v1/models").json()
-        entry = next((m for m in listed.get("models", []) if m.get("name") == name), None)
+        entry = listed_model(server, name)
         if (entry is None or entry.get("max_choice_options") != 32
                 or entry.get("question_types") != ["choice", "noul", "score"]
                 or entry.get("confidence_method") != "max_probability" or entry.get("context_tokens") != 8192):

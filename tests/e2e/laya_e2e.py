@@ -27,7 +27,8 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
 sys.path.insert(0, HERE)
 
 import s1harness  # noqa: E402
-from reference_answers import check_reference_request, contract_e2e_main, expect_error, post_systemone  # noqa: E402
+from reference_answers import (  # noqa: E402
+    check_reference_request, contract_e2e_main, expect_error, listed_model, post_systemone)
 
 MODEL_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-laya")
 TOLERANCE = 1e-4 + 1e-9  # one step of the 4-decimal rounding
@@ -74,8 +75,7 @@ def check_serving(binary, name, lines, problems):
         expect_error(server, {"model": name, "state": "s", "questions": {"wide": wide}}, 400, "too_many_options",
                      "200 options", problems)
 
-        listed = s1harness.request(server, "GET", "/v1/models").json()
-        entry = next((m for m in listed.get("models", []) if m.get("name") == name), None)
+        entry = listed_model(server, name)
         if (entry is None or entry.get("max_choice_options") != 255
                 or sorted(entry.get("question_types", [])) != ["choice", "noul", "score"]
                 or entry.get("confidence_method") != "entropy"):

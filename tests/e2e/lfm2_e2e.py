@@ -29,7 +29,7 @@ sys.path.insert(0, HERE)
 
 import s1harness  # noqa: E402
 from reference_answers import (  # noqa: E402
-    check_reference_request, check_validate_passes, contract_e2e_main, expect_error)
+    check_choice_only, check_reference_request, check_validate_passes, contract_e2e_main, listed_model)
 
 MODEL_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-lfm2")
 TOLERANCE = 1e-5
@@ -43,15 +43,9 @@ def check_serving(binary, name, lines, problems):
             body = dict(line["request"], model=name if number % 2 == 0 else alias)
             check_reference_request(server, body, line, f"request {number}", TOLERANCE, problems)
 
-        pick = {"type": "choice", "criteria": {"a": None, "b": "Click B"}}
-        for kind, question in (("noul", {"type": "noul"}), ("score", {"type": "score", "criteria": ["lo", "hi"]})):
-            expect_error(server, {"model": name, "state": "s", "questions": {"q": question}}, 400,
-                         "unsupported_question_type", kind, problems)
-            expect_error(server, {"model": name, "state": "s", "questions": {"c": pick, "q": question}}, 400,
-                         "unsupported_question_type", f"choice + {kind}", problems)
+        check_choice_only(server, name, problems)
 
-        listed = s1harness.request(server, "GET", "/v1/models").json()
-        entry = next((m for m in listed.get("models", []) if m.get("name") == name), None)
+        entry = listed_model(server, name)
         if (entry is None or entry.get("max_choice_options") != 255 or entry.get("question_types") != ["choice"]
                 or entry.get("confidence_method") != "entropy"):
             problems.append(f"/v1/models entry {entry}")

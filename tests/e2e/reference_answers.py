@@ -69,6 +69,22 @@ def expect_error(server, body, status, error_type, where, problems, location=Non
         problems.append(f"{where}: {detail}, expected an issue at {location}")
 
 
+def listed_model(server, name):
+    """The /v1/models entry named `name`, or None."""
+    listed = s1harness.request(server, "GET", "/v1/models").json()
+    return next((m for m in listed.get("models", []) if m.get("name") == name), None)
+
+
+def check_choice_only(server, name, problems):
+    """noul and score questions, alone and beside a choice question: 400 unsupported_question_type."""
+    pick = {"type": "choice", "criteria": {"a": None, "b": "Click B"}}
+    for kind, question in (("noul", {"type": "noul"}), ("score", {"type": "score", "criteria": ["lo", "hi"]})):
+        expect_error(server, {"model": name, "state": "s", "questions": {"q": question}}, 400,
+                     "unsupported_question_type", kind, problems)
+        expect_error(server, {"model": name, "state": "s", "questions": {"c": pick, "q": question}}, 400,
+                     "unsupported_question_type", f"choice + {kind}", problems)
+
+
 def run_validate(binary, model_dir, reference, *gates, timeout=600):
     return subprocess.run([binary, "validate", "--model", model_dir, "--reference", reference, *gates],
                           capture_output=True, text=True, timeout=timeout)
