@@ -1,6 +1,7 @@
 // The one dispatch table: which variant each op runs on this CPU, and the op entry points that
 // split work across the shared OpenMP pool before calling it.
 
+#include <algorithm>
 #include <array>
 #include <cassert>
 #include <cmath>
@@ -184,6 +185,26 @@ void add_layer_norm(std::span<const float> x, std::span<const float> residual, s
   run_layer_norm(x, residual, gamma, beta, eps, y);
 }
 
+void layer_norm_to_bf16(std::span<const float> x, std::span<const float> gamma, std::span<const float> beta, float eps,
+                        std::span<Bf16Bits> y) {
+  const std::size_t width = gamma.size();
+  assert(width > 0 && x.size() % width == 0 && y.size() == x.size());
+  LayerNormFn* norm = selected_variants().layer_norm.run;
+  ConvertFp32ToBf16Fn* convert = selected_variants().convert_fp32_to_bf16.run;
+  parallel_for(x.size() / width, (min_layer_norm_elements_per_thread + width - 1) / width,
+               [&](std::size_t begin, std::size_t end) {
+                 // A few rows at a time through a buffer that stays in L1/L2.
+                 constexpr std::size_t rows_per_block = 8;
+                 thread_local std::vector<float> normed;
+                 for (std::size_t row = begin; row < end; row += rows_per_block) {
+                   const std::size_t size = std::min(rows_per_block, end - row) * width;
+                   normed.resize(size);
+                   norm(x.subspan(row * width, size), {}, gamma, beta, eps, normed);
+                   convert(normed, y.subspan(row * width, size));
+                 }
+               });
+}
+
 void gelu(std::span<const float> x, std::span<float> y) {
   assert(y.size() == x.size());
   GeluFn* run = selected_variants().gelu.run;
@@ -207,6 +228,21 @@ void geglu(std::span<const float> x, std::size_t width, std::span<float> y) {
     for (std::size_t row = begin; row < end; ++row)
       run(x.subspan(2 * row * width, width), x.subspan((2 * row + 1) * width, width), y.subspan(row * width, width));
   });
+}
+
+void geglu_to_bf16(std::span<const float> x, std::size_t width, std::span<Bf16Bits> y) {
+  assert(width > 0 && x.size() % (2 * width) == 0 && y.size() == x.size() / 2);
+  GeluMulFn* gate = selected_variants().gelu_mul.run;
+  ConvertFp32ToBf16Fn* convert = selected_variants().convert_fp32_to_bf16.run;
+  parallel_for(y.size() / width, (min_elements_per_thread + width - 1) / width,
+               [&](std::size_t begin, std::size_t end) {
+                 thread_local std::vector<float> row_values;
+                 row_values.resize(width);
+                 for (std::size_t row = begin; row < end; ++row) {
+                   gate(x.subspan(2 * row * width, width), x.subspan((2 * row + 1) * width, width), row_values);
+                   convert(row_values, y.subspan(row * width, width));
+                 }
+               });
 }
 
 void softmax(std::span<const float> x, std::size_t columns, std::span<float> y) {

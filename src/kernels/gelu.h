@@ -1,6 +1,9 @@
 #pragma once
 
+#include <cstddef>
 #include <span>
+
+#include "kernels/convert.h"
 
 namespace s1::kernels {
 
@@ -13,5 +16,9 @@ void gelu_mul(std::span<const float> x, std::span<const float> gate, std::span<f
 // GeGLU over one fused projection: x is [rows, 2·width] with each row [input | gate] (ModernBERT's
 // Wi as one matmul), y is [rows, width] = gelu(input) ⊙ gate. Row by row with gelu_mul's kernel.
 void geglu(std::span<const float> x, std::size_t width, std::span<float> y);
+
+// geglu with its output rounded to bf16, for a bf16 matmul's input: the same bits as geglu then
+// convert_fp32_to_bf16, in one pass.
+void geglu_to_bf16(std::span<const float> x, std::size_t width, std::span<Bf16Bits> y);
 
 }  // namespace s1::kernels

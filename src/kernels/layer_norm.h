@@ -2,6 +2,8 @@
 
 #include <span>
 
+#include "kernels/convert.h"
+
 namespace s1::kernels {
 
 // Row-wise LayerNorm over rows of width gamma.size(): x and y are [rows, width] row-major fp32;
@@ -13,5 +15,11 @@ void layer_norm(std::span<const float> x, std::span<const float> gamma, std::spa
 // y may be x or residual.
 void add_layer_norm(std::span<const float> x, std::span<const float> residual, std::span<const float> gamma,
                     std::span<const float> beta, float eps, std::span<float> y);
+
+// layer_norm with its output rounded to bf16, for a bf16 matmul's input (PackedLinear's Bf16Bits
+// overloads): the same bits as layer_norm then convert_fp32_to_bf16, without the fp32 rows in memory
+// or a second parallel pass.
+void layer_norm_to_bf16(std::span<const float> x, std::span<const float> gamma, std::span<const float> beta,
+                        float eps, std::span<Bf16Bits> y);
 
 }  // namespace s1::kernels

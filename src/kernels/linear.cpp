@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <bit>
 #include <cassert>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -44,9 +44,7 @@ const dnnl::engine& cpu_engine() {
   std::abort();
 }
 
-DataType data_type(Precision precision) {
-  return precision == Precision::bf16 ? DataType::bf16 : DataType::f32;
-}
+DataType data_type(Precision precision) { return precision == Precision::bf16 ? DataType::bf16 : DataType::f32; }
 
 dnnl::matmul::primitive_desc describe(dnnl::memory::dim rows, dnnl::memory::dim in, dnnl::memory::dim out,
                                       Precision precision, bool has_bias, const dnnl::memory::desc& weights,
@@ -66,8 +64,8 @@ dnnl::matmul::primitive_desc describe(dnnl::memory::dim rows, dnnl::memory::dim 
 // Primitives for one (M, K, N, precision, bias, activation, accumulate) are shared by every layer of that shape: a
 // 6-layer encoder needs 4 primitives per M, not 24. The thread count is part of the key because brgemm
 // fixes its work split when the primitive is created: one built for 1 thread stays on 1 thread.
-using PrimitiveKey = std::tuple<dnnl::memory::dim, dnnl::memory::dim, dnnl::memory::dim, Precision, bool, Activation,
-                                bool, int>;
+using PrimitiveKey =
+    std::tuple<dnnl::memory::dim, dnnl::memory::dim, dnnl::memory::dim, Precision, bool, Activation, bool, int>;
 
 dnnl::matmul shared_primitive(const PrimitiveKey& key, const dnnl::memory::desc& weights) {
   static std::mutex mutex;
@@ -142,13 +140,12 @@ struct PackedLinear::Impl {
   Precision precision = Precision::fp32;
   Activation activation = Activation::none;
   std::unique_ptr<std::byte, FreeDeleter> weight_storage;  // owns what `weights` points to
-  dnnl::memory weights;  // packed, in the layout the primitives expect
-  dnnl::memory bias;     // empty handle when there is no bias
+  dnnl::memory weights;                                    // packed, in the layout the primitives expect
+  dnnl::memory bias;                                       // empty handle when there is no bias
 };
 
-PackedLinear::PackedLinear(std::span<const float> weight, std::span<const float> bias,
-                           std::size_t in_features, std::size_t out_features, Precision precision,
-                           Activation activation)
+PackedLinear::PackedLinear(std::span<const float> weight, std::span<const float> bias, std::size_t in_features,
+                           std::size_t out_features, Precision precision, Activation activation)
     : impl_(std::make_unique<Impl>()) {
   assert(in_features > 0 && out_features > 0 && weight.size() == in_features * out_features);
   assert(bias.empty() || bias.size() == out_features);
@@ -188,46 +185,60 @@ std::size_t PackedLinear::in_features() const { return impl_->in_features; }
 std::size_t PackedLinear::out_features() const { return impl_->out_features; }
 Precision PackedLinear::precision() const { return impl_->precision; }
 
-void PackedLinear::forward(std::span<const float> x, std::span<float> y) const { run(x, y, false); }
+void PackedLinear::forward(std::span<const float> x, std::span<float> y) const { run_fp32(x, y, false); }
 
 void PackedLinear::forward_accumulate(std::span<const float> x, std::span<float> y) const {
   assert(impl_->activation == Activation::none);
-  run(x, y, true);
+  run_fp32(x, y, true);
 }
 
-void PackedLinear::run(std::span<const float> x, std::span<float> y, bool accumulate) const {
+void PackedLinear::forward(std::span<const Bf16Bits> x, std::span<float> y) const {
+  assert(impl_->precision == Precision::bf16 && x.size() % impl_->in_features == 0);
+  run(x.data(), x.size() / impl_->in_features, y, false);
+}
+
+void PackedLinear::forward_accumulate(std::span<const Bf16Bits> x, std::span<float> y) const {
+  assert(impl_->precision == Precision::bf16 && x.size() % impl_->in_features == 0);
+  assert(impl_->activation == Activation::none);
+  run(x.data(), x.size() / impl_->in_features, y, true);
+}
+
+void PackedLinear::run_fp32(std::span<const float> x, std::span<float> y, bool accumulate) const {
+  assert(x.size() % impl_->in_features == 0);
+  const std::size_t rows = x.size() / impl_->in_features;
+  if (impl_->precision == Precision::fp32) {
+    run(x.data(), rows, y, accumulate);
+    return;
+  }
+  // oneDNN 3.2 has no f32-activation × bf16-weight matmul, so activations are rounded to bf16 first
+  // (vcvtne2ps2bf16: ~1 µs per 128×384 rows, far below the matmul). Callers that can write bf16
+  // themselves skip this pass with the Bf16Bits overloads.
+  std::vector<Bf16Bits>& buffer = activation_buffer();
+  buffer.resize(x.size());
+  convert_fp32_to_bf16(x, buffer);
+  run(buffer.data(), rows, y, accumulate);
+}
+
+void PackedLinear::run(const void* x, std::size_t rows, std::span<float> y, bool accumulate) const {
   const Impl& impl = *impl_;
-  assert(!x.empty() && x.size() % impl.in_features == 0);
-  const std::size_t rows = x.size() / impl.in_features;
-  assert(y.size() == rows * impl.out_features);
+  assert(rows > 0 && y.size() == rows * impl.out_features);
   const auto m = static_cast<dnnl::memory::dim>(rows);
   const auto in = static_cast<dnnl::memory::dim>(impl.in_features);
   const auto out = static_cast<dnnl::memory::dim>(impl.out_features);
   const bool has_bias = static_cast<bool>(impl.bias);
   const std::int64_t macs = m * in * out;
-  const bool serial =
-      macs <= (impl.precision == Precision::bf16 ? max_serial_macs_bf16 : max_serial_macs_fp32);
+  const bool serial = macs <= (impl.precision == Precision::bf16 ? max_serial_macs_bf16 : max_serial_macs_fp32);
   const int threads = serial ? 1 : thread_count();
   try {
-    // oneDNN 3.2 has no f32-activation × bf16-weight matmul, so activations are rounded to bf16 first
-    // (vcvtne2ps2bf16: ~1 µs per 128×384 rows, far below the matmul).
-    void* source_data = const_cast<float*>(x.data());
-    if (impl.precision == Precision::bf16) {
-      std::vector<Bf16Bits>& buffer = activation_buffer();
-      buffer.resize(x.size());
-      convert_fp32_to_bf16(x, buffer);
-      source_data = buffer.data();
-    }
     // The primitive is created (brgemm fixes its work split then) and run with `threads` threads.
     if (serial) {
       omp_set_num_threads(1);
     } else {
       apply_thread_count();
     }
-    const dnnl::matmul primitive =
-        shared_primitive({m, in, out, impl.precision, has_bias, impl.activation, accumulate, threads},
-                         impl.weights.get_desc());
-    const dnnl::memory source({{m, in}, data_type(impl.precision), FormatTag::ab}, cpu_engine(), source_data);
+    const dnnl::matmul primitive = shared_primitive(
+        {m, in, out, impl.precision, has_bias, impl.activation, accumulate, threads}, impl.weights.get_desc());
+    const dnnl::memory source({{m, in}, data_type(impl.precision), FormatTag::ab}, cpu_engine(), const_cast<void*>(x));
     const dnnl::memory destination({{m, out}, DataType::f32, FormatTag::ab}, cpu_engine(), y.data());
     thread_local dnnl::stream stream(cpu_engine());
     std::unordered_map<int, dnnl::memory> arguments{

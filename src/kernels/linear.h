@@ -4,6 +4,7 @@
 #include <memory>
 #include <span>
 
+#include "kernels/convert.h"
 #include "kernels/precision.h"
 
 namespace s1::kernels {
@@ -43,13 +44,20 @@ class PackedLinear {
   // y += x·Wᵀ + b, the sum done by the matmul as it stores (a residual connection without a pass of
   // its own). Only for Activation::none.
   void forward_accumulate(std::span<const float> x, std::span<float> y) const;
+  // The same with activations already rounded to bf16 (layer_norm_to_bf16, geglu_to_bf16): no
+  // conversion pass of its own. Only for Precision::bf16; equal to the fp32 overloads given the
+  // rounded x.
+  void forward(std::span<const Bf16Bits> x, std::span<float> y) const;
+  void forward_accumulate(std::span<const Bf16Bits> x, std::span<float> y) const;
 
   [[nodiscard]] std::size_t in_features() const;
   [[nodiscard]] std::size_t out_features() const;
   [[nodiscard]] Precision precision() const;
 
  private:
-  void run(std::span<const float> x, std::span<float> y, bool accumulate) const;
+  void run_fp32(std::span<const float> x, std::span<float> y, bool accumulate) const;
+  // x: rows × in_features values of the layer's precision.
+  void run(const void* x, std::size_t rows, std::span<float> y, bool accumulate) const;
 
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kernels/attention.h"
+#include "kernels/convert.h"
 #include "kernels/gelu.h"
 #include "kernels/layer_norm.h"
 #include "kernels/rope.h"
@@ -143,19 +144,44 @@ std::span<const float> ModernBertEncoder::forward(std::span<const std::span<cons
   const std::span<float> live(hidden_.data(), used * width);
   kernels::layer_norm(live, embedding_norm_weight_, embedding_norm_bias_, eps, live);
 
-  normed_.assign(rows * width, 0.0F);
+  const bool bf16 = precision_ == kernels::Precision::bf16;
+  if (bf16) {
+    normed_bf16_.assign(rows * width, 0);  // rows no sequence owns stay zero (0x0000 is +0.0)
+    activated_bf16_.assign(rows * inner, 0);
+  } else {
+    normed_.assign(rows * width, 0.0F);
+    activated_.resize(rows * inner);
+  }
   qkv_.resize(rows * 3 * width);
   context_.assign(rows * width, 0.0F);  // rows no sequence owns stay zero
   projected_.resize(rows * 2 * inner);
-  activated_.resize(rows * inner);
-  const std::span<float> live_normed(normed_.data(), used * width);
-  for (const Layer& layer : layers_) {
-    if (layer.attention_norm_weight.empty()) {
-      std::copy_n(hidden_.data(), used * width, normed_.data());
+  const std::span<float> live_normed(normed_.data(), bf16 ? 0 : used * width);
+  const std::span<kernels::Bf16Bits> live_normed_bf16(normed_bf16_.data(), bf16 ? used * width : 0);
+  // The pre-norm feeding a matmul: written as bf16 for a bf16 matmul, which then skips its own
+  // conversion pass.
+  const auto normalise = [&](std::span<const float> gamma, std::span<const float> beta) {
+    if (bf16) {
+      kernels::layer_norm_to_bf16(live, gamma, beta, eps, live_normed_bf16);
     } else {
-      kernels::layer_norm(live, layer.attention_norm_weight, layer.attention_norm_bias, eps, live_normed);
+      kernels::layer_norm(live, gamma, beta, eps, live_normed);
     }
-    layer.qkv.forward(normed_, qkv_);
+  };
+  const auto project = [&](const kernels::PackedLinear& linear, std::span<float> out) {
+    if (bf16) {
+      linear.forward(std::span<const kernels::Bf16Bits>(normed_bf16_), out);
+    } else {
+      linear.forward(normed_, out);
+    }
+  };
+  for (const Layer& layer : layers_) {
+    if (!layer.attention_norm_weight.empty()) {
+      normalise(layer.attention_norm_weight, layer.attention_norm_bias);
+    } else if (bf16) {
+      kernels::convert_fp32_to_bf16(live, live_normed_bf16);
+    } else {
+      std::copy_n(hidden_.data(), used * width, normed_.data());
+    }
+    project(layer.qkv, qkv_);
     // Queries and keys are adjacent in each fused row, so one call rotates both (2·heads heads).
     // RoPE is applied by attention as it reads each query and key (one pass over QKV fewer).
     kernels::packed_attention(layout_, qkv_, heads, head_dim,
@@ -163,10 +189,15 @@ std::span<const float> ModernBertEncoder::forward(std::span<const std::span<cons
                               context_, precision_, layer.type == LayerType::global ? &global_rope_ : &local_rope_);
     layer.attention_output.forward_accumulate(context_, hidden_);
 
-    kernels::layer_norm(live, layer.mlp_norm_weight, layer.mlp_norm_bias, eps, live_normed);
-    layer.mlp_input.forward(normed_, projected_);
-    kernels::geglu(projected_, inner, activated_);
-    layer.mlp_output.forward_accumulate(activated_, hidden_);
+    normalise(layer.mlp_norm_weight, layer.mlp_norm_bias);
+    project(layer.mlp_input, projected_);
+    if (bf16) {
+      kernels::geglu_to_bf16(projected_, inner, activated_bf16_);
+      layer.mlp_output.forward_accumulate(std::span<const kernels::Bf16Bits>(activated_bf16_), hidden_);
+    } else {
+      kernels::geglu(projected_, inner, activated_);
+      layer.mlp_output.forward_accumulate(activated_, hidden_);
+    }
   }
   kernels::layer_norm(live, final_norm_weight_, final_norm_bias_, eps, live);
   return std::span<const float>(hidden_).first(used * width);

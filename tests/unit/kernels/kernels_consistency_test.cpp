@@ -608,6 +608,36 @@ TEST(KernelsConsistency, PoolingMatchesHandComputed) {
   EXPECT_FLOAT_EQ(normalised[3], 2.0F / std::sqrt(20.0F));
 }
 
+// The bf16-output forms of LayerNorm and GeGLU (a bf16 matmul's input written directly) give the same
+// bits as the op followed by the conversion, at sizes that split across threads and leave partial
+// row blocks.
+TEST_F(ThreadCounts, Bf16OutputOpsEqualTheOpThenTheConversion) {
+  unsigned seed = 900;
+  for (const int threads : {1, 2}) {
+    set_thread_count(threads);
+    for (const auto& [rows, width] : {std::pair<std::size_t, std::size_t>{1, 8}, {13, 1024}, {300, 1024}, {37, 384}}) {
+      const auto x = random_values(rows * width, 3.0F, ++seed);
+      const auto gamma = random_values(width, 1.0F, ++seed);
+      const auto beta = random_values(width, 1.0F, ++seed);
+      std::vector<float> normed(x.size());
+      layer_norm(x, gamma, beta, 1e-5F, normed);
+      std::vector<Bf16Bits> expected(x.size()), got(x.size());
+      convert_fp32_to_bf16(normed, expected);
+      layer_norm_to_bf16(x, gamma, beta, 1e-5F, got);
+      EXPECT_EQ(got, expected) << "layer_norm_to_bf16 rows " << rows << " width " << width << " threads " << threads;
+
+      const auto fused = random_values(rows * 2 * width, 3.0F, ++seed);
+      std::vector<float> gated(rows * width);
+      geglu(fused, width, gated);
+      std::vector<Bf16Bits> gated_expected(gated.size()), gated_got(gated.size());
+      convert_fp32_to_bf16(gated, gated_expected);
+      geglu_to_bf16(fused, width, gated_got);
+      EXPECT_EQ(gated_got, gated_expected)
+          << "geglu_to_bf16 rows " << rows << " width " << width << " threads " << threads;
+    }
+  }
+}
+
 TEST_F(ThreadCounts, LinearMatchesReference) {
   struct Case {
     std::size_t rows, in, out;
@@ -642,6 +672,20 @@ TEST_F(ThreadCounts, LinearMatchesReference) {
                        std::string("linear ") + name + " M " + std::to_string(rows) + " K " +
                            std::to_string(c.in) + " N " + std::to_string(c.out) + " threads " +
                            std::to_string(threads));
+          if (precision == Precision::bf16) {
+            // Activations already rounded to bf16 give the same bits as the fp32 overload's own rounding.
+            std::vector<Bf16Bits> rounded(x.size());
+            convert_fp32_to_bf16(x, rounded);
+            std::vector<float> from_bf16(rows * c.out);
+            layer.forward(rounded, from_bf16);
+            EXPECT_EQ(from_bf16, got) << "bf16-input linear M " << rows << " N " << c.out;
+            if (c.activation == Activation::none) {
+              std::vector<float> summed_fp32(rows * c.out, 0.5F), summed_bf16(rows * c.out, 0.5F);
+              layer.forward_accumulate(x, summed_fp32);
+              layer.forward_accumulate(rounded, summed_bf16);
+              EXPECT_EQ(summed_bf16, summed_fp32) << "bf16-input accumulating linear M " << rows;
+            }
+          }
           if (c.activation != Activation::none) continue;
           // forward_accumulate adds the same product onto what y holds (a residual connection).
           const auto residual = random_values(rows * c.out, 1.0F, ++seed);
