@@ -327,8 +327,8 @@ void l2_norm_scaled_avx512(std::span<const float> x, std::size_t dim, float eps,
     const __m512 inverse = _mm512_set1_ps(1.0F / std::sqrt(sum_of_squares(in, dim) + eps));
     // (x · 1/‖x‖) · scale, rounded in the reference's order.
     for (std::size_t i = 0; i < dim; i += 16) {
-      const __mmask16 lanes = first_lanes(dim - i);
-      _mm512_mask_storeu_ps(out + i, lanes, _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, in + i), inverse), factor));
+      const __mmask16 live = first_lanes(dim - i);
+      _mm512_mask_storeu_ps(out + i, live, _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(live, in + i), inverse), factor));
     }
   }
 }
@@ -346,12 +346,12 @@ void gated_rms_norm_avx512(std::span<const float> x, std::span<const float> gate
     const __m512 inverse = _mm512_set1_ps(1.0F / std::sqrt(mean + eps));
     // (weight · (x · 1/rms)) · SiLU(z), rounded in the reference's order.
     for (std::size_t i = 0; i < width; i += 16) {
-      const __mmask16 lanes = first_lanes(width - i);
-      const __m512 g = _mm512_maskz_loadu_ps(lanes, z + i);
+      const __mmask16 live = first_lanes(width - i);
+      const __m512 g = _mm512_maskz_loadu_ps(live, z + i);
       const __m512 silu = _mm512_div_ps(g, _mm512_add_ps(one, exp_vector(_mm512_sub_ps(_mm512_setzero_ps(), g))));
-      const __m512 normed = _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, weight.data() + i),
-                                          _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, in + i), inverse));
-      _mm512_mask_storeu_ps(out + i, lanes, _mm512_mul_ps(normed, silu));
+      const __m512 normed = _mm512_mul_ps(_mm512_maskz_loadu_ps(live, weight.data() + i),
+                                          _mm512_mul_ps(_mm512_maskz_loadu_ps(live, in + i), inverse));
+      _mm512_mask_storeu_ps(out + i, live, _mm512_mul_ps(normed, silu));
     }
   }
 }
