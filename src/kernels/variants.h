@@ -3,6 +3,7 @@
 // The variant functions behind each op, for the dispatch table and the consistency test. Model code
 // calls the op headers (layer_norm.h, …), never these directly.
 
+#include <algorithm>
 #include <cstddef>
 #include <span>
 #include <string_view>
@@ -52,6 +53,16 @@ struct AttentionHeadTask {
   // rope_cosines/rope_sines [t·head_dim/2, (t+1)·head_dim/2), a kernels::RopeTable's layout.
   const float* rope_cosines = nullptr;
   const float* rope_sines = nullptr;
+
+  // The keys query row i (< length) attends to, [first, end): the causal, length and window limits.
+  struct KeyRange {
+    std::size_t first, end;
+  };
+  [[nodiscard]] KeyRange visible_keys(std::size_t i) const {
+    std::size_t end = causal ? i + 1 : length;
+    if (window == 0) return {0, end};
+    return {i > window ? i - window : 0, std::min(end, i + window + 1)};
+  }
 };
 using AttentionHeadFn = void(const AttentionHeadTask& task);
 

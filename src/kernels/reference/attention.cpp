@@ -40,12 +40,7 @@ void attention_head(const AttentionHeadTask& task) {
       for (std::size_t c = 0; c < d; ++c) out[c] = 0.0F;
       continue;
     }
-    std::size_t visible = task.causal ? i + 1 : task.length;
-    std::size_t first = 0;
-    if (task.window != 0) {
-      first = i > task.window ? i - task.window : 0;
-      visible = std::min(visible, i + task.window + 1);
-    }
+    const auto [first, visible] = task.visible_keys(i);
     double largest = -std::numeric_limits<double>::infinity();
     for (std::size_t j = first; j < visible; ++j) {
       double dot = 0.0;

@@ -266,12 +266,7 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
       std::uint16_t* weights = scratch.weights.data() + r * padded;
       if (r < rows) {
         const std::size_t i = i0 + r;
-        std::size_t visible = task.causal ? i + 1 : length;
-        std::size_t first = begin;
-        if (task.window != 0) {
-          visible = std::min(visible, i + task.window + 1);
-          first = i > task.window ? i - task.window : 0;
-        }
+        const auto [first, visible] = task.visible_keys(i);
         inverse_sum[r] = softmax_weights_bf16(scores, begin, first, visible, end_padded, weights);
       } else {
         std::fill(weights + begin, weights + end_padded, std::uint16_t{0});

@@ -139,12 +139,7 @@ void attention_head_avx512(const AttentionHeadTask& task) {
         continue;
       }
       const std::size_t i = i0 + r;
-      std::size_t visible = task.causal ? i + 1 : length;
-      std::size_t first = begin;
-      if (task.window != 0) {
-        visible = std::min(visible, i + task.window + 1);
-        first = i > task.window ? i - task.window : 0;
-      }
+      const auto [first, visible] = task.visible_keys(i);
       // Keys left of this row's window take no part in the maximum; their (clamped, ~1e-38)
       // exponentials are zeroed before the weighted sum.
       std::fill(row_scores + begin, row_scores + first, -std::numeric_limits<float>::infinity());

@@ -169,6 +169,18 @@ struct LaidOutKeys {
 // Softmax numerators over two score ranges of one row: [0, shared_visible) of the shared prefix's
 // `shared_end` columns and [shared_end, shared_end + own_visible) of the branch's; every other
 // column up to shared_end + own_end becomes 0. Returns 1 / Σ.
+// Lays out `count` key/value rows in this thread's scratch, padded to whole tiles.
+LaidOutKeys lay_out_in_scratch(const float* keys, const float* values, std::size_t kv_stride, std::size_t count,
+                               std::size_t d) {
+  const std::size_t padded = (count + tile_depth - 1) / tile_depth * tile_depth;
+  Scratch& scratch = thread_scratch();
+  scratch.keys_pairs.resize(d / 2 * padded);
+  scratch.values_pairs.resize(padded / 2 * d);
+  amx_bf16_key_value_layout(keys, values, kv_stride, count, padded, d, scratch.keys_pairs.data(),
+                            scratch.values_pairs.data());
+  return {scratch.keys_pairs.data(), scratch.values_pairs.data(), padded};
+}
+
 float split_softmax_numerators(float* scores, std::size_t shared_visible, std::size_t shared_end,
                                std::size_t own_visible, std::size_t own_end) {
   const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
@@ -293,15 +305,10 @@ void cached_attention_head_amx_bf16(const CachedAttentionHeadTask& task) {
   assert(!task.causal || task.first_query_position + task.m <= task.n);
   // Keys any row of this task can see; each row's own limit is applied by the softmax mask.
   const std::size_t key_count = task.causal ? task.first_query_position + task.m : task.n;
-  const std::size_t padded = (key_count + tile_depth - 1) / tile_depth * tile_depth;
-  Scratch& scratch = thread_scratch();
-  scratch.keys_pairs.resize(d / 2 * padded);
-  scratch.values_pairs.resize(padded / 2 * d);
-  amx_bf16_key_value_layout(task.keys, task.values, task.kv_stride, key_count, padded, d, scratch.keys_pairs.data(),
-                            scratch.values_pairs.data());
+  const LaidOutKeys own = lay_out_in_scratch(task.keys, task.values, task.kv_stride, key_count, d);
   const TileScope tiles;
-  attend(task.q, task.q_stride, task.m, task.scale, d, {}, 0, {scratch.keys_pairs.data(), scratch.values_pairs.data(), padded},
-         key_count, task.first_query_position, task.causal, task.out, task.out_stride);
+  attend(task.q, task.q_stride, task.m, task.scale, d, {}, 0, own, key_count, task.first_query_position, task.causal,
+         task.out, task.out_stride);
 }
 
 void cached_attention_branch_head_amx_bf16(const CachedAttentionBranchHeadTask& task) {
@@ -309,17 +316,11 @@ void cached_attention_branch_head_amx_bf16(const CachedAttentionBranchHeadTask& 
   assert(d % tile_depth == 0 && task.prefix_padded % tile_depth == 0);
   assert(!task.causal || task.first_row + task.m <= task.own_count);
   const std::size_t key_count = task.causal ? task.first_row + task.m : task.own_count;
-  const std::size_t padded = (key_count + tile_depth - 1) / tile_depth * tile_depth;
-  Scratch& scratch = thread_scratch();
-  scratch.keys_pairs.resize(d / 2 * padded);
-  scratch.values_pairs.resize(padded / 2 * d);
-  amx_bf16_key_value_layout(task.keys, task.values, task.kv_stride, key_count, padded, d, scratch.keys_pairs.data(),
-                            scratch.values_pairs.data());
+  const LaidOutKeys own = lay_out_in_scratch(task.keys, task.values, task.kv_stride, key_count, d);
   const TileScope tiles;
   attend(task.q, task.q_stride, task.m, task.scale, d,
-         {task.prefix_keys_pairs, task.prefix_values_pairs, task.prefix_padded}, task.prefix_length,
-         {scratch.keys_pairs.data(), scratch.values_pairs.data(), padded}, key_count, task.first_row, task.causal,
-         task.out, task.out_stride);
+         {task.prefix_keys_pairs, task.prefix_values_pairs, task.prefix_padded}, task.prefix_length, own, key_count,
+         task.first_row, task.causal, task.out, task.out_stride);
 }
 
 }  // namespace s1::kernels::x86
