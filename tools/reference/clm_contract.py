@@ -35,6 +35,9 @@ import math
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from answer_maths import shared_prefix_length  # noqa: E402
+
 HEADS = ("state_head", "action_head")
 
 
@@ -95,16 +98,6 @@ def candidates(question: dict) -> tuple[list[str], list[str]]:
         body = to_text(described) if not absent(described) else (default + instructions if instructions else side)
         texts.append(f"{side}: {body}")
     return ["true", "false"], texts
-
-
-def shared_prefix_length(sequences: list[list[int]]) -> int:
-    length = min(len(s) for s in sequences)
-    for sequence in sequences:
-        i = 0
-        while i < length and sequence[i] == sequences[0][i]:
-            i += 1
-        length = i
-    return min([length] + [len(s) - 1 for s in sequences])
 
 
 def make_head(tensors: dict, residual: bool):
@@ -191,7 +184,7 @@ class ClmReference:
             states.append(self.ids(text))
             for t in texts:
                 distinct.setdefault(t, len(distinct))
-        prefix = shared_prefix_length(states)
+        prefix = shared_prefix_length(states, 1)
         input_tokens = prefix + sum(len(s) - prefix for s in states) + sum(len(self.ids(t)) for t in distinct)
         with torch.no_grad():
             zq = torch.nn.functional.normalize(

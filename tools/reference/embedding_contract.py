@@ -45,6 +45,9 @@ import os
 import sys
 from typing import Any, Sequence
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from answer_maths import softmax  # noqa: E402
+
 # The one documented constant of the contract: p = softmax(cos * SIMILARITY_SCALE), i.e. T = 1/20.
 SIMILARITY_SCALE = 20.0
 MAX_SEQ_LENGTH = 256
@@ -86,17 +89,9 @@ def question_candidates(question: dict) -> list[str]:
 
 
 def softmax_scaled(similarities: Sequence[float]) -> list[float]:
-    """softmax(s * SIMILARITY_SCALE) in float64 with the maximum subtracted first.
-
-    Sums are plain left-to-right float64 sums (what a simple C++ loop does).
-    """
-    logits = [float(s) * SIMILARITY_SCALE for s in similarities]
-    m = max(logits)
-    exps = [math.exp(z - m) for z in logits]
-    total = 0.0
-    for e in exps:
-        total += e
-    return [min(1.0, max(0.0, e / total)) for e in exps]
+    """softmax(s * SIMILARITY_SCALE) in float64 with the maximum subtracted first, plain
+    left-to-right sums (what a simple C++ loop does)."""
+    return softmax([float(s) * SIMILARITY_SCALE for s in similarities])
 
 
 def choice_answer(names: list[str], probs: list[float]) -> dict:
