@@ -227,7 +227,10 @@ void PackedLinear::run(const void* x, std::size_t rows, std::span<float> y, bool
   const auto out = static_cast<dnnl::memory::dim>(impl.out_features);
   const bool has_bias = static_cast<bool>(impl.bias);
   const std::int64_t macs = m * in * out;
-  const bool serial = macs <= (impl.precision == Precision::bf16 ? max_serial_macs_bf16 : max_serial_macs_fp32);
+  // Inside a parallel region (a kernels::Team's thread working on its own rows) the matmul is that
+  // thread's alone: a primitive for more threads would split it again across a nested region.
+  const bool serial = omp_in_parallel() != 0 ||
+                      macs <= (impl.precision == Precision::bf16 ? max_serial_macs_bf16 : max_serial_macs_fp32);
   const int threads = serial ? 1 : thread_count();
   try {
     // The primitive is created (brgemm fixes its work split then) and run with `threads` threads.
