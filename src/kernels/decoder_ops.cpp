@@ -40,6 +40,25 @@ void rms_norm(std::span<const float> x, std::span<const float> weight, float eps
                });
 }
 
+void rms_norm_to_bf16(std::span<const float> x, std::span<const float> weight, float eps, std::span<Bf16Bits> y) {
+  const std::size_t width = weight.size();
+  assert(width > 0 && x.size() % width == 0 && y.size() == x.size());
+  RmsNormFn* norm = selected_variants().rms_norm.run;
+  ConvertFp32ToBf16Fn* convert = selected_variants().convert_fp32_to_bf16.run;
+  parallel_for(x.size() / width, (min_norm_elements_per_thread + width - 1) / width,
+               [&](std::size_t begin, std::size_t end) {
+                 // A few rows at a time through a buffer that stays in L1/L2.
+                 constexpr std::size_t rows_per_block = 8;
+                 thread_local std::vector<float> normed;
+                 for (std::size_t row = begin; row < end; row += rows_per_block) {
+                   const std::size_t size = std::min(rows_per_block, end - row) * width;
+                   normed.resize(size);
+                   norm(x.subspan(row * width, size), weight, eps, normed);
+                   convert(normed, y.subspan(row * width, size));
+                 }
+               });
+}
+
 void apply_rope(std::span<float> x, std::size_t rows, std::size_t row_stride, std::size_t heads, std::size_t head_dim,
                 std::size_t rotary_dim, std::span<const int64_t> positions, float theta) {
   assert(rotary_dim > 0 && rotary_dim % 2 == 0 && rotary_dim <= head_dim && positions.size() == rows);
@@ -71,6 +90,32 @@ void silu_mul(std::span<const float> gate, std::span<const float> up, std::span<
   parallel_for(gate.size(), min_elementwise_elements_per_thread, [&](std::size_t begin, std::size_t end) {
     run(gate.subspan(begin, end - begin), up.subspan(begin, end - begin), y.subspan(begin, end - begin));
   });
+}
+
+void swiglu(std::span<const float> x, std::size_t width, std::span<float> y) {
+  assert(width > 0 && x.size() % (2 * width) == 0 && y.size() == x.size() / 2);
+  SiluMulFn* run = selected_variants().silu_mul.run;
+  parallel_for(y.size() / width, (min_elementwise_elements_per_thread + width - 1) / width,
+               [&](std::size_t begin, std::size_t end) {
+                 for (std::size_t row = begin; row < end; ++row)
+                   run(x.subspan(2 * row * width, width), x.subspan((2 * row + 1) * width, width),
+                       y.subspan(row * width, width));
+               });
+}
+
+void swiglu_to_bf16(std::span<const float> x, std::size_t width, std::span<Bf16Bits> y) {
+  assert(width > 0 && x.size() % (2 * width) == 0 && y.size() == x.size() / 2);
+  SiluMulFn* gate = selected_variants().silu_mul.run;
+  ConvertFp32ToBf16Fn* convert = selected_variants().convert_fp32_to_bf16.run;
+  parallel_for(y.size() / width, (min_elementwise_elements_per_thread + width - 1) / width,
+               [&](std::size_t begin, std::size_t end) {
+                 thread_local std::vector<float> row_values;
+                 row_values.resize(width);
+                 for (std::size_t row = begin; row < end; ++row) {
+                   gate(x.subspan(2 * row * width, width), x.subspan((2 * row + 1) * width, width), row_values);
+                   convert(row_values, y.subspan(row * width, width));
+                 }
+               });
 }
 
 void cached_attention(std::span<const float> q, std::size_t q_stride, std::size_t m, std::span<const float> keys,

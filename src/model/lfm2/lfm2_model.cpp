@@ -10,14 +10,13 @@
 
 #include "kernels/cached_attention.h"
 #include "kernels/linear.h"
-#include "kernels/parallel.h"
 #include "kernels/rms_norm.h"
 #include "kernels/rope.h"
 #include "kernels/short_conv.h"
-#include "kernels/swiglu.h"
 #include "model/checkpoint/checkpoint.h"
 #include "model/checkpoint/load_error.h"
 #include "model/decoder/layer_helpers.h"
+#include "model/decoder/matmul_input.h"
 #include "model/lfm2/config.h"
 
 namespace s1::lfm2 {
@@ -152,7 +151,9 @@ class Lfm2Decoder final : public decoder::CausalDecoder {
   // Scratch reused between calls (the decoder is not thread-safe).
   std::size_t rows_ = 0;  // real rows of the current batch
   std::vector<int64_t> positions_;
-  std::vector<float> hidden_rows_, normed_, projected_, context_, conv_out_, gate_up_, activated_;
+  std::vector<float> hidden_rows_, projected_, context_, conv_out_, gate_up_;
+  decoder::MatmulInput normed_;
+  decoder::MatmulInput activated_;
 };
 
 Lfm2Decoder::Lfm2Decoder(const Lfm2Config& config, const Checkpoint& weights, kernels::Precision precision)
@@ -163,7 +164,9 @@ Lfm2Decoder::Lfm2Decoder(const Lfm2Config& config, const Checkpoint& weights, ke
       head_dim_(static_cast<std::size_t>(config.head_dim)),
       intermediate_(static_cast<std::size_t>(config.intermediate_size)),
       kernel_(static_cast<std::size_t>(config.conv_kernel)),
-      eps_(static_cast<float>(config.norm_eps)) {
+      eps_(static_cast<float>(config.norm_eps)),
+      normed_(precision),
+      activated_(precision) {
   if (!kernels::linear_supported(precision)) {
     throw LoadError(weights.source().string() + ": bf16 needs a CPU with AVX-512 (AMX preferred); use fp32");
   }
@@ -279,7 +282,7 @@ std::vector<decoder::BranchOutput> Lfm2Decoder::forward(const decoder::SequenceS
                 hidden_rows_.begin() + static_cast<std::ptrdiff_t>((rows[b].offset + t) * hidden_));
     }
   }
-  normed_.resize(padded * hidden_);
+  normed_.resize(padded, hidden_);
 
   std::vector<std::unique_ptr<Lfm2State>> states(keep_states ? branches.size() : 0);
   for (std::size_t b = 0; b < states.size(); ++b) {
@@ -292,7 +295,7 @@ std::vector<decoder::BranchOutput> Lfm2Decoder::forward(const decoder::SequenceS
   }
 
   for (const Layer& layer : layers_) {
-    kernels::rms_norm(hidden_rows_, layer.operator_norm, eps_, normed_);
+    normed_.rms_norm(hidden_rows_, layer.operator_norm, eps_);
     if (layer.attention) {
       attention_layer(layer, base, rows, states);
     } else {
@@ -321,7 +324,7 @@ void Lfm2Decoder::attention_layer(const Layer& layer, const Lfm2State* base, std
   const std::size_t padded = hidden_rows_.size() / hidden_;
   const std::size_t stride = qkv_width();
   projected_.resize(padded * stride);
-  weights.qkv.forward(normed_, projected_);
+  normed_.project(weights.qkv, projected_);
   decoder::qk_norm_rope(projected_, rows_, {.heads = heads_, .kv_heads = kv_heads_, .head_dim = head_dim_},
                         weights.q_norm, weights.k_norm, eps_, positions_, static_cast<float>(config_.rope_theta));
 
@@ -365,7 +368,7 @@ void Lfm2Decoder::conv_layer(const Layer& layer, const Lfm2State* base, std::spa
   const std::size_t padded = hidden_rows_.size() / hidden_;
   const std::size_t stride = 3 * hidden_;
   projected_.resize(padded * stride);
-  weights.input.forward(normed_, projected_);
+  normed_.project(weights.input, projected_);
   conv_out_.assign(padded * hidden_, 0.0F);
   std::vector<float> tail;
   for (std::size_t b = 0; b < rows.size(); ++b) {
@@ -383,20 +386,13 @@ void Lfm2Decoder::conv_layer(const Layer& layer, const Lfm2State* base, std::spa
 }
 
 void Lfm2Decoder::mlp(const Layer& layer) {
-  kernels::rms_norm(hidden_rows_, layer.ffn_norm, eps_, normed_);
+  normed_.rms_norm(hidden_rows_, layer.ffn_norm, eps_);
   const std::size_t padded = hidden_rows_.size() / hidden_;
   gate_up_.resize(padded * 2 * intermediate_);
-  activated_.resize(padded * intermediate_);
-  layer.gate_up.forward(normed_, gate_up_);
-  kernels::parallel_for(padded, std::max<std::size_t>(1, 16384 / intermediate_), [&](std::size_t begin, std::size_t end) {
-    for (std::size_t r = begin; r < end; ++r) {
-      const std::span<const float> row =
-          std::span<const float>(gate_up_).subspan(r * 2 * intermediate_, 2 * intermediate_);
-      kernels::silu_mul(row.first(intermediate_), row.subspan(intermediate_),
-                        std::span<float>(activated_).subspan(r * intermediate_, intermediate_));
-    }
-  });
-  layer.down.forward_accumulate(activated_, hidden_rows_);
+  activated_.resize(padded, intermediate_);
+  normed_.project(layer.gate_up, gate_up_);
+  activated_.swiglu(gate_up_);
+  activated_.project_accumulate(layer.down, hidden_rows_);
 }
 
 }  // namespace

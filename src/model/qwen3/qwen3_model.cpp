@@ -8,13 +8,12 @@
 
 #include "kernels/cached_attention.h"
 #include "kernels/linear.h"
-#include "kernels/parallel.h"
 #include "kernels/rms_norm.h"
 #include "kernels/rope.h"
-#include "kernels/swiglu.h"
 #include "model/checkpoint/checkpoint.h"
 #include "model/checkpoint/load_error.h"
 #include "model/decoder/layer_helpers.h"
+#include "model/decoder/matmul_input.h"
 #include "model/qwen3/config.h"
 
 namespace s1::qwen3 {
@@ -152,11 +151,11 @@ class Qwen3Decoder final : public decoder::CausalDecoder {
   // Scratch reused between calls (the decoder is not thread-safe).
   std::vector<int64_t> positions_;
   std::vector<float> hidden_rows_;
-  std::vector<float> normed_;
+  decoder::MatmulInput normed_;
   std::vector<float> qkv_;
   std::vector<float> context_;
   std::vector<float> gate_up_;
-  std::vector<float> activated_;
+  decoder::MatmulInput activated_;
   std::vector<float> prefix_keys_;
   std::vector<float> prefix_values_;
 };
@@ -185,7 +184,9 @@ Qwen3Decoder::Qwen3Decoder(const Qwen3Config& config, const Checkpoint& weights,
       head_dim_(static_cast<std::size_t>(config.head_dim)),
       intermediate_(static_cast<std::size_t>(config.intermediate_size)),
       eps_(static_cast<float>(config.rms_norm_eps)),
-      lm_head_(make_lm_head(config, weights, WeightNames(weights), precision)) {
+      lm_head_(make_lm_head(config, weights, WeightNames(weights), precision)),
+      normed_(precision),
+      activated_(precision) {
   if (!kernels::linear_supported(precision)) {
     throw LoadError(weights.source().string() + ": bf16 needs a CPU with AVX-512 (AMX preferred); use fp32");
   }
@@ -232,8 +233,8 @@ void Qwen3Decoder::attention_block(const Layer& layer, std::size_t layer_index, 
                                    std::span<const std::shared_ptr<KvSegment>> own_segments) {
   const std::size_t total = positions_.size();
   const std::size_t qkv_stride = qkv_width();
-  kernels::rms_norm(hidden_rows_, layer.input_norm, eps_, normed_);
-  layer.qkv.forward(normed_, qkv_);
+  normed_.rms_norm(hidden_rows_, layer.input_norm, eps_);
+  normed_.project(layer.qkv, qkv_);
   decoder::qk_norm_rope(qkv_, total, {.heads = heads_, .kv_heads = kv_heads_, .head_dim = head_dim_}, layer.q_norm,
                         layer.k_norm, eps_, positions_, static_cast<float>(config_.rope_theta));
 
@@ -275,18 +276,10 @@ void Qwen3Decoder::attention_block(const Layer& layer, std::size_t layer_index, 
 }
 
 void Qwen3Decoder::mlp_block(const Layer& layer) {
-  kernels::rms_norm(hidden_rows_, layer.post_attention_norm, eps_, normed_);
-  layer.gate_up.forward(normed_, gate_up_);
-  const std::size_t rows = hidden_rows_.size() / hidden_;
-  kernels::parallel_for(rows, std::max<std::size_t>(1, 16384 / intermediate_), [&](std::size_t begin, std::size_t end) {
-    for (std::size_t r = begin; r < end; ++r) {
-      const std::span<const float> row =
-          std::span<const float>(gate_up_).subspan(r * 2 * intermediate_, 2 * intermediate_);
-      kernels::silu_mul(row.first(intermediate_), row.subspan(intermediate_),
-                        std::span<float>(activated_).subspan(r * intermediate_, intermediate_));
-    }
-  });
-  layer.down.forward_accumulate(activated_, hidden_rows_);
+  normed_.rms_norm(hidden_rows_, layer.post_attention_norm, eps_);
+  normed_.project(layer.gate_up, gate_up_);
+  activated_.swiglu(gate_up_);
+  activated_.project_accumulate(layer.down, hidden_rows_);
 }
 
 std::vector<decoder::BranchOutput> Qwen3Decoder::forward(const decoder::SequenceState* prefix_state,
@@ -320,11 +313,11 @@ std::vector<decoder::BranchOutput> Qwen3Decoder::forward(const decoder::Sequence
       std::copy(embedding.begin(), embedding.end(),
                 hidden_rows_.begin() + static_cast<std::ptrdiff_t>((rows[b].offset + t) * hidden_));
     }
-  normed_.resize(padded * hidden_);
+  normed_.resize(padded, hidden_);
   qkv_.resize(padded * qkv_width());
   context_.assign(padded * q_width(), 0.0F);
   gate_up_.resize(padded * 2 * intermediate_);
-  activated_.resize(padded * intermediate_);
+  activated_.resize(padded, intermediate_);
 
   std::vector<std::shared_ptr<KvSegment>> own_segments;
   if (keep_states)

@@ -16,11 +16,11 @@
 #include "kernels/parallel.h"
 #include "kernels/rms_norm.h"
 #include "kernels/rope.h"
-#include "kernels/swiglu.h"
 #include "model/checkpoint/checkpoint.h"
 #include "model/checkpoint/load_error.h"
 #include "model/decoder/layer_helpers.h"
 #include "model/decoder/lora_adapter.h"
+#include "model/decoder/matmul_input.h"
 #include "model/qwen3_5/config.h"
 
 namespace s1::qwen3_5 {
@@ -92,12 +92,6 @@ class WeightSource {
   std::set<std::string, std::less<>> used_;
 };
 
-std::vector<float> concatenate(std::initializer_list<const std::vector<float>*> parts) {
-  std::vector<float> all;
-  for (const std::vector<float>* part : parts) all.insert(all.end(), part->begin(), part->end());
-  return all;
-}
-
 struct AttentionWeights {
   PackedLinear qkv;  // [q/gate interleaved per head (heads·2·head_dim) | k | v]
   PackedLinear output;
@@ -118,12 +112,13 @@ struct Layer {
   std::vector<float> input_norm, post_norm;
   std::optional<AttentionWeights> attention;
   std::optional<DeltaNetWeights> delta;
-  PackedLinear gate, up, down;
+  PackedLinear gate_up;  // [gate | up] per row
+  PackedLinear down;
 };
 
 // An unmerged LoRA adapter's low-rank terms for one layer's projections (absent when not adapted).
 struct LayerLora {
-  std::optional<decoder::LowRankDelta> mixer_input, mixer_output, gate, up, down;
+  std::optional<decoder::LowRankDelta> mixer_input, mixer_output, gate_up, down;
 };
 
 void add_low_rank(const std::optional<decoder::LowRankDelta>& delta, std::span<const float> x,
@@ -193,7 +188,10 @@ class Qwen35Decoder final : public decoder::CausalDecoder {
 
   // Scratch reused across calls (forward is not thread-safe).
   std::size_t rows_ = 0;  // real rows of the current batch
-  std::vector<float> hidden_, normed_, gate_, up_;
+  std::vector<float> hidden_, gate_up_;
+  // The matmuls' inputs: bf16 written by the norms and SwiGLU for a bf16 model without an adapter
+  // (the adapter's low-rank terms read fp32 rows).
+  decoder::MatmulInput normed_, activated_;
   std::vector<int64_t> positions_;
   std::vector<float> projected_, queries_, keys_, values_, context_;
   std::vector<float> conv_out_, delta_q_, delta_k_, g_, beta_, core_, z_;
@@ -203,7 +201,10 @@ class Qwen35Decoder final : public decoder::CausalDecoder {
 Qwen35Decoder::Qwen35Decoder(const Qwen35Config& config, const Checkpoint& weights, kernels::Precision precision,
                              bool noncausal_full_attention, OutputHead head,
                              const decoder::LoraAdapter* lora)
-    : config_(config), noncausal_(noncausal_full_attention) {
+    : config_(config),
+      noncausal_(noncausal_full_attention),
+      normed_(lora == nullptr ? precision : kernels::Precision::fp32),
+      activated_(lora == nullptr ? precision : kernels::Precision::fp32) {
   if (!kernels::linear_supported(precision)) {
     throw LoadError(weights.source().string() + ": bf16 needs a CPU with AVX-512 (AMX preferred); use fp32");
   }
@@ -250,7 +251,7 @@ Qwen35Decoder::Qwen35Decoder(const Qwen35Config& config, const Checkpoint& weigh
       const auto o = source.get(a + "o_proj.weight", {h, heads * head_dim});
       const auto qkv_rows = static_cast<std::size_t>((heads * 2 + kv_heads * 2) * head_dim);
       attention.emplace(AttentionWeights{
-          PackedLinear(concatenate({&q, &k, &v}), {}, hs, qkv_rows, precision),
+          PackedLinear(decoder::concatenate({q, k, v}), {}, hs, qkv_rows, precision),
           PackedLinear(o, {}, static_cast<std::size_t>(heads * head_dim), hs, precision),
           source.zero_centred_norm(a + "q_norm.weight", head_dim),
           source.zero_centred_norm(a + "k_norm.weight", head_dim),
@@ -267,7 +268,7 @@ Qwen35Decoder::Qwen35Decoder(const Qwen35Config& config, const Checkpoint& weigh
       for (float& value : negative_a) value = -std::exp(value);
       const auto input_rows = static_cast<std::size_t>(channels + value_width + 2 * v_heads);
       delta.emplace(DeltaNetWeights{
-          PackedLinear(concatenate({&qkv, &z, &b, &a}), {}, hs, input_rows, precision),
+          PackedLinear(decoder::concatenate({qkv, z, b, a}), {}, hs, input_rows, precision),
           PackedLinear(out, {}, static_cast<std::size_t>(value_width), hs, precision),
           source.get(d + "conv1d.weight", {channels, 1, config.linear_conv_kernel_dim}),
           std::move(negative_a),
@@ -303,8 +304,8 @@ Qwen35Decoder::Qwen35Decoder(const Qwen35Config& config, const Checkpoint& weigh
                                        h, d + "in_proj_*");
         adapted.mixer_output = low_rank({part(d + "out_proj.weight", h)}, value_width, d + "out_proj");
       }
-      adapted.gate = low_rank({part(m + "gate_proj.weight", inner)}, h, m + "gate_proj");
-      adapted.up = low_rank({part(m + "up_proj.weight", inner)}, h, m + "up_proj");
+      adapted.gate_up =
+          low_rank({part(m + "gate_proj.weight", inner), part(m + "up_proj.weight", inner)}, h, m + "gate/up_proj");
       adapted.down = low_rank({part(m + "down_proj.weight", h)}, inner, m + "down_proj");
       loras_.push_back(std::move(adapted));
     }
@@ -314,8 +315,9 @@ Qwen35Decoder::Qwen35Decoder(const Qwen35Config& config, const Checkpoint& weigh
         source.zero_centred_norm(layer + "post_attention_layernorm.weight", h),
         std::move(attention),
         std::move(delta),
-        PackedLinear(source.get(m + "gate_proj.weight", {inner, h}), {}, hs, is, precision),
-        PackedLinear(source.get(m + "up_proj.weight", {inner, h}), {}, hs, is, precision),
+        PackedLinear(decoder::concatenate({source.get(m + "gate_proj.weight", {inner, h}),
+                                           source.get(m + "up_proj.weight", {inner, h})}),
+                     {}, hs, 2 * is, precision),
         PackedLinear(source.get(m + "down_proj.weight", {h, inner}), {}, is, hs, precision),
     });
   }
@@ -386,37 +388,33 @@ std::vector<decoder::BranchOutput> Qwen35Decoder::forward(const decoder::Sequenc
 
   const auto eps = static_cast<float>(config_.rms_norm_eps);
   const auto inner = static_cast<std::size_t>(config_.intermediate_size);
-  normed_.resize(padded * width);
-  gate_.resize(padded * inner);
-  up_.resize(padded * inner);
+  normed_.resize(padded, width);
+  gate_up_.resize(padded * 2 * inner);
+  activated_.resize(padded, inner);
   for (const Layer& layer : layers_) {
-    kernels::rms_norm(hidden_, layer.input_norm, eps, normed_);
+    normed_.rms_norm(hidden_, layer.input_norm, eps);
     if (layer.attention) {
       attention_layer(layer, base, rows, states);
     } else {
       delta_layer(layer, base, rows, states);
     }
-    kernels::rms_norm(hidden_, layer.post_norm, eps, normed_);
+    normed_.rms_norm(hidden_, layer.post_norm, eps);
     const LayerLora* lora = lora_of(layer);
-    layer.gate.forward(normed_, gate_);
-    layer.up.forward(normed_, up_);
-    if (lora != nullptr) {
-      add_low_rank(lora->gate, normed_, gate_);
-      add_low_rank(lora->up, normed_, up_);
-    }
-    kernels::silu_mul(gate_, up_, gate_);
-    layer.down.forward_accumulate(gate_, hidden_);
-    if (lora != nullptr) add_low_rank(lora->down, gate_, hidden_);
+    normed_.project(layer.gate_up, gate_up_);
+    if (lora != nullptr) add_low_rank(lora->gate_up, normed_.fp32(), gate_up_);
+    activated_.swiglu(gate_up_);
+    activated_.project_accumulate(layer.down, hidden_);
+    if (lora != nullptr) add_low_rank(lora->down, activated_.fp32(), hidden_);
   }
-  kernels::rms_norm(std::span<const float>(hidden_).first(total * width), final_norm_, eps,
-                    std::span<float>(normed_).first(total * width));
 
   std::vector<decoder::BranchOutput> outputs(branches.size());
   for (std::size_t b = 0; b < branches.size(); ++b) {
+    std::vector<float>& hidden = outputs[b].hidden;
     for (const std::size_t position : branches[b].output_positions) {
-      const auto row = std::span<const float>(normed_).subspan((rows[b].offset + position) * width, width);
-      outputs[b].hidden.insert(outputs[b].hidden.end(), row.begin(), row.end());
+      const auto row = std::span<const float>(hidden_).subspan((rows[b].offset + position) * width, width);
+      hidden.insert(hidden.end(), row.begin(), row.end());
     }
+    kernels::rms_norm(hidden, final_norm_, eps, hidden);
     if (keep_states) outputs[b].state = std::move(states[b]);
   }
   return outputs;
@@ -438,8 +436,8 @@ void Qwen35Decoder::attention_layer(const Layer& layer, const Qwen35State* base,
   const std::size_t total = rows_;
 
   projected_.resize(padded * stride);
-  weights.qkv.forward(normed_, projected_);
-  if (const LayerLora* lora = lora_of(layer)) add_low_rank(lora->mixer_input, normed_, projected_);
+  normed_.project(weights.qkv, projected_);
+  if (const LayerLora* lora = lora_of(layer)) add_low_rank(lora->mixer_input, normed_.fp32(), projected_);
   // q_proj interleaves per head: [query (head_dim) | output gate (head_dim)].
   queries_.resize(total * q_width);
   keys_.resize(total * kv_width);
@@ -522,8 +520,8 @@ void Qwen35Decoder::delta_layer(const Layer& layer, const Qwen35State* base, std
   const std::size_t start = base == nullptr ? 0 : base->length();
 
   projected_.resize(padded * stride);
-  weights.input.forward(normed_, projected_);
-  if (const LayerLora* lora = lora_of(layer)) add_low_rank(lora->mixer_input, normed_, projected_);
+  normed_.project(weights.input, projected_);
+  if (const LayerLora* lora = lora_of(layer)) add_low_rank(lora->mixer_input, normed_.fp32(), projected_);
 
   conv_out_.resize(total * channels);
   for (std::size_t b = 0; b < rows.size(); ++b) {

@@ -8,7 +8,9 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cached_attention.h"
@@ -93,6 +95,20 @@ TEST_P(DecoderKernels, SiluMulMatchesFormula) {
   std::vector<float> got(gate.size());
   silu_mul(gate, up, got);
   EXPECT_LE(relative_max_error(got, expected), fp32_tolerance);
+}
+
+TEST_P(DecoderKernels, SwigluIsSiluMulOfEachFusedRowsHalves) {
+  // rows × [gate | up], at sizes below and above the split into threads.
+  for (const auto& [rows, width] : {std::pair<std::size_t, std::size_t>{1, 24}, {3, 3072}, {40, 1000}}) {
+    const auto fused = random_values(rows * 2 * width, 4.0F, 6);
+    std::vector<float> expected(rows * width), got(rows * width);
+    for (std::size_t r = 0; r < rows; ++r) {
+      const std::span<const float> row = std::span<const float>(fused).subspan(2 * r * width, 2 * width);
+      silu_mul(row.first(width), row.subspan(width), std::span<float>(expected).subspan(r * width, width));
+    }
+    swiglu(fused, width, got);
+    EXPECT_EQ(got, expected) << "rows " << rows << " width " << width;
+  }
 }
 
 struct RopeCase {

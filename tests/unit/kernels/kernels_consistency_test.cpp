@@ -25,8 +25,10 @@
 #include "kernels/reference/decoder.h"
 #include "kernels/reference/gated_delta.h"
 #include "kernels/reference/reference.h"
+#include "kernels/rms_norm.h"
 #include "kernels/rope.h"
 #include "kernels/softmax.h"
+#include "kernels/swiglu.h"
 #include "kernels/variants.h"
 
 namespace s1::kernels {
@@ -608,7 +610,7 @@ TEST(KernelsConsistency, PoolingMatchesHandComputed) {
   EXPECT_FLOAT_EQ(normalised[3], 2.0F / std::sqrt(20.0F));
 }
 
-// The bf16-output forms of LayerNorm and GeGLU (a bf16 matmul's input written directly) give the same
+// The bf16-output forms of LayerNorm, RMSNorm, GeGLU and SwiGLU (a bf16 matmul's input written directly) give the same
 // bits as the op followed by the conversion, at sizes that split across threads and leave partial
 // row blocks.
 TEST_F(ThreadCounts, Bf16OutputOpsEqualTheOpThenTheConversion) {
@@ -634,6 +636,18 @@ TEST_F(ThreadCounts, Bf16OutputOpsEqualTheOpThenTheConversion) {
       geglu_to_bf16(fused, width, gated_got);
       EXPECT_EQ(gated_got, gated_expected)
           << "geglu_to_bf16 rows " << rows << " width " << width << " threads " << threads;
+
+      const auto weight = random_values(width, 1.0F, ++seed);
+      rms_norm(x, weight, 1e-6F, normed);
+      convert_fp32_to_bf16(normed, expected);
+      rms_norm_to_bf16(x, weight, 1e-6F, got);
+      EXPECT_EQ(got, expected) << "rms_norm_to_bf16 rows " << rows << " width " << width << " threads " << threads;
+
+      swiglu(fused, width, gated);
+      convert_fp32_to_bf16(gated, gated_expected);
+      swiglu_to_bf16(fused, width, gated_got);
+      EXPECT_EQ(gated_got, gated_expected)
+          << "swiglu_to_bf16 rows " << rows << " width " << width << " threads " << threads;
     }
   }
 }

@@ -1,0 +1,58 @@
+#include "model/decoder/matmul_input.h"
+
+#include <cassert>
+#include <stdexcept>
+
+#include "kernels/rms_norm.h"
+#include "kernels/swiglu.h"
+
+namespace s1::decoder {
+
+void MatmulInput::resize(std::size_t rows, std::size_t width) {
+  width_ = width;
+  if (bf16_) {
+    bf16_rows_.resize(rows * width);
+  } else {
+    fp32_.resize(rows * width);
+  }
+}
+
+void MatmulInput::rms_norm(std::span<const float> x, std::span<const float> weight, float eps) {
+  assert(weight.size() == width_);
+  if (bf16_) {
+    kernels::rms_norm_to_bf16(x, weight, eps, bf16_rows_);
+  } else {
+    kernels::rms_norm(x, weight, eps, fp32_);
+  }
+}
+
+void MatmulInput::swiglu(std::span<const float> gate_up) {
+  if (bf16_) {
+    kernels::swiglu_to_bf16(gate_up, width_, bf16_rows_);
+  } else {
+    kernels::swiglu(gate_up, width_, fp32_);
+  }
+}
+
+void MatmulInput::project(const kernels::PackedLinear& linear, std::span<float> y) const {
+  if (bf16_) {
+    linear.forward(std::span<const kernels::Bf16Bits>(bf16_rows_), y);
+  } else {
+    linear.forward(std::span<const float>(fp32_), y);
+  }
+}
+
+void MatmulInput::project_accumulate(const kernels::PackedLinear& linear, std::span<float> y) const {
+  if (bf16_) {
+    linear.forward_accumulate(std::span<const kernels::Bf16Bits>(bf16_rows_), y);
+  } else {
+    linear.forward_accumulate(std::span<const float>(fp32_), y);
+  }
+}
+
+std::span<const float> MatmulInput::fp32() const {
+  if (bf16_) throw std::logic_error("MatmulInput: bf16 rows have no fp32 form");
+  return fp32_;
+}
+
+}  // namespace s1::decoder

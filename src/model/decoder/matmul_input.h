@@ -1,0 +1,44 @@
+#pragma once
+// The activations a decoder layer feeds into its matmuls (the pre-norms' output, SwiGLU's), kept in
+// the form the matmul reads: bf16 for a bf16 model, written so by the op that produces them, so the
+// matmul skips its own fp32→bf16 conversion pass and no fp32 copy goes through memory; fp32 otherwise.
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "kernels/convert.h"
+#include "kernels/linear.h"
+#include "kernels/precision.h"
+
+namespace s1::decoder {
+
+class MatmulInput {
+ public:
+  // bf16 only where the matmuls are bf16; callers that also need the fp32 rows (an unmerged LoRA
+  // adapter's low-rank terms read them) ask for fp32.
+  explicit MatmulInput(kernels::Precision precision) : bf16_(precision == kernels::Precision::bf16) {}
+
+  // rows × width values, contents unspecified until written.
+  void resize(std::size_t rows, std::size_t width);
+
+  // Row-wise RMSNorm of x ([rows, weight.size()], as resized).
+  void rms_norm(std::span<const float> x, std::span<const float> weight, float eps);
+  // silu(gate) ⊙ up of fused [rows, 2·width] rows [gate | up] (width as resized).
+  void swiglu(std::span<const float> gate_up);
+
+  // y = these rows · Wᵀ, or y += them · Wᵀ.
+  void project(const kernels::PackedLinear& linear, std::span<float> y) const;
+  void project_accumulate(const kernels::PackedLinear& linear, std::span<float> y) const;
+
+  // The fp32 rows; only without bf16 (std::logic_error otherwise).
+  [[nodiscard]] std::span<const float> fp32() const;
+
+ private:
+  bool bf16_;
+  std::size_t width_ = 0;
+  std::vector<float> fp32_;
+  std::vector<kernels::Bf16Bits> bf16_rows_;
+};
+
+}  // namespace s1::decoder
