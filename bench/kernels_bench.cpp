@@ -78,6 +78,8 @@ BENCHMARK(linear_forward)->Apply(linear_arguments)->UseRealTime()->Unit(benchmar
 
 // As linear_forward, but cycling through 200 MB of layers of the shape, as a model's forward pass
 // does: the weights come from memory rather than from the cache a single repeated layer stays in.
+// Arg bf16_io: 0 fp32 activations in and out, 1 bf16 in and out (a producer wrote them, a consumer
+// reads them).
 void linear_forward_cold(benchmark::State& state) {
   const auto precision = state.range(0) == 0 ? Precision::fp32 : Precision::bf16;
   const auto rows = static_cast<std::size_t>(state.range(1));
@@ -90,12 +92,23 @@ void linear_forward_cold(benchmark::State& state) {
     layers.emplace_back(random_values(in * out, 0.05F), random_values(out, 0.1F), in, out, precision);
   const auto x = random_values(rows * in, 1.0F);
   std::vector<float> y(rows * out);
-  layers[0].forward(x, y);
+  std::vector<Bf16Bits> x_bf16(x.size()), y_bf16(y.size());
+  convert_fp32_to_bf16(x, x_bf16);
+  const bool bf16_io = state.range(5) != 0;
+  const auto run = [&](const PackedLinear& layer) {
+    if (bf16_io) {
+      layer.forward(x_bf16, y_bf16);
+    } else {
+      layer.forward(x, y);
+    }
+  };
+  run(layers[0]);
   std::size_t next = 0;
   for (auto _ : state) {
-    layers[next].forward(x, y);
+    run(layers[next]);
     next = (next + 1) % layers.size();
     benchmark::DoNotOptimize(y.data());
+    benchmark::DoNotOptimize(y_bf16.data());
   }
   set_rate(state, 2.0 * static_cast<double>(rows * in * out));
 }
@@ -131,11 +144,12 @@ void modernbert_large_gemms(benchmark::State& state) {
 BENCHMARK(modernbert_large_gemms)->ArgNames({"M", "threads"})->Args({512, 2})->UseRealTime()->Unit(benchmark::kMillisecond);
 
 BENCHMARK(linear_forward_cold)
-    ->ArgNames({"bf16", "M", "K", "N", "threads"})
-    ->Args({1, 512, 1024, 3072, 2})
-    ->Args({1, 512, 1024, 2624, 2})
-    ->Args({1, 512, 2624, 1024, 2})
-    ->Args({1, 512, 1024, 512, 2})
+    ->ArgNames({"bf16", "M", "K", "N", "threads", "bf16_io"})
+    ->ArgsProduct({{1}, {512}, {1024}, {3072, 2624, 512}, {2}, {0, 1}})
+    ->Args({1, 512, 2624, 1024, 2, 0})
+    ->Args({1, 512, 2624, 1024, 2, 1})
+    ->Args({1, 256, 1024, 6144, 2, 0})
+    ->Args({1, 256, 1024, 6144, 2, 1})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 

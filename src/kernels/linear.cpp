@@ -48,9 +48,10 @@ DataType data_type(Precision precision) { return precision == Precision::bf16 ? 
 
 dnnl::matmul::primitive_desc describe(dnnl::memory::dim rows, dnnl::memory::dim in, dnnl::memory::dim out,
                                       Precision precision, bool has_bias, const dnnl::memory::desc& weights,
-                                      Activation activation = Activation::none, bool accumulate = false) {
+                                      Activation activation = Activation::none, bool accumulate = false,
+                                      DataType destination = DataType::f32) {
   const dnnl::memory::desc src({rows, in}, data_type(precision), FormatTag::ab);
-  const dnnl::memory::desc dst({rows, out}, DataType::f32, FormatTag::ab);
+  const dnnl::memory::desc dst({rows, out}, destination, FormatTag::ab);
   const dnnl::memory::desc bias =
       has_bias ? dnnl::memory::desc({1, out}, DataType::f32, FormatTag::ab) : dnnl::memory::desc();
   dnnl::post_ops post_ops;
@@ -61,11 +62,11 @@ dnnl::matmul::primitive_desc describe(dnnl::memory::dim rows, dnnl::memory::dim 
   return {cpu_engine(), src, weights, bias, dst, attributes};
 }
 
-// Primitives for one (M, K, N, precision, bias, activation, accumulate) are shared by every layer of that shape: a
-// 6-layer encoder needs 4 primitives per M, not 24. The thread count is part of the key because brgemm
-// fixes its work split when the primitive is created: one built for 1 thread stays on 1 thread.
-using PrimitiveKey =
-    std::tuple<dnnl::memory::dim, dnnl::memory::dim, dnnl::memory::dim, Precision, bool, Activation, bool, int>;
+// Primitives for one (M, K, N, precision, bias, activation, accumulate, destination type) are shared by every
+// layer of that shape: a 6-layer encoder needs 4 primitives per M, not 24. The thread count is part of the key
+// because brgemm fixes its work split when the primitive is created: one built for 1 thread stays on 1 thread.
+using PrimitiveKey = std::tuple<dnnl::memory::dim, dnnl::memory::dim, dnnl::memory::dim, Precision, bool, Activation,
+                                bool, DataType, int>;
 
 dnnl::matmul shared_primitive(const PrimitiveKey& key, const dnnl::memory::desc& weights) {
   static std::mutex mutex;
@@ -73,9 +74,9 @@ dnnl::matmul shared_primitive(const PrimitiveKey& key, const dnnl::memory::desc&
   const std::lock_guard lock(mutex);
   const auto found = primitives.find(key);
   if (found != primitives.end()) return found->second;
-  const auto [rows, in, out, precision, has_bias, activation, accumulate, threads] = key;
+  const auto [rows, in, out, precision, has_bias, activation, accumulate, destination, threads] = key;
   try {
-    dnnl::matmul primitive(describe(rows, in, out, precision, has_bias, weights, activation, accumulate));
+    dnnl::matmul primitive(describe(rows, in, out, precision, has_bias, weights, activation, accumulate, destination));
     primitives.emplace(key, primitive);
     return primitive;
   } catch (const dnnl::error& error) {
@@ -185,25 +186,37 @@ std::size_t PackedLinear::in_features() const { return impl_->in_features; }
 std::size_t PackedLinear::out_features() const { return impl_->out_features; }
 Precision PackedLinear::precision() const { return impl_->precision; }
 
-void PackedLinear::forward(std::span<const float> x, std::span<float> y) const { run_fp32(x, y, false); }
+void PackedLinear::forward(std::span<const float> x, std::span<float> y) const {
+  run_fp32(x, {y.data(), y.size(), Output::fp32}, false);
+}
 
 void PackedLinear::forward_accumulate(std::span<const float> x, std::span<float> y) const {
   assert(impl_->activation == Activation::none);
-  run_fp32(x, y, true);
+  run_fp32(x, {y.data(), y.size(), Output::fp32}, true);
 }
 
 void PackedLinear::forward(std::span<const Bf16Bits> x, std::span<float> y) const {
   assert(impl_->precision == Precision::bf16 && x.size() % impl_->in_features == 0);
-  run(x.data(), x.size() / impl_->in_features, y, false);
+  run(x.data(), x.size() / impl_->in_features, {y.data(), y.size(), Output::fp32}, false);
 }
 
 void PackedLinear::forward_accumulate(std::span<const Bf16Bits> x, std::span<float> y) const {
   assert(impl_->precision == Precision::bf16 && x.size() % impl_->in_features == 0);
   assert(impl_->activation == Activation::none);
-  run(x.data(), x.size() / impl_->in_features, y, true);
+  run(x.data(), x.size() / impl_->in_features, {y.data(), y.size(), Output::fp32}, true);
 }
 
-void PackedLinear::run_fp32(std::span<const float> x, std::span<float> y, bool accumulate) const {
+void PackedLinear::forward(std::span<const float> x, std::span<Bf16Bits> y) const {
+  assert(impl_->precision == Precision::bf16);
+  run_fp32(x, {y.data(), y.size(), Output::bf16}, false);
+}
+
+void PackedLinear::forward(std::span<const Bf16Bits> x, std::span<Bf16Bits> y) const {
+  assert(impl_->precision == Precision::bf16 && x.size() % impl_->in_features == 0);
+  run(x.data(), x.size() / impl_->in_features, {y.data(), y.size(), Output::bf16}, false);
+}
+
+void PackedLinear::run_fp32(std::span<const float> x, Destination y, bool accumulate) const {
   assert(x.size() % impl_->in_features == 0);
   const std::size_t rows = x.size() / impl_->in_features;
   if (impl_->precision == Precision::fp32) {
@@ -219,9 +232,10 @@ void PackedLinear::run_fp32(std::span<const float> x, std::span<float> y, bool a
   run(buffer.data(), rows, y, accumulate);
 }
 
-void PackedLinear::run(const void* x, std::size_t rows, std::span<float> y, bool accumulate) const {
+void PackedLinear::run(const void* x, std::size_t rows, Destination y, bool accumulate) const {
   const Impl& impl = *impl_;
-  assert(rows > 0 && y.size() == rows * impl.out_features);
+  assert(rows > 0 && y.size == rows * impl.out_features);
+  const DataType destination_type = y.type == Output::bf16 ? DataType::bf16 : DataType::f32;
   const auto m = static_cast<dnnl::memory::dim>(rows);
   const auto in = static_cast<dnnl::memory::dim>(impl.in_features);
   const auto out = static_cast<dnnl::memory::dim>(impl.out_features);
@@ -240,9 +254,10 @@ void PackedLinear::run(const void* x, std::size_t rows, std::span<float> y, bool
       apply_thread_count();
     }
     const dnnl::matmul primitive = shared_primitive(
-        {m, in, out, impl.precision, has_bias, impl.activation, accumulate, threads}, impl.weights.get_desc());
+        {m, in, out, impl.precision, has_bias, impl.activation, accumulate, destination_type, threads},
+        impl.weights.get_desc());
     const dnnl::memory source({{m, in}, data_type(impl.precision), FormatTag::ab}, cpu_engine(), const_cast<void*>(x));
-    const dnnl::memory destination({{m, out}, DataType::f32, FormatTag::ab}, cpu_engine(), y.data());
+    const dnnl::memory destination({{m, out}, destination_type, FormatTag::ab}, cpu_engine(), y.data);
     thread_local dnnl::stream stream(cpu_engine());
     std::unordered_map<int, dnnl::memory> arguments{
         {DNNL_ARG_SRC, source}, {DNNL_ARG_WEIGHTS, impl.weights}, {DNNL_ARG_DST, destination}};

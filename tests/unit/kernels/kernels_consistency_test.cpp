@@ -693,6 +693,18 @@ TEST_F(ThreadCounts, LinearMatchesReference) {
             std::vector<float> from_bf16(rows * c.out);
             layer.forward(rounded, from_bf16);
             EXPECT_EQ(from_bf16, got) << "bf16-input linear M " << rows << " N " << c.out;
+            // A bf16 destination holds the fp32 result rounded to bf16; the fp32 sums before the
+            // rounding may be ordered differently, so a value may land one bf16 step away.
+            std::vector<Bf16Bits> rounded_result(got.size()), bf16_out(got.size()), bf16_out_from_bf16(got.size());
+            convert_fp32_to_bf16(got, rounded_result);
+            layer.forward(x, bf16_out);
+            layer.forward(rounded, bf16_out_from_bf16);
+            EXPECT_EQ(bf16_out_from_bf16, bf16_out) << "bf16-input bf16-output linear M " << rows << " N " << c.out;
+            for (std::size_t i = 0; i < got.size(); ++i) {
+              // Same sign: neighbouring bit patterns are neighbouring values.
+              ASSERT_LE(std::abs(int{bf16_out[i]} - int{rounded_result[i]}), 1)
+                  << "bf16-output linear M " << rows << " N " << c.out << " at " << i;
+            }
             if (c.activation == Activation::none) {
               std::vector<float> summed_fp32(rows * c.out, 0.5F), summed_bf16(rows * c.out, 0.5F);
               layer.forward_accumulate(x, summed_fp32);
