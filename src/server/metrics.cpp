@@ -1,5 +1,7 @@
 #include "server/metrics.h"
 
+#include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cmath>
 
@@ -66,6 +68,8 @@ typename Map::mapped_type& slot(Map& map, std::string_view labels) {
   return map.emplace(std::string(labels), typename Map::mapped_type{}).first->second;
 }
 
+std::atomic<uint64_t> next_instance{1};
+
 }  // namespace
 
 std::string Metrics::render_labels(const Labels& labels) {
@@ -77,7 +81,7 @@ std::string Metrics::render_labels(const Labels& labels) {
   return out;
 }
 
-Metrics::Metrics() {
+Metrics::Metrics() : instance_(next_instance.fetch_add(1)) {
   for (const FamilySpec& spec : known_families) {
     Family& entry = families_[spec.name];
     entry.type = spec.type;
@@ -85,10 +89,29 @@ Metrics::Metrics() {
   }
 }
 
-Metrics::Family& Metrics::family(std::string_view name) {
-  Family& entry = slot(families_, name);
+Metrics::Family& Metrics::family(Families& families, std::string_view name) {
+  Family& entry = slot(families, name);
   if (entry.type.empty()) entry.type = "untyped";
   return entry;
+}
+
+Metrics::Shard& Metrics::own_shard() {
+  // One Metrics serves the process: the last one a thread wrote to is remembered. A thread id is
+  // reused only after its thread ended, so a shard found by id has no other writer.
+  thread_local uint64_t cached_instance = 0;
+  thread_local Shard* cached_shard = nullptr;
+  if (cached_instance == instance_) return *cached_shard;
+  const std::thread::id self = std::this_thread::get_id();
+  std::lock_guard lock(shards_mutex_);
+  auto found = std::find_if(shards_.begin(), shards_.end(), [self](const auto& shard) { return shard->writer == self; });
+  if (found == shards_.end()) {
+    shards_.push_back(std::make_unique<Shard>());
+    shards_.back()->writer = self;
+    found = shards_.end() - 1;
+  }
+  cached_instance = instance_;
+  cached_shard = found->get();
+  return *cached_shard;
 }
 
 void Metrics::add_counter(std::string_view name, const Labels& labels, double amount) {
@@ -99,27 +122,25 @@ void Metrics::set_gauge(std::string_view name, const Labels& labels, double valu
   set_gauge(Series{name, render_labels(labels)}, value);
 }
 
-void Metrics::add_gauge(std::string_view name, const Labels& labels, double amount) {
-  add_counter(name, labels, amount);
-}
-
 void Metrics::observe(std::string_view name, const Labels& labels, double seconds) {
   observe(Series{name, render_labels(labels)}, seconds);
 }
 
 void Metrics::add_counter(const Series& series, double amount) {
-  std::lock_guard lock(mutex_);
-  slot(family(series.family).values, series.labels) += amount;
+  Shard& shard = own_shard();
+  std::lock_guard lock(shard.mutex);
+  slot(family(shard.families, series.family).values, series.labels) += amount;
 }
 
 void Metrics::set_gauge(const Series& series, double value) {
   std::lock_guard lock(mutex_);
-  slot(family(series.family).values, series.labels) = value;
+  slot(family(families_, series.family).values, series.labels) = value;
 }
 
 void Metrics::observe(const Series& series, double seconds) {
-  std::lock_guard lock(mutex_);
-  Histogram& histogram = slot(family(series.family).histograms, series.labels);
+  Shard& shard = own_shard();
+  std::lock_guard lock(shard.mutex);
+  Histogram& histogram = slot(family(shard.families, series.family).histograms, series.labels);
   size_t bucket = 0;
   while (bucket < bucket_bounds.size() && seconds > bucket_bounds[bucket]) ++bucket;
   ++histogram.bucket_counts[bucket];
@@ -128,9 +149,29 @@ void Metrics::observe(const Series& series, double seconds) {
 }
 
 std::string Metrics::render() const {
-  std::lock_guard lock(mutex_);
+  Families merged;
+  {
+    std::lock_guard lock(mutex_);
+    merged = families_;
+  }
+  {
+    std::lock_guard shards_lock(shards_mutex_);
+    for (const auto& shard : shards_) {
+      std::lock_guard lock(shard->mutex);
+      for (const auto& [name, added] : shard->families) {
+        Family& entry = family(merged, name);
+        for (const auto& [labels, value] : added.values) slot(entry.values, labels) += value;
+        for (const auto& [labels, histogram] : added.histograms) {
+          Histogram& sum = slot(entry.histograms, labels);
+          for (size_t i = 0; i < sum.bucket_counts.size(); ++i) sum.bucket_counts[i] += histogram.bucket_counts[i];
+          sum.count += histogram.count;
+          sum.sum += histogram.sum;
+        }
+      }
+    }
+  }
   std::string out;
-  for (const auto& [name, entry] : families_) {
+  for (const auto& [name, entry] : merged) {
     out += "# HELP " + name + ' ' + entry.help + '\n';
     out += "# TYPE " + name + ' ' + entry.type + '\n';
     for (const auto& [labels, value] : entry.values) out += with_labels(name, labels) + ' ' + format_number(value) + '\n';

@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <vector>
+
 namespace s1::server {
 namespace {
 
@@ -38,6 +43,64 @@ TEST(Metrics, PreRenderedSeriesAreTheSameSeriesAsTheirLabels) {
   EXPECT_NE(text.find("s1serve_request_duration_seconds_bucket{route=\"/v1/systemone\",le=\"0.0025\"} 2\n"),
             std::string::npos);
   EXPECT_NE(text.find("s1serve_in_flight_requests 4\n"), std::string::npos);
+}
+
+TEST(Metrics, CountersAndHistogramsAreSummedOverWriterThreads) {
+  Metrics metrics;
+  const std::string labels = Metrics::render_labels({{"route", "/v1/systemone"}, {"status", "200"}});
+  constexpr int threads = 4;
+  constexpr int per_thread = 1000;
+  std::vector<std::thread> writers;
+  for (int t = 0; t < threads; ++t) {
+    writers.emplace_back([&metrics, &labels, t] {
+      for (int i = 0; i < per_thread; ++i) {
+        metrics.add_counter(Series{"s1serve_requests_total", labels});
+        metrics.observe(Series{"s1serve_request_duration_seconds", "route=\"/v1/systemone\""}, t % 2 == 0 ? 0.0002 : 0.002);
+      }
+      metrics.set_gauge(Series{"s1serve_in_flight_requests", ""}, t);
+    });
+  }
+  for (std::thread& writer : writers) writer.join();
+  metrics.add_counter(Series{"s1serve_requests_total", labels});  // this thread's shard too
+  metrics.set_gauge(Series{"s1serve_in_flight_requests", ""}, 7);  // a gauge keeps the last value set
+  const std::string text = metrics.render();
+  EXPECT_NE(text.find("s1serve_requests_total{route=\"/v1/systemone\",status=\"200\"} 4001\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("s1serve_request_duration_seconds_bucket{route=\"/v1/systemone\",le=\"0.001\"} 2000\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("s1serve_request_duration_seconds_bucket{route=\"/v1/systemone\",le=\"0.0025\"} 4000\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("s1serve_request_duration_seconds_count{route=\"/v1/systemone\"} 4000\n"), std::string::npos);
+  EXPECT_NE(text.find("s1serve_request_duration_seconds_sum{route=\"/v1/systemone\"} 4.4"), std::string::npos);
+  EXPECT_NE(text.find("s1serve_in_flight_requests 7\n"), std::string::npos);
+  // Each series appears once, however many threads wrote it.
+  EXPECT_EQ(text.find("s1serve_requests_total{"), text.rfind("s1serve_requests_total{"));
+}
+
+TEST(Metrics, ScrapesWhileThreadsWrite) {
+  Metrics metrics;
+  std::atomic<bool> stop{false};
+  std::thread writer([&metrics, &stop] {
+    while (!stop.load()) metrics.add_counter("s1serve_rejected_total", {{"reason", "busy"}});
+  });
+  std::string text;
+  for (int i = 0; i < 50; ++i) text = metrics.render();
+  stop = true;
+  writer.join();
+  EXPECT_NE(text.find("# TYPE s1serve_rejected_total counter\n"), std::string::npos);
+}
+
+TEST(Metrics, OneThreadWritingTwoInstancesKeepsThemApart) {
+  Metrics first;
+  Metrics second;
+  for (int i = 0; i < 3; ++i) {
+    first.add_counter("s1serve_rejected_total", {{"reason", "a"}});
+    second.add_counter("s1serve_rejected_total", {{"reason", "a"}}, 10.0);
+  }
+  EXPECT_NE(first.render().find("s1serve_rejected_total{reason=\"a\"} 3\n"), std::string::npos);
+  EXPECT_NE(second.render().find("s1serve_rejected_total{reason=\"a\"} 30\n"), std::string::npos);
+  auto third = std::make_unique<Metrics>();  // a later instance starts from zero
+  third->add_counter("s1serve_rejected_total", {{"reason", "a"}});
+  EXPECT_NE(third->render().find("s1serve_rejected_total{reason=\"a\"} 1\n"), std::string::npos);
 }
 
 }  // namespace
