@@ -3,6 +3,18 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/error.hpp>
+#include <boost/version.hpp>
+
+#if BOOST_VERSION / 100 == 1074
+#include <boost/asio/detail/bind_handler.hpp>
+#include <boost/asio/detail/fenced_block.hpp>
+#include <boost/asio/detail/handler_alloc_helpers.hpp>
+#include <boost/asio/detail/handler_cont_helpers.hpp>
+#include <boost/asio/detail/handler_work.hpp>
+#include <boost/asio/detail/reactor.hpp>
+#include <boost/asio/detail/reactor_op.hpp>
+#include <boost/asio/detail/socket_ops.hpp>
+#endif
 
 namespace s1::router {
 
@@ -84,10 +96,108 @@ bool would_block(const error_code& error) {
   return error == asio::error::would_block || error == asio::error::try_again;
 }
 
+#if BOOST_VERSION / 100 == 1074
+// Asio 1.18's socket read tries the system call before it waits, always: where the caller knows
+// that nothing can have arrived yet, that try is a read that finds nothing (measured: one per
+// forwarded request). This is Asio's receive operation, except that when asked it declines the
+// try its start makes and so waits for epoll's next event from the start. Asio registers every
+// socket edge-triggered when it opens it, and an edge is only consumed by the event loop's
+// epoll_wait: bytes, an end or an error that reach the socket after the caller last saw it empty
+// raise an edge the loop has yet to report, which then performs this operation's read.
+thread_local const void* declined_try = nullptr;  // the operation whose start is under way
+
+template <typename Handler, typename IoExecutor>
+class ReceiveAfterEvent : public asio::detail::reactor_op {
+ public:
+  BOOST_ASIO_DEFINE_HANDLER_PTR(ReceiveAfterEvent);
+
+  ReceiveAfterEvent(asio::detail::socket_type socket, asio::mutable_buffer buffer, Handler& handler,
+                    const IoExecutor& io_executor)
+      : reactor_op(error_code(), &ReceiveAfterEvent::perform_receive, &ReceiveAfterEvent::complete_receive),
+        socket_(socket),
+        buffer_(buffer),
+        handler_(std::move(handler)),
+        work_(handler_, io_executor) {}
+
+ private:
+  static status perform_receive(reactor_op* base) {
+    auto* self = static_cast<ReceiveAfterEvent*>(base);
+    if (self == declined_try) return not_done;
+    const bool finished = asio::detail::socket_ops::non_blocking_recv1(
+        self->socket_, self->buffer_.data(), self->buffer_.size(), 0, true, self->ec_, self->bytes_transferred_);
+    if (!finished) return not_done;
+    // As Asio's: only the stream's end tells that a read would find nothing more.
+    return self->ec_ == asio::error::eof ? done_and_exhausted : done;
+  }
+
+  // As Asio's reactive_socket_recv_op::do_complete.
+  static void complete_receive(void* owner, asio::detail::operation* base, const error_code&, size_t) {
+    auto* self = static_cast<ReceiveAfterEvent*>(base);
+    ptr owned = {asio::detail::addressof(self->handler_), self, self};
+    asio::detail::handler_work<Handler, IoExecutor> work(std::move(self->work_));
+    // The handler is moved out before the operation's memory is freed: it may own that memory.
+    asio::detail::binder2<Handler, error_code, size_t> bound(self->handler_, self->ec_, self->bytes_transferred_);
+    owned.h = asio::detail::addressof(bound.handler_);
+    owned.reset();
+    if (owner) {
+      asio::detail::fenced_block fence(asio::detail::fenced_block::half);
+      work.complete(bound, bound.handler_);
+    }
+  }
+
+  asio::detail::socket_type socket_;
+  asio::mutable_buffer buffer_;
+  Handler handler_;
+  asio::detail::handler_work<Handler, IoExecutor> work_;
+};
+
+// The socket's reactor registration, which tcp::socket keeps protected.
+struct SocketInternals : tcp::socket {
+  static auto& of(tcp::socket& socket) { return (socket.*(&SocketInternals::impl_)).get_implementation(); }
+};
+
+struct InitiateReceiveAfterEvent {
+  template <typename Handler>
+  void operator()(Handler&& handler, tcp::socket* socket, asio::mutable_buffer buffer) const {
+    using Operation = ReceiveAfterEvent<std::decay_t<Handler>, asio::any_io_executor>;
+    auto& implementation = SocketInternals::of(*socket);
+    const bool is_continuation = boost_asio_handler_cont_helpers::is_continuation(handler);
+    typename Operation::ptr owned = {asio::detail::addressof(handler), Operation::ptr::allocate(handler), nullptr};
+    owned.p = new (owned.v) Operation(implementation.socket_, buffer, handler, socket->get_executor());
+    auto& reactor = asio::use_service<asio::detail::reactor>(asio::query(socket->get_executor(), asio::execution::context));
+    // A read on a socket in blocking mode would block the thread: Asio's own start_op check.
+    if ((implementation.state_ & asio::detail::socket_ops::non_blocking) == 0 &&
+        !asio::detail::socket_ops::set_internal_non_blocking(implementation.socket_, implementation.state_, true,
+                                                             owned.p->ec_)) {
+      reactor.post_immediate_completion(owned.p, is_continuation);
+    } else {
+      // The reactor tries the operation at once (under its lock, on this thread) when epoll left
+      // the socket marked readable; declined, it queues the operation without an epoll_ctl.
+      declined_try = owned.p;
+      reactor.start_op(asio::detail::reactor::read_op, implementation.socket_, implementation.reactor_data_, owned.p,
+                       is_continuation, true);
+      declined_try = nullptr;
+    }
+    owned.v = owned.p = nullptr;
+  }
+};
+
+template <typename Token>
+auto async_receive_after_event(tcp::socket& socket, asio::mutable_buffer buffer, Token&& token) {
+  return asio::async_initiate<Token, void(error_code, size_t)>(InitiateReceiveAfterEvent{}, token, &socket, buffer);
+}
+#else
+// Other Boost versions: Asio's own read, which tries the system call first.
+template <typename Token>
+auto async_receive_after_event(tcp::socket& socket, asio::mutable_buffer buffer, Token&& token) {
+  return socket.async_read_some(buffer, std::forward<Token>(token));
+}
+#endif
+
 }  // namespace
 
 asio::awaitable<error_code> write_all(tcp::socket& socket, std::array<asio::const_buffer, 2> buffers,
-                                      Clock::time_point deadline) {
+                                      Clock::time_point deadline, bool* waited) {
   std::optional<DeadlineWatch::Scope> scope;
   while (true) {
     error_code error;
@@ -101,6 +211,7 @@ asio::awaitable<error_code> write_all(tcp::socket& socket, std::array<asio::cons
     if (error && !would_block(error)) co_return error;
     if (error) {
       if (!scope) scope.emplace(DeadlineWatch::of(socket.get_executor()), socket, deadline);
+      if (waited != nullptr) *waited = true;
       co_await socket.async_wait(tcp::socket::wait_write, asio::redirect_error(asio::use_awaitable, error));
       if (scope->expired()) co_return boost::beast::error::timeout;
       if (error) co_return error;
@@ -109,13 +220,15 @@ asio::awaitable<error_code> write_all(tcp::socket& socket, std::array<asio::cons
 }
 
 asio::awaitable<error_code> read_some(tcp::socket& socket, boost::beast::flat_buffer& buffer, size_t most,
-                                      Clock::time_point deadline) {
+                                      Clock::time_point deadline, FirstRead first) {
   // Asio's read tries the system call first too, and when it would block queues without
   // re-registering the socket (a readiness wait costs an epoll_ctl each time).
   DeadlineWatch::Scope scope(DeadlineWatch::of(socket.get_executor()), socket, deadline);
   error_code error;
   const size_t received =
-      co_await socket.async_read_some(buffer.prepare(most), asio::redirect_error(asio::use_awaitable, error));
+      first == FirstRead::after_event
+          ? co_await async_receive_after_event(socket, buffer.prepare(most), asio::redirect_error(asio::use_awaitable, error))
+          : co_await socket.async_read_some(buffer.prepare(most), asio::redirect_error(asio::use_awaitable, error));
   if (scope.expired()) co_return boost::beast::error::timeout;
   if (!error) buffer.commit(received);
   co_return error;

@@ -66,10 +66,21 @@ class DeadlineWatch : public boost::asio::execution_context::service {
   Scope* last_ = nullptr;
 };
 
-// Writes every byte of `buffers`; beast::error::timeout when `deadline` passes first.
+// Writes every byte of `buffers`; beast::error::timeout when `deadline` passes first. `waited`, when
+// given, is set when the write had to wait for the socket (the event loop ran meanwhile).
 boost::asio::awaitable<boost::system::error_code> write_all(boost::asio::ip::tcp::socket& socket,
                                                             std::array<boost::asio::const_buffer, 2> buffers,
-                                                            Clock::time_point deadline);
+                                                            Clock::time_point deadline, bool* waited = nullptr);
+
+enum class FirstRead {
+  // Read at once, then wait if nothing was there.
+  at_once,
+  // Wait for epoll's next event, then read: no read that finds nothing. Only when nothing can be in
+  // the socket that epoll has already reported: the caller saw the socket empty and open, and this
+  // thread's event loop has not run since (a request just written whole to a pooled connection
+  // that a peek found silent: its reply cannot have been reported yet).
+  after_event,
+};
 
 // Appends what the socket has, at most `most` bytes, to `buffer`, waiting until something arrives;
 // asio's eof when the peer closed, beast::error::timeout when `deadline` passes first. Meant for
@@ -77,6 +88,7 @@ boost::asio::awaitable<boost::system::error_code> write_all(boost::asio::ip::tcp
 // a trip through the event loop.
 boost::asio::awaitable<boost::system::error_code> read_some(boost::asio::ip::tcp::socket& socket,
                                                             boost::beast::flat_buffer& buffer, size_t most,
-                                                            Clock::time_point deadline);
+                                                            Clock::time_point deadline,
+                                                            FirstRead first = FirstRead::at_once);
 
 }  // namespace s1::router

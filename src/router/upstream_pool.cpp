@@ -51,9 +51,10 @@ api::ApiError deadline_passed() {
 }
 
 // Reads one reply into `parser` with as few reads as it arrived in; what follows it stays in `buffer`.
+// `first` is how the first read starts (read_some).
 asio::awaitable<error_code> read_reply(tcp::socket& socket, beast::flat_buffer& buffer,
                                        http::response_parser<http::string_body>& parser, size_t cap,
-                                       Clock::time_point deadline) {
+                                       Clock::time_point deadline, FirstRead first) {
   error_code error;
   bool need_read = buffer.size() == 0;
   while (true) {
@@ -63,7 +64,8 @@ asio::awaitable<error_code> read_reply(tcp::socket& socket, beast::flat_buffer& 
       if (parser.is_header_done() && parser.content_length_remaining()) {
         most = std::max<size_t>(most, static_cast<size_t>(*parser.content_length_remaining()));
       }
-      error = co_await read_some(socket, buffer, most, deadline);
+      error = co_await read_some(socket, buffer, most, deadline, first);
+      first = FirstRead::at_once;
       if (error == asio::error::eof) {
         // The worker closed: complete only for a reply framed by the connection's end.
         error = parser.got_some() ? error_code{} : error_code(http::error::end_of_stream);
@@ -218,6 +220,7 @@ asio::awaitable<api::Result<UpstreamReply>> UpstreamPool::forward(UpstreamReques
     // Take a verified-open pooled connection, else connect afresh. The check is a system call:
     // made outside the lock, which the other HTTP threads take for their own connections.
     std::unique_ptr<Connection> connection;
+    bool seen_silent = false;  // a pooled connection the peek found open with nothing to read
     while (!connection) {
       std::unique_ptr<Connection> candidate;
       {
@@ -230,7 +233,10 @@ asio::awaitable<api::Result<UpstreamReply>> UpstreamPool::forward(UpstreamReques
         }
       }
       if (!candidate) break;
-      if (still_open(candidate->socket)) connection = std::move(candidate);
+      if (still_open(candidate->socket)) {
+        connection = std::move(candidate);
+        seen_silent = true;
+      }
     }
     if (!connection) {
       error_code error;
@@ -272,12 +278,21 @@ asio::awaitable<api::Result<UpstreamReply>> UpstreamPool::forward(UpstreamReques
     connection->head.clear();
     append_request_head(connection->head, RequestHead{target, replica->host, request.headers, request.request_id,
                                                       settings_.credential, request.body.size()});
-    error_code error = co_await write_all(connection->socket,
-                                          {asio::buffer(connection->head), asio::buffer(request.body)}, request.deadline);
+    bool write_waited = false;
+    error_code error = co_await write_all(connection->socket, {asio::buffer(connection->head), asio::buffer(request.body)},
+                                          request.deadline, &write_waited);
     http::response_parser<http::string_body> parser;
     parser.body_limit(settings_.response_cap);
     parser.header_limit(64 * 1024);
-    if (!error) error = co_await read_reply(connection->socket, connection->buffer, parser, settings_.response_cap, request.deadline);
+    // The reply cannot have arrived before the request: on a connection the peek just found silent,
+    // with no turn of the event loop since (the write did not wait), whatever arrives now raises an
+    // epoll edge still to be reported, so the first read waits for it instead of finding nothing.
+    // A fresh connection's connect went through the loop: its first read is tried at once.
+    const FirstRead first = seen_silent && !write_waited ? FirstRead::after_event : FirstRead::at_once;
+    if (!error) {
+      error = co_await read_reply(connection->socket, connection->buffer, parser, settings_.response_cap,
+                                  request.deadline, first);
+    }
     if (!error) {
       auto response = parser.release();
       UpstreamReply reply;

@@ -80,6 +80,67 @@ TEST(SocketIo, ReadSomeReturnsWhatArrivedAndWhatArrivesLater) {
   });
 }
 
+TEST(SocketIo, ReadSomeSeesBytesThatArriveBetweenReads) {
+  asio::io_context io;
+  Loopback pair(io);
+  run(io, [&]() -> asio::awaitable<void> {
+    beast::flat_buffer buffer;
+    asio::write(pair.far, asio::buffer(std::string("first")));
+    EXPECT_FALSE(co_await read_some(pair.near, buffer, 1024, Clock::now() + 5s));
+    EXPECT_EQ(text(buffer), "first");
+    // Written while nothing waits on the socket: its edge must not be lost.
+    asio::write(pair.far, asio::buffer(std::string(" second")));
+    EXPECT_FALSE(co_await read_some(pair.near, buffer, 1024, Clock::now() + 5s));
+    EXPECT_EQ(text(buffer), "first second");
+    asio::write(pair.far, asio::buffer(std::string(" third")));
+    pair.far.shutdown(tcp::socket::shutdown_send);
+    EXPECT_FALSE(co_await read_some(pair.near, buffer, 1024, Clock::now() + 5s));
+    EXPECT_EQ(text(buffer), "first second third");
+    EXPECT_EQ(co_await read_some(pair.near, buffer, 1024, Clock::now() + 5s), asio::error::eof);
+  });
+}
+
+TEST(SocketIo, ReadSomeThatFillsItsBufferReadsTheRestAtOnce) {
+  asio::io_context io;
+  Loopback pair(io);
+  run(io, [&]() -> asio::awaitable<void> {
+    beast::flat_buffer buffer;
+    asio::write(pair.far, asio::buffer(std::string("0123456789")));
+    EXPECT_FALSE(co_await read_some(pair.near, buffer, 4, Clock::now() + 5s));
+    EXPECT_EQ(text(buffer), "0123");
+    EXPECT_FALSE(co_await read_some(pair.near, buffer, 4, Clock::now() + 5s));
+    EXPECT_FALSE(co_await read_some(pair.near, buffer, 4, Clock::now() + 5s));
+    EXPECT_EQ(text(buffer), "0123456789");
+    // Short: the next read waits for what the peer sends later.
+    asio::steady_timer later(co_await asio::this_coro::executor, 20ms);
+    later.async_wait([&](const error_code&) { asio::write(pair.far, asio::buffer(std::string("!"))); });
+    EXPECT_FALSE(co_await read_some(pair.near, buffer, 4, Clock::now() + 5s));
+    EXPECT_EQ(text(buffer), "0123456789!");
+  });
+}
+
+// A read that waits for epoll's event before reading still sees what arrived since the socket was
+// last seen empty: bytes, the peer's close, bytes that arrive later, and its deadline holds.
+TEST(SocketIo, ReadAfterEventSeesWhatArrivedSinceTheSocketWasSeenEmpty) {
+  asio::io_context io;
+  Loopback pair(io);
+  run(io, [&]() -> asio::awaitable<void> {
+    beast::flat_buffer buffer;
+    asio::write(pair.far, asio::buffer(std::string("reply")));
+    EXPECT_FALSE(co_await read_some(pair.near, buffer, 1024, Clock::now() + 5s, FirstRead::after_event));
+    EXPECT_EQ(text(buffer), "reply");
+    asio::steady_timer later(co_await asio::this_coro::executor, 20ms);
+    later.async_wait([&](const error_code&) { asio::write(pair.far, asio::buffer(std::string(" later"))); });
+    EXPECT_FALSE(co_await read_some(pair.near, buffer, 1024, Clock::now() + 5s, FirstRead::after_event));
+    EXPECT_EQ(text(buffer), "reply later");
+    const Clock::time_point started = Clock::now();
+    EXPECT_EQ(co_await read_some(pair.near, buffer, 1024, started + 30ms, FirstRead::after_event), beast::error::timeout);
+    EXPECT_GE(Clock::now() - started, 30ms);
+    pair.far.shutdown(tcp::socket::shutdown_send);
+    EXPECT_EQ(co_await read_some(pair.near, buffer, 1024, Clock::now() + 5s, FirstRead::after_event), asio::error::eof);
+  });
+}
+
 TEST(SocketIo, EachWaitKeepsItsOwnDeadline) {
   asio::io_context io;
   Loopback slow(io);
