@@ -61,6 +61,11 @@ constexpr std::array<Variant<GeluMulFn>, 2> gelu_mul_variants{{
     {"reference", Isa::portable, &reference::gelu_mul},
 }};
 
+constexpr std::array<Variant<GeluMulBf16Fn>, 2> gelu_mul_bf16_variants{{
+    {"avx512", Isa::avx512, &x86::gelu_mul_bf16_avx512},
+    {"reference", Isa::portable, &reference::gelu_mul_bf16},
+}};
+
 constexpr std::array<Variant<SiluMulFn>, 2> silu_mul_variants{{
     {"avx512", Isa::avx512, &x86::silu_mul_avx512},
     {"reference", Isa::portable, &reference::silu_mul},
@@ -138,7 +143,7 @@ const OpVariants& op_variants() {
                                    attention_head_variants, cached_attention_head_variants, rms_norm_variants,
                                    silu_mul_variants, gated_delta_head_variants,
                                    causal_conv1d_silu_variants, l2_norm_scaled_variants,
-                                   gated_rms_norm_variants};
+                                   gated_rms_norm_variants, gelu_mul_bf16_variants};
   return variants;
 }
 
@@ -152,7 +157,7 @@ const SelectedVariants& selected_variants() {
       first_supported(cached_attention_head_variants, Precision::bf16), first_supported(rms_norm_variants),
       first_supported(silu_mul_variants),       first_supported(gated_delta_head_variants),
       first_supported(causal_conv1d_silu_variants), first_supported(l2_norm_scaled_variants),
-      first_supported(gated_rms_norm_variants)};
+      first_supported(gated_rms_norm_variants), first_supported(gelu_mul_bf16_variants)};
   return selected;
 }
 
@@ -230,9 +235,14 @@ void geglu(std::span<const float> x, std::size_t width, std::span<float> y) {
   });
 }
 
-void geglu_to_bf16(std::span<const float> x, std::size_t width, std::span<Bf16Bits> y) {
+namespace {
+
+// GeGLU over fused [input | gate] rows of fp32 or bf16 values, each output row gated into an fp32
+// buffer that stays in L1 and rounded from there.
+template <class Value>
+void run_geglu_to_bf16(std::span<const Value> x, std::size_t width, std::span<Bf16Bits> y,
+                       void (*gate)(std::span<const Value>, std::span<const Value>, std::span<float>)) {
   assert(width > 0 && x.size() % (2 * width) == 0 && y.size() == x.size() / 2);
-  GeluMulFn* gate = selected_variants().gelu_mul.run;
   ConvertFp32ToBf16Fn* convert = selected_variants().convert_fp32_to_bf16.run;
   parallel_for(y.size() / width, (min_elements_per_thread + width - 1) / width,
                [&](std::size_t begin, std::size_t end) {
@@ -243,6 +253,16 @@ void geglu_to_bf16(std::span<const float> x, std::size_t width, std::span<Bf16Bi
                    convert(row_values, y.subspan(row * width, width));
                  }
                });
+}
+
+}  // namespace
+
+void geglu_to_bf16(std::span<const float> x, std::size_t width, std::span<Bf16Bits> y) {
+  run_geglu_to_bf16(x, width, y, selected_variants().gelu_mul.run);
+}
+
+void geglu_to_bf16(std::span<const Bf16Bits> x, std::size_t width, std::span<Bf16Bits> y) {
+  run_geglu_to_bf16(x, width, y, selected_variants().gelu_mul_bf16.run);
 }
 
 void softmax(std::span<const float> x, std::size_t columns, std::span<float> y) {

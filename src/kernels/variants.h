@@ -26,6 +26,8 @@ using LayerNormFn = void(std::span<const float> x, std::span<const float> residu
                          std::span<float> y);
 using GeluFn = void(std::span<const float> x, std::span<float> y);
 using GeluMulFn = void(std::span<const float> x, std::span<const float> gate, std::span<float> y);
+// gelu_mul over bf16 operands (a bf16 matmul's output), widened exactly to fp32 as they are read.
+using GeluMulBf16Fn = void(std::span<const Bf16Bits> x, std::span<const Bf16Bits> gate, std::span<float> y);
 using SoftmaxFn = void(std::span<const float> x, std::size_t columns, std::span<float> y);
 using ConvertFp32ToBf16Fn = void(std::span<const float> x, std::span<Bf16Bits> y);
 // rows = x.size() / weight.size() (kernels/rms_norm.h).
@@ -121,6 +123,7 @@ struct OpVariants {
   std::span<const Variant<CausalConv1dSiluFn>> causal_conv1d_silu;
   std::span<const Variant<L2NormScaledFn>> l2_norm_scaled;
   std::span<const Variant<GatedRmsNormFn>> gated_rms_norm;
+  std::span<const Variant<GeluMulBf16Fn>> gelu_mul_bf16;
 };
 [[nodiscard]] const OpVariants& op_variants();
 
@@ -141,6 +144,7 @@ struct SelectedVariants {
   Variant<CausalConv1dSiluFn> causal_conv1d_silu;
   Variant<L2NormScaledFn> l2_norm_scaled;
   Variant<GatedRmsNormFn> gated_rms_norm;
+  Variant<GeluMulBf16Fn> gelu_mul_bf16;
 };
 [[nodiscard]] const SelectedVariants& selected_variants();
 

@@ -1,4 +1,6 @@
+#include <bit>
 #include <cassert>
+#include <cstdint>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -20,6 +22,16 @@ void gelu_mul(std::span<const float> x, std::span<const float> gate, std::span<f
   for (std::size_t i = 0; i < x.size(); ++i) {
     const double value = x[i];
     y[i] = static_cast<float>(0.5 * value * (1.0 + std::erf(value / std::sqrt(2.0))) * gate[i]);
+  }
+}
+
+void gelu_mul_bf16(std::span<const Bf16Bits> x, std::span<const Bf16Bits> gate, std::span<float> y) {
+  assert(gate.size() == x.size() && y.size() == x.size());
+  // bf16 is the upper half of an fp32: widening is exact.
+  const auto widen = [](Bf16Bits bits) { return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16); };
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double value = widen(x[i]);
+    y[i] = static_cast<float>(0.5 * value * (1.0 + std::erf(value / std::sqrt(2.0))) * widen(gate[i]));
   }
 }
 

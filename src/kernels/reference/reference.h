@@ -16,6 +16,7 @@ void layer_norm(std::span<const float> x, std::span<const float> residual, std::
                 std::span<const float> beta, float eps, std::span<float> y);
 void gelu(std::span<const float> x, std::span<float> y);
 void gelu_mul(std::span<const float> x, std::span<const float> gate, std::span<float> y);
+void gelu_mul_bf16(std::span<const Bf16Bits> x, std::span<const Bf16Bits> gate, std::span<float> y);
 void softmax(std::span<const float> x, std::size_t columns, std::span<float> y);
 void convert_fp32_to_bf16(std::span<const float> x, std::span<Bf16Bits> y);
 void attention_head(const AttentionHeadTask& task);

@@ -26,6 +26,24 @@ void gelu_mul_avx512(std::span<const float> x, std::span<const float> gate, std:
   }
 }
 
+namespace {
+
+// 16 bf16 values widened to fp32 (exact: bf16 is an fp32's upper half); lanes outside m read as 0.
+__m512 load_bf16(__mmask16 m, const Bf16Bits* from) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, from)), 16));
+}
+
+}  // namespace
+
+void gelu_mul_bf16_avx512(std::span<const Bf16Bits> x, std::span<const Bf16Bits> gate, std::span<float> y) {
+  assert(gate.size() == x.size() && y.size() == x.size());
+  for (std::size_t i = 0; i < x.size(); i += 16) {
+    const __mmask16 m = first_lanes(x.size() - i);
+    const __m512 activated = gelu_vector(load_bf16(m, x.data() + i));
+    _mm512_mask_storeu_ps(y.data() + i, m, _mm512_mul_ps(activated, load_bf16(m, gate.data() + i)));
+  }
+}
+
 void softmax_avx512(std::span<const float> x, std::size_t columns, std::span<float> y) {
   assert(columns > 0 && x.size() % columns == 0 && y.size() == x.size());
   const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());

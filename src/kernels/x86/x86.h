@@ -15,6 +15,7 @@ void layer_norm_avx512(std::span<const float> x, std::span<const float> residual
                        std::span<float> y);
 void gelu_avx512(std::span<const float> x, std::span<float> y);
 void gelu_mul_avx512(std::span<const float> x, std::span<const float> gate, std::span<float> y);
+void gelu_mul_bf16_avx512(std::span<const Bf16Bits> x, std::span<const Bf16Bits> gate, std::span<float> y);
 void softmax_avx512(std::span<const float> x, std::size_t columns, std::span<float> y);
 void convert_fp32_to_bf16_avx512_bf16(std::span<const float> x, std::span<Bf16Bits> y);
 void attention_head_avx512(const AttentionHeadTask& task);

@@ -154,7 +154,11 @@ std::span<const float> ModernBertEncoder::forward(std::span<const std::span<cons
   }
   qkv_.resize(rows * 3 * width);
   context_.assign(rows * width, 0.0F);  // rows no sequence owns stay zero
-  projected_.resize(rows * 2 * inner);
+  if (bf16) {
+    projected_bf16_.resize(rows * 2 * inner);
+  } else {
+    projected_.resize(rows * 2 * inner);
+  }
   const std::span<float> live_normed(normed_.data(), bf16 ? 0 : used * width);
   const std::span<kernels::Bf16Bits> live_normed_bf16(normed_bf16_.data(), bf16 ? used * width : 0);
   // The pre-norm feeding a matmul: written as bf16 for a bf16 matmul, which then skips its own
@@ -190,11 +194,14 @@ std::span<const float> ModernBertEncoder::forward(std::span<const std::span<cons
     layer.attention_output.forward_accumulate(context_, hidden_);
 
     normalise(layer.mlp_norm_weight, layer.mlp_norm_bias);
-    project(layer.mlp_input, projected_);
     if (bf16) {
-      kernels::geglu_to_bf16(projected_, inner, activated_bf16_);
+      // Wi writes bf16, as Transformers' bf16 forward does: the matmul stores half the bytes and
+      // GeGLU reads half.
+      layer.mlp_input.forward(std::span<const kernels::Bf16Bits>(normed_bf16_), projected_bf16_);
+      kernels::geglu_to_bf16(projected_bf16_, inner, activated_bf16_);
       layer.mlp_output.forward_accumulate(std::span<const kernels::Bf16Bits>(activated_bf16_), hidden_);
     } else {
+      project(layer.mlp_input, projected_);
       kernels::geglu(projected_, inner, activated_);
       layer.mlp_output.forward_accumulate(activated_, hidden_);
     }

@@ -7,7 +7,9 @@
 #include <xmmintrin.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
 #include <random>
@@ -177,6 +179,37 @@ TEST(KernelsConsistency, ConvertFp32ToBf16Variants) {
       reference::convert_fp32_to_bf16(x, expected);
       variant.run(x, got);
       EXPECT_EQ(got, expected) << variant.name << " size " << size;  // rounding is exact, not approximate
+    }
+  }
+}
+
+TEST(KernelsConsistency, GeluMulBf16Variants) {
+  unsigned seed = 440;
+  for (const auto& variant : op_variants().gelu_mul_bf16) {
+    if (!runnable(variant)) continue;
+    for (const std::size_t size : {1UL, 15UL, 16UL, 17UL, 1000UL, 4099UL}) {
+      auto x = random_values(size, 4.0F, ++seed);
+      const auto gate = random_values(size, 2.0F, ++seed);
+      if (size > 4) {
+        x[0] = -30.0F;  // erf saturates: gelu must be 0, not NaN
+        x[1] = 30.0F;
+        x[2] = 0.0F;
+        x[3] = -1e-7F;
+      }
+      std::vector<Bf16Bits> x_bits(size), gate_bits(size);
+      reference::convert_fp32_to_bf16(x, x_bits);
+      reference::convert_fp32_to_bf16(gate, gate_bits);
+      // The fp32 op on the widened values is the definition.
+      std::vector<float> x_widened(size), gate_widened(size);
+      for (std::size_t i = 0; i < size; ++i) {
+        x_widened[i] = std::bit_cast<float>(static_cast<std::uint32_t>(x_bits[i]) << 16);
+        gate_widened[i] = std::bit_cast<float>(static_cast<std::uint32_t>(gate_bits[i]) << 16);
+      }
+      std::vector<float> expected(size), got(size);
+      reference::gelu_mul(x_widened, gate_widened, expected);
+      variant.run(x_bits, gate_bits, got);
+      expect_close(got, expected, fp32_tolerance, std::string(variant.name) + " size " + std::to_string(size),
+                   root_mean_square(x) * root_mean_square(gate));
     }
   }
 }
@@ -636,6 +669,17 @@ TEST_F(ThreadCounts, Bf16OutputOpsEqualTheOpThenTheConversion) {
       geglu_to_bf16(fused, width, gated_got);
       EXPECT_EQ(gated_got, gated_expected)
           << "geglu_to_bf16 rows " << rows << " width " << width << " threads " << threads;
+
+      // From bf16 fused rows (a matmul writing bf16): the same bits as from their exact fp32 widening.
+      std::vector<Bf16Bits> fused_bits(fused.size());
+      convert_fp32_to_bf16(fused, fused_bits);
+      std::vector<float> fused_widened(fused.size());
+      for (std::size_t i = 0; i < fused.size(); ++i)
+        fused_widened[i] = std::bit_cast<float>(static_cast<std::uint32_t>(fused_bits[i]) << 16);
+      geglu_to_bf16(fused_widened, width, gated_expected);
+      geglu_to_bf16(fused_bits, width, gated_got);
+      EXPECT_EQ(gated_got, gated_expected)
+          << "geglu_to_bf16 from bf16 rows " << rows << " width " << width << " threads " << threads;
 
       const auto weight = random_values(width, 1.0F, ++seed);
       rms_norm(x, weight, 1e-6F, normed);
