@@ -25,6 +25,15 @@ constexpr float head_norm_eps = 1e-5F;
 constexpr std::size_t act_hidden_width = 256;
 constexpr std::size_t act_feature_count = 4;
 
+// ReLU in place on bf16 values (a NaN stays a NaN, as torch's relu keeps it).
+void relu_bf16(std::span<kernels::Bf16Bits> values) {
+  for (kernels::Bf16Bits& bits : values) {
+    const bool negative = (bits & 0x8000U) != 0;
+    const bool not_a_number = (bits & 0x7FFFU) > 0x7F80U;
+    if (negative && !not_a_number) bits = 0;
+  }
+}
+
 [[noreturn]] void bad_member(const std::filesystem::path& file, std::string_view key, std::string_view problem) {
   throw LoadError(file.string() + ": '" + std::string(key) + "' " + std::string(problem));
 }
@@ -149,9 +158,15 @@ void LayaModel::run_head_layer(const HeadLayer& layer, std::span<const std::size
   const std::size_t heads = std::max<std::size_t>(1, d / 64);
   const std::size_t used = layout_.empty() ? 0 : layout_.back().offset + layout_.back().length;
   const std::span<float> live(hidden_.data(), used * d);
-  const std::span<float> live_normed(normed_.data(), used * d);
-  kernels::layer_norm(live, layer.norm1_weight, layer.norm1_bias, head_norm_eps, live_normed);
-  layer.in_projection.forward(normed_, qkv_);
+  if (precision_ == kernels::Precision::bf16) {
+    // The norm writes the bf16 rows the matmul reads (no conversion pass of its own).
+    kernels::layer_norm_to_bf16(live, layer.norm1_weight, layer.norm1_bias, head_norm_eps,
+                                std::span(normed_bf16_).first(used * d));
+    layer.in_projection.forward(std::span<const kernels::Bf16Bits>(normed_bf16_), qkv_);
+  } else {
+    kernels::layer_norm(live, layer.norm1_weight, layer.norm1_bias, head_norm_eps, std::span(normed_).first(used * d));
+    layer.in_projection.forward(normed_, qkv_);
+  }
   kernels::packed_attention(layout_, qkv_, heads, d / heads, 0, context_, precision_);
   if (kept_rows.empty()) {
     finish_head_layer(layer, hidden_, context_, used);
@@ -176,6 +191,17 @@ void LayaModel::finish_head_layer(const HeadLayer& layer, std::vector<float>& hi
   const std::size_t padded = hidden.size() / d;
   layer.out_projection.forward_accumulate(context.first(padded * d), hidden);
   const std::span<float> live(hidden.data(), rows * d);
+  if (precision_ == kernels::Precision::bf16) {
+    // bf16 from the norm into linear1, and from linear1 (ReLU on the bf16 values) into linear2: no
+    // conversion passes, and the widest activations (4·d) stored at half the bytes.
+    const std::span<kernels::Bf16Bits> normed = std::span(normed_bf16_).first(padded * d);
+    kernels::layer_norm_to_bf16(live, layer.norm2_weight, layer.norm2_bias, head_norm_eps, normed.first(rows * d));
+    const std::span<kernels::Bf16Bits> feed_forward = std::span(feed_forward_bf16_).first(padded * 4 * d);
+    layer.linear1.forward(std::span<const kernels::Bf16Bits>(normed), feed_forward);
+    relu_bf16(feed_forward);  // the layer's default activation
+    layer.linear2.forward_accumulate(std::span<const kernels::Bf16Bits>(feed_forward), hidden);
+    return;
+  }
   const std::span<float> normed = std::span(normed_).first(padded * d);
   kernels::layer_norm(live, layer.norm2_weight, layer.norm2_bias, head_norm_eps, normed.first(rows * d));
   const std::span<float> feed_forward = std::span(feed_forward_).first(padded * 4 * d);
@@ -211,10 +237,15 @@ std::vector<std::vector<float>> LayaModel::marker_logits(std::span<const Row> ro
       for (std::size_t c = 0; c < d; ++c) row[c] += type[c];
     }
   }
-  normed_.assign(padded * d, 0.0F);
+  if (precision_ == kernels::Precision::bf16) {
+    normed_bf16_.assign(padded * d, 0);  // rows no sequence owns stay zero (0x0000 is +0.0)
+    feed_forward_bf16_.resize(padded * 4 * d);
+  } else {
+    normed_.assign(padded * d, 0.0F);
+    feed_forward_.resize(padded * 4 * d);
+  }
   qkv_.resize(padded * 3 * d);
   context_.assign(padded * d, 0.0F);
-  feed_forward_.resize(padded * 4 * d);
   kept_rows_.clear();
   first_kept_.clear();
   for (std::size_t r = 0; r < rows.size(); ++r) {
