@@ -59,6 +59,10 @@ dnnl::matmul::primitive_desc describe(dnnl::memory::dim rows, dnnl::memory::dim 
   if (activation == Activation::gelu) post_ops.append_eltwise(dnnl::algorithm::eltwise_gelu_erf, 0.0F, 0.0F);
   dnnl::primitive_attr attributes;
   attributes.set_post_ops(post_ops);
+  // Scratch space from the caller (per calling thread, see run): oneDNN's own "library" scratchpad is
+  // one buffer shared by every primitive, which two threads running matmuls at once (a
+  // kernels::Team) corrupted, and it is freed after each call, so every call faulted fresh pages in.
+  attributes.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   return {cpu_engine(), src, weights, bias, dst, attributes};
 }
 
@@ -68,15 +72,22 @@ dnnl::matmul::primitive_desc describe(dnnl::memory::dim rows, dnnl::memory::dim 
 using PrimitiveKey = std::tuple<dnnl::memory::dim, dnnl::memory::dim, dnnl::memory::dim, Precision, bool, Activation,
                                 bool, DataType, int>;
 
-dnnl::matmul shared_primitive(const PrimitiveKey& key, const dnnl::memory::desc& weights) {
+struct SharedPrimitive {
+  dnnl::matmul matmul;
+  dnnl::memory::desc scratchpad;
+};
+
+SharedPrimitive shared_primitive(const PrimitiveKey& key, const dnnl::memory::desc& weights) {
   static std::mutex mutex;
-  static std::map<PrimitiveKey, dnnl::matmul> primitives;
+  static std::map<PrimitiveKey, SharedPrimitive> primitives;
   const std::lock_guard lock(mutex);
   const auto found = primitives.find(key);
   if (found != primitives.end()) return found->second;
   const auto [rows, in, out, precision, has_bias, activation, accumulate, destination, threads] = key;
   try {
-    dnnl::matmul primitive(describe(rows, in, out, precision, has_bias, weights, activation, accumulate, destination));
+    const auto description =
+        describe(rows, in, out, precision, has_bias, weights, activation, accumulate, destination);
+    SharedPrimitive primitive{dnnl::matmul(description), description.scratchpad_desc()};
     primitives.emplace(key, primitive);
     return primitive;
   } catch (const dnnl::error& error) {
@@ -131,6 +142,20 @@ std::unique_ptr<std::byte, FreeDeleter> weight_allocation(std::size_t bytes) {
   // Only whole huge pages inside the block: the tail stays on small pages rather than over-allocating.
   if (bytes >= huge_page) madvise(data, bytes / huge_page * huge_page, MADV_HUGEPAGE);
   return std::unique_ptr<std::byte, FreeDeleter>(static_cast<std::byte*>(data));
+}
+
+// A matmul's scratch space, per calling thread, grown to the largest any primitive asked for.
+std::byte* scratchpad_buffer(std::size_t bytes) {
+  constexpr std::size_t alignment = 64;
+  thread_local std::unique_ptr<std::byte, FreeDeleter> buffer;
+  thread_local std::size_t capacity = 0;
+  if (bytes > capacity) {
+    void* data = nullptr;
+    if (posix_memalign(&data, alignment, bytes) != 0) throw std::bad_alloc();
+    buffer.reset(static_cast<std::byte*>(data));
+    capacity = bytes;
+  }
+  return buffer.get();
 }
 
 }  // namespace
@@ -253,7 +278,7 @@ void PackedLinear::run(const void* x, std::size_t rows, Destination y, bool accu
     } else {
       apply_thread_count();
     }
-    const dnnl::matmul primitive = shared_primitive(
+    const SharedPrimitive primitive = shared_primitive(
         {m, in, out, impl.precision, has_bias, impl.activation, accumulate, destination_type, threads},
         impl.weights.get_desc());
     const dnnl::memory source({{m, in}, data_type(impl.precision), FormatTag::ab}, cpu_engine(), const_cast<void*>(x));
@@ -262,7 +287,9 @@ void PackedLinear::run(const void* x, std::size_t rows, Destination y, bool accu
     std::unordered_map<int, dnnl::memory> arguments{
         {DNNL_ARG_SRC, source}, {DNNL_ARG_WEIGHTS, impl.weights}, {DNNL_ARG_DST, destination}};
     if (has_bias) arguments.emplace(DNNL_ARG_BIAS, impl.bias);
-    primitive.execute(stream, arguments);
+    if (const std::size_t bytes = primitive.scratchpad.get_size(); bytes != 0)
+      arguments.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(primitive.scratchpad, cpu_engine(), scratchpad_buffer(bytes)));
+    primitive.matmul.execute(stream, arguments);
     stream.wait();
   } catch (const dnnl::error& error) {
     fail("running a matmul", error);

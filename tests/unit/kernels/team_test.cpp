@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <random>
@@ -95,10 +96,11 @@ TEST_F(TeamTest, OneThreadConfiguredRunsOnTheCallingThread) {
   EXPECT_EQ(calls, 1);
 }
 
-// Each thread of a team runs PackedLinear on its own rows (a 1-thread primitive, no nested region);
-// together they give the rows one call over the whole matrix gives.
+// Each thread of a team runs PackedLinear on its own rows (a 1-thread primitive, no nested region),
+// both at once; together they give the rows one call over the whole matrix gives. Repeated, and with
+// the residual sum, because concurrent matmuls once shared oneDNN's scratchpad and corrupted each other.
 TEST_F(TeamTest, PackedLinearOnEachThreadsRowsMatchesOneCall) {
-  constexpr std::size_t rows = 96, in = 64, out = 48;
+  constexpr std::size_t rows = 128, in = 384, out = 1152;
   std::mt19937 generator(7);
   std::normal_distribution<float> normal(0.0F, 1.0F);
   const auto random = [&](std::size_t count) {
@@ -106,16 +108,30 @@ TEST_F(TeamTest, PackedLinearOnEachThreadsRowsMatchesOneCall) {
     for (float& value : values) value = normal(generator);
     return values;
   };
-  const std::vector<float> weight = random(in * out), bias = random(out), x = random(rows * in);
-  const PackedLinear linear(weight, bias, in, out, Precision::fp32);
-  std::vector<float> whole(rows * out), by_rows(rows * out);
-  linear.forward(x, whole);
-  run_team([&](Team& team) {
-    const Team::Range mine = team.share(rows, 16);
-    linear.forward(std::span(x).subspan(mine.begin * in, mine.size() * in),
-                   std::span(by_rows).subspan(mine.begin * out, mine.size() * out));
-  });
-  for (std::size_t i = 0; i < whole.size(); ++i) EXPECT_NEAR(by_rows[i], whole[i], 1e-4F * (1.0F + std::abs(whole[i])));
+  const std::vector<float> weight = random(in * out), bias = random(out), x = random(rows * in), y0 = random(rows * out);
+  for (const Precision precision : {Precision::fp32, Precision::bf16}) {
+    if (!linear_supported(precision)) continue;
+    const PackedLinear linear(weight, bias, in, out, precision);
+    std::vector<float> whole = y0;
+    linear.forward_accumulate(x, whole);
+    for (int repeat = 0; repeat < 20; ++repeat) {
+      std::vector<float> by_rows = y0;
+      run_team([&](Team& team) {
+        const Team::Range mine = team.share(rows, 16);
+        // Several calls in one region, so that the two threads' matmuls overlap in time.
+        for (int call = 0; call < 4; ++call) {
+          std::copy_n(y0.begin() + static_cast<std::ptrdiff_t>(mine.begin * out), mine.size() * out,
+                      by_rows.begin() + static_cast<std::ptrdiff_t>(mine.begin * out));
+          linear.forward_accumulate(std::span(x).subspan(mine.begin * in, mine.size() * in),
+                                    std::span(by_rows).subspan(mine.begin * out, mine.size() * out));
+        }
+      });
+      std::size_t mismatches = 0;
+      for (std::size_t i = 0; i < whole.size(); ++i)
+        mismatches += std::abs(by_rows[i] - whole[i]) > 1e-3F * (1.0F + std::abs(whole[i])) ? 1 : 0;
+      ASSERT_EQ(mismatches, 0U) << (precision == Precision::bf16 ? "bf16" : "fp32") << " repeat " << repeat;
+    }
+  }
 }
 
 }  // namespace
