@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <span>
 
+#include "kernels/convert.h"
 #include "kernels/precision.h"
 #include "kernels/rope.h"
 
@@ -52,5 +53,19 @@ struct PackedSequence {
 void packed_attention(std::span<const PackedSequence> layout, std::span<const float> qkv, std::size_t heads,
                       std::size_t head_dim, std::size_t half_window, std::span<float> out,
                       Precision precision = Precision::fp32, const RopeTable* rope = nullptr);
+
+// Rows [row_begin, row_end) of packed_attention's output (all heads; each query over every visible
+// key of its own sequence), on the calling thread with no parallel region of its own: one
+// kernels::Team thread's share, next to the other ops on the same rows. Rows in the range that no
+// sequence owns are not touched. The Bf16Bits overload writes the rows rounded to bf16, the input of
+// a bf16 PackedLinear, without a conversion pass.
+void packed_attention_rows(std::span<const PackedSequence> layout, std::span<const float> qkv, std::size_t heads,
+                           std::size_t head_dim, std::size_t half_window, std::size_t row_begin, std::size_t row_end,
+                           std::span<float> out, Precision precision = Precision::fp32,
+                           const RopeTable* rope = nullptr);
+void packed_attention_rows(std::span<const PackedSequence> layout, std::span<const float> qkv, std::size_t heads,
+                           std::size_t head_dim, std::size_t half_window, std::size_t row_begin, std::size_t row_end,
+                           std::span<Bf16Bits> out, Precision precision = Precision::fp32,
+                           const RopeTable* rope = nullptr);
 
 }  // namespace s1::kernels

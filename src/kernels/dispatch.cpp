@@ -308,6 +308,67 @@ void packed_attention(std::span<const PackedSequence> layout, std::span<const fl
   }
 }
 
+namespace {
+
+// packed_attention_rows with its output as fp32 (out) or bf16 (out_bf16) rows of width heads·head_dim.
+void attention_rows(std::span<const PackedSequence> layout, std::span<const float> qkv, std::size_t heads,
+                    std::size_t head_dim, std::size_t half_window, std::size_t row_begin, std::size_t row_end,
+                    float* out, Bf16Bits* out_bf16, Precision precision, const RopeTable* rope) {
+  assert(rope == nullptr || rope->rotary_dim == head_dim);
+  AttentionHeadFn* run = precision == Precision::bf16 ? selected_variants().attention_head_bf16.run
+                                                      : selected_variants().attention_head.run;
+  const std::size_t width = heads * head_dim;
+  const float scale = 1.0F / std::sqrt(static_cast<float>(head_dim));
+  for (const PackedSequence& sequence : layout) {
+    const std::size_t first = std::max(row_begin, sequence.offset);
+    const std::size_t last = std::min(row_end, sequence.offset + sequence.length);
+    if (first >= last) continue;
+    assert(qkv.size() >= (sequence.offset + sequence.length) * 3 * width);
+    assert(rope == nullptr || rope->positions >= sequence.length);
+    const float* rows = qkv.data() + sequence.offset * 3 * width;
+    // A window as wide as the sequence is no window: the unwindowed kernel is the faster path.
+    const bool windowed = half_window != 0 && sequence.length > half_window + 1;
+    for (std::size_t h = 0; h < heads; ++h) {
+      const std::size_t column = sequence.offset * width + h * head_dim;
+      run(AttentionHeadTask{
+          .q = rows + h * head_dim,
+          .k = rows + (heads + h) * head_dim,
+          .v = rows + (2 * heads + h) * head_dim,
+          .qkv_stride = 3 * width,
+          .out = out == nullptr ? nullptr : out + column,
+          .out_stride = width,
+          .seq = sequence.length,
+          .length = sequence.length,
+          .head_dim = head_dim,
+          .causal = false,
+          .scale = scale,
+          .window = windowed ? half_window : 0,
+          .rope_cosines = rope == nullptr ? nullptr : rope->cosines.data(),
+          .rope_sines = rope == nullptr ? nullptr : rope->sines.data(),
+          .query_begin = first - sequence.offset,
+          .query_end = last - sequence.offset,
+          .out_bf16 = out_bf16 == nullptr ? nullptr : out_bf16 + column,
+      });
+    }
+  }
+}
+
+}  // namespace
+
+void packed_attention_rows(std::span<const PackedSequence> layout, std::span<const float> qkv, std::size_t heads,
+                           std::size_t head_dim, std::size_t half_window, std::size_t row_begin, std::size_t row_end,
+                           std::span<float> out, Precision precision, const RopeTable* rope) {
+  assert(out.size() >= row_end * heads * head_dim);
+  attention_rows(layout, qkv, heads, head_dim, half_window, row_begin, row_end, out.data(), nullptr, precision, rope);
+}
+
+void packed_attention_rows(std::span<const PackedSequence> layout, std::span<const float> qkv, std::size_t heads,
+                           std::size_t head_dim, std::size_t half_window, std::size_t row_begin, std::size_t row_end,
+                           std::span<Bf16Bits> out, Precision precision, const RopeTable* rope) {
+  assert(out.size() >= row_end * heads * head_dim);
+  attention_rows(layout, qkv, heads, head_dim, half_window, row_begin, row_end, nullptr, out.data(), precision, rope);
+}
+
 void attention(std::span<const float> qkv, std::span<const std::size_t> lengths, AttentionShape shape,
                bool causal, std::span<float> out, Precision precision, const RopeTable* rope) {
   assert(rope == nullptr || (rope->rotary_dim == shape.head_dim && rope->positions >= shape.seq));

@@ -55,6 +55,15 @@ struct AttentionHeadTask {
   // rope_cosines/rope_sines [t·head_dim/2, (t+1)·head_dim/2), a kernels::RopeTable's layout.
   const float* rope_cosines = nullptr;
   const float* rope_sines = nullptr;
+  // Query rows computed and written: [query_begin, query_stop()), a thread's share of the sequence's
+  // queries (kernels::Team); every query still sees all of its visible keys.
+  std::size_t query_begin = 0;
+  std::size_t query_end = static_cast<std::size_t>(-1);
+  // When set, output rows are written here rounded to bf16 (the next bf16 matmul's input, no
+  // conversion pass) instead of to out, with the same stride.
+  Bf16Bits* out_bf16 = nullptr;
+
+  [[nodiscard]] std::size_t query_stop() const { return std::min(query_end, seq); }
 
   // The keys query row i (< length) attends to, [first, end): the causal, length and window limits.
   struct KeyRange {

@@ -34,10 +34,15 @@ void attention_head(const AttentionHeadTask& task) {
     return rotated_k.empty() ? task.k[j * task.qkv_stride + c] : rotated_k[j * d + c];
   };
   std::vector<double> scores(task.length);
-  for (std::size_t i = 0; i < task.seq; ++i) {
-    float* out = task.out + i * task.out_stride;
+  std::vector<float> row(task.out_bf16 != nullptr ? d : 0);
+  for (std::size_t i = task.query_begin; i < task.query_stop(); ++i) {
+    float* out = task.out_bf16 != nullptr ? row.data() : task.out + i * task.out_stride;
+    const auto store_bf16 = [&] {
+      if (task.out_bf16 != nullptr) convert_fp32_to_bf16(row, std::span(task.out_bf16 + i * task.out_stride, d));
+    };
     if (i >= task.length) {
       for (std::size_t c = 0; c < d; ++c) out[c] = 0.0F;
+      store_bf16();
       continue;
     }
     const auto [first, visible] = task.visible_keys(i);
@@ -59,6 +64,7 @@ void attention_head(const AttentionHeadTask& task) {
       for (std::size_t j = first; j < visible; ++j) value += scores[j] * task.v[j * task.qkv_stride + c];
       out[c] = static_cast<float>(value / sum);
     }
+    store_bf16();
   }
 }
 

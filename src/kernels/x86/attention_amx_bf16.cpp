@@ -210,8 +210,9 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
 
   const TileScope tiles;
   const __m512 scale = _mm512_set1_ps(task.scale);
-  for (std::size_t i0 = 0; i0 < length; i0 += tile_rows) {
-    const std::size_t rows = std::min(tile_rows, length - i0);
+  const std::size_t query_stop = std::min(task.query_stop(), length);
+  for (std::size_t i0 = task.query_begin; i0 < query_stop; i0 += tile_rows) {
+    const std::size_t rows = std::min(tile_rows, query_stop - i0);
     for (std::size_t r = 0; r < tile_rows; ++r) {
       std::uint16_t* q_out = scratch.queries.data() + r * d;
       if (r >= rows) {
@@ -286,14 +287,27 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
       store_accumulators(scratch.block_out.data() + c0, d * sizeof(float), count);
     }
     for (std::size_t r = 0; r < rows; ++r) {
-      float* out = task.out + (i0 + r) * task.out_stride;
+      const float* block = scratch.block_out.data() + r * d;
       const __m512 normaliser = _mm512_set1_ps(inverse_sum[r]);
+      if (task.out_bf16 != nullptr) {
+        std::uint16_t* out = task.out_bf16 + (i0 + r) * task.out_stride;
+        for (std::size_t c = 0; c < d; c += 32)
+          store_bf16_32(out + c, _mm512_mul_ps(_mm512_loadu_ps(block + c), normaliser),
+                        _mm512_mul_ps(_mm512_loadu_ps(block + c + 16), normaliser));
+        continue;
+      }
+      float* out = task.out + (i0 + r) * task.out_stride;
       for (std::size_t c = 0; c < d; c += 16)
-        _mm512_storeu_ps(out + c,
-                         _mm512_mul_ps(_mm512_loadu_ps(scratch.block_out.data() + r * d + c), normaliser));
+        _mm512_storeu_ps(out + c, _mm512_mul_ps(_mm512_loadu_ps(block + c), normaliser));
     }
   }
-  for (std::size_t i = length; i < task.seq; ++i) std::fill_n(task.out + i * task.out_stride, d, 0.0F);
+  for (std::size_t i = std::max(length, task.query_begin); i < task.query_stop(); ++i) {
+    if (task.out_bf16 != nullptr) {
+      std::fill_n(task.out_bf16 + i * task.out_stride, d, std::uint16_t{0});
+    } else {
+      std::fill_n(task.out + i * task.out_stride, d, 0.0F);
+    }
+  }
 }
 
 }  // namespace s1::kernels::x86

@@ -3,6 +3,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/reference/reference.h"
 #include "kernels/x86/avx512_math.h"
 #include "kernels/x86/x86.h"
 
@@ -19,6 +20,7 @@ struct Scratch {
   std::vector<float> queries;          // [block_rows][head_dim], pre-scaled
   std::vector<float> scores;           // [block_rows][padded length]
   std::vector<float> rotated;          // [head_dim] one query or key after RoPE
+  std::vector<float> out_block;        // [block_rows][head_dim] rows bound for task.out_bf16
 };
 
 Scratch& thread_scratch() {
@@ -108,8 +110,10 @@ void attention_head_avx512(const AttentionHeadTask& task) {
     for (std::size_t c = 0; c < d; ++c) keys_transposed[c * padded + j] = k[c];
   }
 
-  for (std::size_t i0 = 0; i0 < length; i0 += block_rows) {
-    const std::size_t rows = std::min(block_rows, length - i0);
+  const std::size_t query_stop = std::min(task.query_stop(), length);
+  if (task.out_bf16 != nullptr) scratch.out_block.resize(block_rows * d);
+  for (std::size_t i0 = task.query_begin; i0 < query_stop; i0 += block_rows) {
+    const std::size_t rows = std::min(block_rows, query_stop - i0);
     std::fill(scratch.queries.begin(), scratch.queries.end(), 0.0F);
     for (std::size_t r = 0; r < rows; ++r) {
       const float* q = head_row(task.q, i0 + r);
@@ -145,12 +149,24 @@ void attention_head_avx512(const AttentionHeadTask& task) {
       std::fill(row_scores + begin, row_scores + first, -std::numeric_limits<float>::infinity());
       inverse_sum[r] = softmax_numerators(row_scores + begin, visible - begin, end_padded - begin);
       std::fill(row_scores + begin, row_scores + first, 0.0F);
-      out_rows[r] = task.out + i * task.out_stride;
+      out_rows[r] = task.out_bf16 != nullptr ? scratch.out_block.data() + r * d : task.out + i * task.out_stride;
     }
     for (std::size_t c0 = 0; c0 < d; c0 += 32)
       weighted_values(scores, padded, begin, end, task.v, task.qkv_stride, d, c0, inverse_sum, out_rows);
+    // Only where AMX is missing (the AMX variant serves bf16 otherwise): the portable rounding is enough.
+    if (task.out_bf16 != nullptr) {
+      for (std::size_t r = 0; r < rows; ++r)
+        reference::convert_fp32_to_bf16(std::span(scratch.out_block.data() + r * d, d),
+                                        std::span(task.out_bf16 + (i0 + r) * task.out_stride, d));
+    }
   }
-  for (std::size_t i = length; i < task.seq; ++i) std::fill_n(task.out + i * task.out_stride, d, 0.0F);
+  for (std::size_t i = std::max(length, task.query_begin); i < task.query_stop(); ++i) {
+    if (task.out_bf16 != nullptr) {
+      std::fill_n(task.out_bf16 + i * task.out_stride, d, Bf16Bits{0});
+    } else {
+      std::fill_n(task.out + i * task.out_stride, d, 0.0F);
+    }
+  }
 }
 
 }  // namespace s1::kernels::x86

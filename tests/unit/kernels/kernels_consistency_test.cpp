@@ -299,7 +299,52 @@ TEST(KernelsConsistency, AttentionHeadVariants) {
                          (causal ? " causal" : "") + " window " + std::to_string(window) +
                          (fused_rope ? " rope" : ""),
                      attention_scale(qkv));
+        // Query rows in two ranges (two Team threads' shares) give the same rows as one call, and the
+        // bf16 output is exactly those rows rounded.
+        const std::size_t split = c.seq * 2 / 5;
+        std::vector<float> by_ranges(got.size(), 7.0F);
+        std::vector<Bf16Bits> by_ranges_bf16(got.size(), Bf16Bits{0x40e0});  // 7.0
+        for (const auto& [begin, end] : {std::pair{std::size_t{0}, split}, std::pair{split, c.seq + 4}}) {
+          task.query_begin = begin;
+          task.query_end = end;
+          task.out = by_ranges.data();
+          variant.run(task);
+          task.out = nullptr;
+          task.out_bf16 = by_ranges_bf16.data();
+          variant.run(task);
+          task.out_bf16 = nullptr;
+        }
+        task.query_begin = 0;
+        task.query_end = static_cast<std::size_t>(-1);
+        expect_close(by_ranges, got, fp32_tolerance,
+                     std::string(variant.name) + " query ranges seq " + std::to_string(c.seq), attention_scale(qkv));
+        std::vector<Bf16Bits> rounded(by_ranges.size());
+        reference::convert_fp32_to_bf16(by_ranges, rounded);
+        EXPECT_EQ(by_ranges_bf16, rounded) << variant.name << " bf16 output seq " << c.seq;
       }
+    }
+  }
+}
+
+// packed_attention_rows over two row ranges is packed_attention, its bf16 output those rows rounded.
+TEST(KernelsConsistency, PackedAttentionRowsMatchPackedAttention) {
+  const std::vector<PackedSequence> layout{{0, 37}, {37, 128}, {165, 5}, {170, 37}};
+  const std::size_t rows = 224, heads = 3, head_dim = 32, width = heads * head_dim;
+  const auto qkv = random_values(rows * 3 * width, 1.5F, 710);
+  for (const Precision precision : {Precision::fp32, Precision::bf16}) {
+    for (const std::size_t half_window : {0UL, 16UL}) {
+      std::vector<float> expected(rows * width, 7.0F), got(rows * width, 7.0F);
+      std::vector<Bf16Bits> got_bf16(rows * width, Bf16Bits{0x40e0});
+      packed_attention(layout, qkv, heads, head_dim, half_window, expected, precision);
+      for (const auto& [begin, end] : {std::pair{0UL, 80UL}, std::pair{80UL, 168UL}, std::pair{168UL, rows}}) {
+        packed_attention_rows(layout, qkv, heads, head_dim, half_window, begin, end, std::span<float>(got), precision);
+        packed_attention_rows(layout, qkv, heads, head_dim, half_window, begin, end, std::span<Bf16Bits>(got_bf16),
+                              precision);
+      }
+      expect_close(got, expected, fp32_tolerance, "packed_attention_rows", attention_scale(qkv));
+      std::vector<Bf16Bits> rounded(got.size());
+      reference::convert_fp32_to_bf16(got, rounded);
+      EXPECT_EQ(got_bf16, rounded) << "packed_attention_rows bf16 output";
     }
   }
 }
