@@ -1,7 +1,9 @@
 #include "model/bert/bert_model.h"
 
 #include "kernels/attention.h"
+#include "kernels/convert.h"
 #include "kernels/layer_norm.h"
+#include "kernels/team.h"
 #include "model/checkpoint/load_error.h"
 
 #include <algorithm>
@@ -128,22 +130,70 @@ std::span<const float> BertEncoder::forward(std::span<const std::span<const int3
   if (used == 0) return {};
   const size_t rows = kernels::padded_row_count(used);
   embed(sequences, rows);
-  qkv_.resize(rows * 3 * width);
-  context_.assign(rows * width, 0.0F);  // rows no sequence owns stay zero
-  projected_.resize(rows * width);
+  for (std::vector<float>& qkv : qkv_) qkv.resize(rows * 3 * width);
   intermediate_.resize(rows * inner);
-  const auto eps = static_cast<float>(config_.layer_norm_eps);
-  for (const Layer& layer : layers_) {
-    layer.qkv.forward(hidden_, qkv_);
-    kernels::packed_attention(layout_, qkv_, static_cast<size_t>(config_.num_attention_heads),
-                              static_cast<size_t>(config_.head_dim()), 0, context_, precision_);
-    layer.attention_output.forward(context_, projected_);
-    kernels::add_layer_norm(projected_, hidden_, layer.attention_norm_weight, layer.attention_norm_bias, eps, hidden_);
-    layer.intermediate.forward(hidden_, intermediate_);
-    layer.output.forward(intermediate_, projected_);
-    kernels::add_layer_norm(projected_, hidden_, layer.output_norm_weight, layer.output_norm_bias, eps, hidden_);
+  // Rows no sequence owns are never written by attention: zeros, so the matmuls read finite values.
+  if (precision_ == kernels::Precision::bf16) {
+    hidden_bf16_.resize(rows * width);
+    context_bf16_.resize(rows * width);
+    std::fill(context_bf16_.begin() + static_cast<std::ptrdiff_t>(used * width), context_bf16_.end(), 0);
+  } else {
+    context_.resize(rows * width);
+    std::fill(context_.begin() + static_cast<std::ptrdiff_t>(used * width), context_.end(), 0.0F);
   }
+  kernels::run_team([&](kernels::Team& team) { run_layers(team, rows); });
   return std::span<const float>(hidden_).first(used * width);
+}
+
+void BertEncoder::run_layers(kernels::Team& team, size_t rows) {
+  const auto width = static_cast<size_t>(config_.hidden_size);
+  const auto inner = static_cast<size_t>(config_.intermediate_size);
+  const auto heads = static_cast<size_t>(config_.num_attention_heads);
+  const auto head_dim = static_cast<size_t>(config_.head_dim());
+  const auto eps = static_cast<float>(config_.layer_norm_eps);
+  const bool bf16 = precision_ == kernels::Precision::bf16;
+  // Shares in whole 16-row blocks: the matmuls see few distinct row counts (one primitive each).
+  const kernels::Team::Range mine = team.share(rows, 16);
+  const auto own = [&](auto& buffer, size_t columns) {
+    return std::span(buffer).subspan(mine.begin * columns, mine.size() * columns);
+  };
+  const std::span<float> hidden = own(hidden_, width);
+  const std::span<kernels::Bf16Bits> hidden_bf16 = bf16 ? own(hidden_bf16_, width) : std::span<kernels::Bf16Bits>();
+  const std::span<float> intermediate = own(intermediate_, inner);
+  if (bf16) kernels::convert_fp32_to_bf16(hidden, hidden_bf16);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const Layer& layer = layers_[l];
+    std::vector<float>& qkv = qkv_[l % 2];
+    if (mine.size() != 0) {
+      if (bf16) {
+        layer.qkv.forward(hidden_bf16, own(qkv, 3 * width));
+      } else {
+        layer.qkv.forward(hidden, own(qkv, 3 * width));
+      }
+    }
+    team.barrier();  // attention reads every row's keys and values
+    if (mine.size() == 0) continue;
+    // Post-norm: hidden = LayerNorm(hidden + attention output), the sum done by the matmul's store.
+    if (bf16) {
+      kernels::packed_attention_rows(layout_, qkv, heads, head_dim, 0, mine.begin, mine.end,
+                                     std::span<kernels::Bf16Bits>(context_bf16_), precision_);
+      layer.attention_output.forward_accumulate(own(context_bf16_, width), hidden);
+    } else {
+      kernels::packed_attention_rows(layout_, qkv, heads, head_dim, 0, mine.begin, mine.end,
+                                     std::span<float>(context_), precision_);
+      layer.attention_output.forward_accumulate(own(context_, width), hidden);
+    }
+    kernels::layer_norm(hidden, layer.attention_norm_weight, layer.attention_norm_bias, eps, hidden);
+    if (bf16) {
+      kernels::convert_fp32_to_bf16(hidden, hidden_bf16);
+      layer.intermediate.forward(hidden_bf16, intermediate);
+    } else {
+      layer.intermediate.forward(hidden, intermediate);
+    }
+    layer.output.forward_accumulate(intermediate, hidden);
+    kernels::layer_norm(hidden, layer.output_norm_weight, layer.output_norm_bias, eps, hidden);
+    if (bf16 && l + 1 < layers_.size()) kernels::convert_fp32_to_bf16(hidden, hidden_bf16);
+  }
 }
 
 }  // namespace s1::bert

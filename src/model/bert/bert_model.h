@@ -3,15 +3,21 @@
 // transformer layers, with Q/K/V fused into one PackedLinear per layer.
 //
 // Batches are packed rather than padded: the rows of every sequence lie back to back, so a short
-// candidate next to a long state costs only its own tokens. The linear layers and LayerNorms run
-// over all rows at once; attention runs per sequence (per run of equal-length sequences), which is
+// candidate next to a long state costs only its own tokens. The linear layers and LayerNorms work
+// row by row whatever sequence a row belongs to; attention runs per sequence, which is
 // the padding mask in its exact form — no token ever attends to another sequence's rows. The row
 // count is rounded up to a few sizes per octave so that oneDNN builds few matmul primitives; the
 // extra rows are zeros that no sequence reads.
+//
+// The whole forward runs in one parallel region (kernels::run_team): each thread takes its share of
+// the rows through every op of every layer and the threads meet once per layer, after the Q/K/V
+// projection, because attention reads the keys and values of rows another thread projected. Opening
+// a region per op instead cost a thread wake-up each (~5 per layer), which dominated one sequence.
 
 #include "kernels/attention.h"
 #include "kernels/linear.h"
 #include "kernels/precision.h"
+#include "kernels/team.h"
 #include "model/bert/config.h"
 #include "model/checkpoint/checkpoint.h"
 
@@ -59,9 +65,15 @@ class BertEncoder {
   std::vector<float> embedding_norm_weight_, embedding_norm_bias_;
   std::vector<Layer> layers_;
 
-  // Scratch, reused across calls.
+  // Every layer over this thread's share of the `rows` packed rows (the whole forward after embed).
+  void run_layers(kernels::Team& team, size_t rows);
+
+  // Scratch, reused across calls. qkv_ is double-buffered: a thread may write the next layer's Q/K/V
+  // rows while another still reads this layer's keys and values, so one barrier per layer suffices.
   std::vector<kernels::PackedSequence> layout_;
-  std::vector<float> hidden_, qkv_, context_, projected_, intermediate_;
+  std::vector<float> hidden_, context_, intermediate_;
+  std::vector<float> qkv_[2];
+  std::vector<kernels::Bf16Bits> hidden_bf16_, context_bf16_;  // the bf16 matmuls' inputs
 };
 
 }  // namespace s1::bert
