@@ -322,6 +322,13 @@ asio::awaitable<api::Result<UpstreamReply>> UpstreamPool::forward(UpstreamReques
   co_return unavailable(name_);
 }
 
+void UpstreamPool::close_idle_connections() {
+  for (const auto& replica : replicas_) {
+    std::lock_guard lock(replica->idle_mutex);
+    replica->idle.clear();
+  }
+}
+
 asio::awaitable<void> UpstreamPool::poll_health() {
   const auto executor = co_await asio::this_coro::executor;
   asio::steady_timer timer(executor);

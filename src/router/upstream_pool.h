@@ -86,6 +86,10 @@ class UpstreamPool {
 
   static bool is_hop_by_hop(std::string_view header_name);
 
+  // Closes the kept-alive connections. A socket must go before the I/O context it was opened on,
+  // and the pool outlives the server's contexts: the server calls this once they have stopped.
+  void close_idle_connections();
+
  private:
   struct Replica;
   struct Connection;

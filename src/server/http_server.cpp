@@ -213,6 +213,9 @@ void HttpServer::run() {
   for (auto& guard : keep_running) guard.reset();
   for (const auto& context : impl.contexts) context->stop();
   for (auto& thread : threads) thread.join();
+  for (const auto& model : impl.registry.models()) {
+    if (model->pool) model->pool->close_idle_connections();
+  }
 }
 
 void HttpServer::Impl::begin_drain() {
