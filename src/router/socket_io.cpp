@@ -221,8 +221,18 @@ asio::awaitable<error_code> write_all(tcp::socket& socket, std::array<asio::cons
 
 asio::awaitable<error_code> read_some(tcp::socket& socket, boost::beast::flat_buffer& buffer, size_t most,
                                       Clock::time_point deadline, FirstRead first) {
-  // Asio's read tries the system call first too, and when it would block queues without
-  // re-registering the socket (a readiness wait costs an epoll_ctl each time).
+  if (first == FirstRead::at_once && socket.non_blocking()) {
+    // Tried here rather than by Asio's read, whose completion, even an immediate one, is posted
+    // through the event loop (an epoll_wait trip each).
+    error_code error;
+    const size_t received = socket.read_some(buffer.prepare(most), error);
+    if (!error) buffer.commit(received);
+    if (!would_block(error)) co_return error;
+    // Seen empty and open just now, and the loop has not run since: the wait needs no second try.
+    first = FirstRead::after_event;
+  }
+  // When it would block, the read queues without re-registering the socket (a readiness wait
+  // costs an epoll_ctl each time).
   DeadlineWatch::Scope scope(DeadlineWatch::of(socket.get_executor()), socket, deadline);
   error_code error;
   const size_t received =

@@ -73,7 +73,8 @@ boost::asio::awaitable<boost::system::error_code> write_all(boost::asio::ip::tcp
                                                             Clock::time_point deadline, bool* waited = nullptr);
 
 enum class FirstRead {
-  // Read at once, then wait if nothing was there.
+  // Read at once (on a non-blocking socket, without a trip through the event loop when something
+  // is there), then, if nothing was, wait for epoll's next event.
   at_once,
   // Wait for epoll's next event, then read: no read that finds nothing. Only when nothing can be in
   // the socket that epoll has already reported: the caller saw the socket empty and open, and this
@@ -83,9 +84,7 @@ enum class FirstRead {
 };
 
 // Appends what the socket has, at most `most` bytes, to `buffer`, waiting until something arrives;
-// asio's eof when the peer closed, beast::error::timeout when `deadline` passes first. Meant for
-// reads that usually wait (a reply after its request): a read that completes at once still takes
-// a trip through the event loop.
+// asio's eof when the peer closed, beast::error::timeout when `deadline` passes first.
 boost::asio::awaitable<boost::system::error_code> read_some(boost::asio::ip::tcp::socket& socket,
                                                             boost::beast::flat_buffer& buffer, size_t most,
                                                             Clock::time_point deadline,
