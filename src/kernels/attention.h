@@ -58,7 +58,8 @@ void packed_attention(std::span<const PackedSequence> layout, std::span<const fl
 // key of its own sequence), on the calling thread with no parallel region of its own: one
 // kernels::Team thread's share, next to the other ops on the same rows. Rows in the range that no
 // sequence owns are not touched. The Bf16Bits overload writes the rows rounded to bf16, the input of
-// a bf16 PackedLinear, without a conversion pass.
+// a bf16 PackedLinear, without a conversion pass; the overload with bf16 qkv reads a projection written
+// in bf16 (PackedLinear's Bf16Bits output), half the bytes.
 void packed_attention_rows(std::span<const PackedSequence> layout, std::span<const float> qkv, std::size_t heads,
                            std::size_t head_dim, std::size_t half_window, std::size_t row_begin, std::size_t row_end,
                            std::span<float> out, Precision precision = Precision::fp32,
@@ -66,6 +67,10 @@ void packed_attention_rows(std::span<const PackedSequence> layout, std::span<con
 void packed_attention_rows(std::span<const PackedSequence> layout, std::span<const float> qkv, std::size_t heads,
                            std::size_t head_dim, std::size_t half_window, std::size_t row_begin, std::size_t row_end,
                            std::span<Bf16Bits> out, Precision precision = Precision::fp32,
+                           const RopeTable* rope = nullptr);
+void packed_attention_rows(std::span<const PackedSequence> layout, std::span<const Bf16Bits> qkv, std::size_t heads,
+                           std::size_t head_dim, std::size_t half_window, std::size_t row_begin, std::size_t row_end,
+                           std::span<Bf16Bits> out, Precision precision = Precision::bf16,
                            const RopeTable* rope = nullptr);
 
 }  // namespace s1::kernels

@@ -310,10 +310,13 @@ void packed_attention(std::span<const PackedSequence> layout, std::span<const fl
 
 namespace {
 
-// packed_attention_rows with its output as fp32 (out) or bf16 (out_bf16) rows of width heads·head_dim.
-void attention_rows(std::span<const PackedSequence> layout, std::span<const float> qkv, std::size_t heads,
-                    std::size_t head_dim, std::size_t half_window, std::size_t row_begin, std::size_t row_end,
-                    float* out, Bf16Bits* out_bf16, Precision precision, const RopeTable* rope) {
+// packed_attention_rows over fp32 (qkv) or bf16 (qkv_bf16) projections of qkv_size values, its output
+// as fp32 (out) or bf16 (out_bf16) rows of width heads·head_dim.
+void attention_rows(std::span<const PackedSequence> layout, const float* qkv, const Bf16Bits* qkv_bf16,
+                    [[maybe_unused]] std::size_t qkv_size, std::size_t heads, std::size_t head_dim,
+                    std::size_t half_window,
+                    std::size_t row_begin, std::size_t row_end, float* out, Bf16Bits* out_bf16, Precision precision,
+                    const RopeTable* rope) {
   assert(rope == nullptr || rope->rotary_dim == head_dim);
   AttentionHeadFn* run = precision == Precision::bf16 ? selected_variants().attention_head_bf16.run
                                                       : selected_variants().attention_head.run;
@@ -323,17 +326,19 @@ void attention_rows(std::span<const PackedSequence> layout, std::span<const floa
     const std::size_t first = std::max(row_begin, sequence.offset);
     const std::size_t last = std::min(row_end, sequence.offset + sequence.length);
     if (first >= last) continue;
-    assert(qkv.size() >= (sequence.offset + sequence.length) * 3 * width);
+    assert(qkv_size >= (sequence.offset + sequence.length) * 3 * width);
     assert(rope == nullptr || rope->positions >= sequence.length);
-    const float* rows = qkv.data() + sequence.offset * 3 * width;
+    const std::size_t first_value = sequence.offset * 3 * width;
+    const float* rows = qkv == nullptr ? nullptr : qkv + first_value;
+    const Bf16Bits* rows_bf16 = qkv_bf16 == nullptr ? nullptr : qkv_bf16 + first_value;
     // A window as wide as the sequence is no window: the unwindowed kernel is the faster path.
     const bool windowed = half_window != 0 && sequence.length > half_window + 1;
     for (std::size_t h = 0; h < heads; ++h) {
       const std::size_t column = sequence.offset * width + h * head_dim;
       run(AttentionHeadTask{
-          .q = rows + h * head_dim,
-          .k = rows + (heads + h) * head_dim,
-          .v = rows + (2 * heads + h) * head_dim,
+          .q = rows == nullptr ? nullptr : rows + h * head_dim,
+          .k = rows == nullptr ? nullptr : rows + (heads + h) * head_dim,
+          .v = rows == nullptr ? nullptr : rows + (2 * heads + h) * head_dim,
           .qkv_stride = 3 * width,
           .out = out == nullptr ? nullptr : out + column,
           .out_stride = width,
@@ -348,6 +353,9 @@ void attention_rows(std::span<const PackedSequence> layout, std::span<const floa
           .query_begin = first - sequence.offset,
           .query_end = last - sequence.offset,
           .out_bf16 = out_bf16 == nullptr ? nullptr : out_bf16 + column,
+          .q_bf16 = rows_bf16 == nullptr ? nullptr : rows_bf16 + h * head_dim,
+          .k_bf16 = rows_bf16 == nullptr ? nullptr : rows_bf16 + (heads + h) * head_dim,
+          .v_bf16 = rows_bf16 == nullptr ? nullptr : rows_bf16 + (2 * heads + h) * head_dim,
       });
     }
   }
@@ -359,14 +367,24 @@ void packed_attention_rows(std::span<const PackedSequence> layout, std::span<con
                            std::size_t head_dim, std::size_t half_window, std::size_t row_begin, std::size_t row_end,
                            std::span<float> out, Precision precision, const RopeTable* rope) {
   assert(out.size() >= row_end * heads * head_dim);
-  attention_rows(layout, qkv, heads, head_dim, half_window, row_begin, row_end, out.data(), nullptr, precision, rope);
+  attention_rows(layout, qkv.data(), nullptr, qkv.size(), heads, head_dim, half_window, row_begin, row_end, out.data(),
+                 nullptr, precision, rope);
 }
 
 void packed_attention_rows(std::span<const PackedSequence> layout, std::span<const float> qkv, std::size_t heads,
                            std::size_t head_dim, std::size_t half_window, std::size_t row_begin, std::size_t row_end,
                            std::span<Bf16Bits> out, Precision precision, const RopeTable* rope) {
   assert(out.size() >= row_end * heads * head_dim);
-  attention_rows(layout, qkv, heads, head_dim, half_window, row_begin, row_end, nullptr, out.data(), precision, rope);
+  attention_rows(layout, qkv.data(), nullptr, qkv.size(), heads, head_dim, half_window, row_begin, row_end, nullptr,
+                 out.data(), precision, rope);
+}
+
+void packed_attention_rows(std::span<const PackedSequence> layout, std::span<const Bf16Bits> qkv, std::size_t heads,
+                           std::size_t head_dim, std::size_t half_window, std::size_t row_begin, std::size_t row_end,
+                           std::span<Bf16Bits> out, Precision precision, const RopeTable* rope) {
+  assert(out.size() >= row_end * heads * head_dim);
+  attention_rows(layout, nullptr, qkv.data(), qkv.size(), heads, head_dim, half_window, row_begin, row_end, nullptr,
+                 out.data(), precision, rope);
 }
 
 void attention(std::span<const float> qkv, std::span<const std::size_t> lengths, AttentionShape shape,

@@ -62,6 +62,11 @@ struct AttentionHeadTask {
   // When set, output rows are written here rounded to bf16 (the next bf16 matmul's input, no
   // conversion pass) instead of to out, with the same stride.
   Bf16Bits* out_bf16 = nullptr;
+  // When set (all three), queries, keys and values are read from these bf16 rows (same qkv_stride)
+  // instead of q, k and v: a fused projection written in bf16, half the bytes to read.
+  const Bf16Bits* q_bf16 = nullptr;
+  const Bf16Bits* k_bf16 = nullptr;
+  const Bf16Bits* v_bf16 = nullptr;
 
   [[nodiscard]] std::size_t query_stop() const { return std::min(query_end, seq); }
 

@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <cassert>
 #include <cmath>
 #include <limits>
@@ -9,7 +11,32 @@
 
 namespace s1::kernels::reference {
 
-void attention_head(const AttentionHeadTask& task) {
+AttentionHeadTask widen_bf16_inputs(const AttentionHeadTask& task, std::vector<float>& storage) {
+  if (task.q_bf16 == nullptr) return task;
+  assert(task.k_bf16 != nullptr && task.v_bf16 != nullptr);
+  const std::size_t d = task.head_dim;
+  // Rows [0, length) are all a head reads: queries, keys and values side by side, 3·d per row.
+  storage.resize(task.length * 3 * d);
+  const auto widen = [](Bf16Bits bits) { return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16); };
+  for (std::size_t t = 0; t < task.length; ++t) {
+    for (std::size_t c = 0; c < d; ++c) {
+      storage[t * 3 * d + c] = widen(task.q_bf16[t * task.qkv_stride + c]);
+      storage[t * 3 * d + d + c] = widen(task.k_bf16[t * task.qkv_stride + c]);
+      storage[t * 3 * d + 2 * d + c] = widen(task.v_bf16[t * task.qkv_stride + c]);
+    }
+  }
+  AttentionHeadTask widened = task;
+  widened.q = storage.data();
+  widened.k = storage.data() + d;
+  widened.v = storage.data() + 2 * d;
+  widened.qkv_stride = 3 * d;
+  widened.q_bf16 = widened.k_bf16 = widened.v_bf16 = nullptr;
+  return widened;
+}
+
+void attention_head(const AttentionHeadTask& bf16_or_fp32_task) {
+  std::vector<float> widened_rows;
+  const AttentionHeadTask task = widen_bf16_inputs(bf16_or_fp32_task, widened_rows);
   assert(task.length <= task.seq);
   const std::size_t d = task.head_dim;
   // Fused RoPE: the same rotation apply_rope makes, on copies of this head's queries and keys.

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <span>
+#include <vector>
 
 #include "kernels/attention.h"
 #include "kernels/linear.h"
@@ -20,6 +21,9 @@ void gelu_mul_bf16(std::span<const Bf16Bits> x, std::span<const Bf16Bits> gate, 
 void softmax(std::span<const float> x, std::size_t columns, std::span<float> y);
 void convert_fp32_to_bf16(std::span<const float> x, std::span<Bf16Bits> y);
 void attention_head(const AttentionHeadTask& task);
+// A task with bf16 inputs (AttentionHeadTask::q_bf16…) as the same task over fp32 rows widened into
+// storage, for the variants that read fp32 only; other tasks are returned as they are.
+AttentionHeadTask widen_bf16_inputs(const AttentionHeadTask& task, std::vector<float>& storage);
 void mean_pool(std::span<const float> hidden, std::span<const std::size_t> lengths, std::size_t seq,
                std::span<float> out);
 void l2_normalize(std::span<const float> x, std::size_t columns, std::span<float> y);

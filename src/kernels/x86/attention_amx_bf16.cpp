@@ -54,6 +54,7 @@ struct Scratch {
   std::vector<float> block_out;             // [16][d]
   std::vector<std::uint16_t> key_rows;      // [16][d] 16 keys in bf16
   std::vector<float> rotated;               // [d] one query or key after RoPE
+  std::vector<float> widened;               // [d] one bf16 query or key row as fp32
 };
 
 Scratch& thread_scratch() {
@@ -70,6 +71,12 @@ constexpr std::array<std::uint16_t, 32> interleave_pairs = [] {
   }
   return indices;
 }();
+
+// 16 bf16 values → fp32 (exact).
+inline __m512 widen_bf16_16(const std::uint16_t* source) {
+  const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(source));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+}
 
 // 32 floats → 32 bf16 (round to nearest even), stored contiguously.
 inline void store_bf16_32(std::uint16_t* destination, __m512 low, __m512 high) {
@@ -168,24 +175,41 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
   // 16 keys at a time go to bf16 rows, then one gather per pair index writes a whole 64-byte tile
   // row (scattering pair by pair wrote 32 cache lines per key and took an eighth of the kernel).
   scratch.key_rows.resize(16 * d);
-  // Row t of q or k, rotated into scratch.rotated when RoPE is fused.
+  // Row t of q or k as fp32 (widened from bf16 rows), rotated into scratch.rotated when RoPE is fused.
   scratch.rotated.resize(d);
-  const auto head_row = [&](const float* x, std::size_t t) {
-    if (task.rope_cosines == nullptr) return x + t * task.qkv_stride;
-    rotate_half_row(x + t * task.qkv_stride, d, task.rope_cosines + t * (d / 2), task.rope_sines + t * (d / 2),
-                    scratch.rotated.data());
+  scratch.widened.resize(d);
+  const auto head_row = [&](const float* x, const std::uint16_t* x_bf16, std::size_t t) {
+    const float* row = x + t * task.qkv_stride;
+    if (x_bf16 != nullptr) {
+      for (std::size_t c = 0; c < d; c += 16)
+        _mm512_storeu_ps(scratch.widened.data() + c, widen_bf16_16(x_bf16 + t * task.qkv_stride + c));
+      row = scratch.widened.data();
+    }
+    if (task.rope_cosines == nullptr) return row;
+    rotate_half_row(row, d, task.rope_cosines + t * (d / 2), task.rope_sines + t * (d / 2), scratch.rotated.data());
     return static_cast<const float*>(scratch.rotated.data());
   };
-  const __m512i key_offsets = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                                 _mm512_set1_epi32(static_cast<int>(d / 2)));
-  for (std::size_t j0 = 0; j0 < length; j0 += 16) {
+  const __m512i lanes = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  const __m512i key_offsets = _mm512_mullo_epi32(lanes, _mm512_set1_epi32(static_cast<int>(d / 2)));
+  // Keys already in bf16 and not rotated: each tile row gathers its channel pair straight from the
+  // 16 source rows.
+  const bool gather_keys = task.k_bf16 != nullptr && task.rope_cosines == nullptr;
+  const __m512i source_offsets = _mm512_mullo_epi32(lanes, _mm512_set1_epi32(static_cast<int>(task.qkv_stride)));
+  for (std::size_t j0 = 0; gather_keys && j0 < length; j0 += 16) {
+    const __mmask16 valid = first_lanes(length - j0);
+    const std::uint16_t* rows = task.k_bf16 + j0 * task.qkv_stride;
+    for (std::size_t p = 0; p < d / 2; ++p)
+      _mm512_storeu_si512(scratch.keys_pairs.data() + p * padded + j0,
+                          _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), valid, source_offsets, rows + 2 * p, 2));
+  }
+  for (std::size_t j0 = 0; !gather_keys && j0 < length; j0 += 16) {
     for (std::size_t r = 0; r < 16; ++r) {
       std::uint16_t* row = scratch.key_rows.data() + r * d;
       if (j0 + r >= length) {
         std::fill_n(row, d, std::uint16_t{0});
         continue;
       }
-      const float* k = head_row(task.k, j0 + r);
+      const float* k = head_row(task.k, task.k_bf16, j0 + r);
       for (std::size_t c = 0; c < d; c += 32)
         store_bf16_32(row + c, _mm512_loadu_ps(k + c), _mm512_loadu_ps(k + c + 16));
     }
@@ -196,7 +220,19 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
   }
   // V into the B layout of P·V: row q of a tile holds keys (2q, 2q+1) of 16 channels, interleaved.
   const __m512i interleave = _mm512_loadu_si512(interleave_pairs.data());
-  for (std::size_t j = 0; j < length; j += 2) {
+  for (std::size_t j = 0; task.v_bf16 != nullptr && j < length; j += 2) {
+    const std::uint16_t* v0 = task.v_bf16 + j * task.qkv_stride;
+    const std::uint16_t* v1 = v0 + task.qkv_stride;
+    for (std::size_t c = 0; c < d; c += 16) {
+      const __m256i first = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v0 + c));
+      const __m256i second =
+          j + 1 < length ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v1 + c)) : _mm256_setzero_si256();
+      const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1);
+      _mm512_storeu_si512(scratch.values_pairs.data() + (j / 2) * d + c,
+                          _mm512_permutexvar_epi16(interleave, both));
+    }
+  }
+  for (std::size_t j = 0; task.v_bf16 == nullptr && j < length; j += 2) {
     const float* v0 = task.v + j * task.qkv_stride;
     const float* v1 = v0 + task.qkv_stride;
     for (std::size_t c = 0; c < d; c += 16) {
@@ -219,7 +255,7 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
         std::memset(q_out, 0, d * sizeof(std::uint16_t));
         continue;
       }
-      const float* q = head_row(task.q, i0 + r);
+      const float* q = head_row(task.q, task.q_bf16, i0 + r);
       for (std::size_t c = 0; c < d; c += 32)
         store_bf16_32(q_out + c, _mm512_mul_ps(_mm512_loadu_ps(q + c), scale),
                       _mm512_mul_ps(_mm512_loadu_ps(q + c + 16), scale));

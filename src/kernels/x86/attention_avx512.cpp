@@ -84,7 +84,10 @@ void weighted_values(const float* scores, std::size_t padded, std::size_t begin,
 
 }  // namespace
 
-void attention_head_avx512(const AttentionHeadTask& task) {
+void attention_head_avx512(const AttentionHeadTask& bf16_or_fp32_task) {
+  // bf16 inputs reach this variant only where AMX is missing: widening them first is enough there.
+  thread_local std::vector<float> widened_rows;
+  const AttentionHeadTask task = reference::widen_bf16_inputs(bf16_or_fp32_task, widened_rows);
   assert(task.length <= task.seq && task.head_dim > 0);
   const std::size_t d = task.head_dim;
   const std::size_t length = task.length;

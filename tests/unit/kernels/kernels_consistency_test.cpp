@@ -321,6 +321,28 @@ TEST(KernelsConsistency, AttentionHeadVariants) {
         std::vector<Bf16Bits> rounded(by_ranges.size());
         reference::convert_fp32_to_bf16(by_ranges, rounded);
         EXPECT_EQ(by_ranges_bf16, rounded) << variant.name << " bf16 output seq " << c.seq;
+        // bf16 inputs give exactly what the same values widened to fp32 give.
+        std::vector<Bf16Bits> qkv_bf16(qkv.size());
+        reference::convert_fp32_to_bf16(qkv, qkv_bf16);
+        std::vector<float> qkv_rounded(qkv.size());
+        for (std::size_t i = 0; i < qkv.size(); ++i)
+          qkv_rounded[i] = std::bit_cast<float>(static_cast<std::uint32_t>(qkv_bf16[i]) << 16);
+        AttentionHeadTask rounded_task = task;
+        rounded_task.q = qkv_rounded.data();
+        rounded_task.k = qkv_rounded.data() + c.head_dim;
+        rounded_task.v = qkv_rounded.data() + 2 * c.head_dim;
+        std::vector<float> from_rounded(got.size(), 7.0F), from_bf16(got.size(), 7.0F);
+        rounded_task.out = from_rounded.data();
+        variant.run(rounded_task);
+        AttentionHeadTask bf16_task = task;
+        bf16_task.q = bf16_task.k = bf16_task.v = nullptr;
+        bf16_task.q_bf16 = qkv_bf16.data();
+        bf16_task.k_bf16 = qkv_bf16.data() + c.head_dim;
+        bf16_task.v_bf16 = qkv_bf16.data() + 2 * c.head_dim;
+        bf16_task.out = from_bf16.data();
+        variant.run(bf16_task);
+        EXPECT_EQ(from_bf16, from_rounded) << variant.name << " bf16 inputs seq " << c.seq << " length " << c.length
+                                           << " head_dim " << c.head_dim << (fused_rope ? " rope" : "");
       }
     }
   }
@@ -345,6 +367,18 @@ TEST(KernelsConsistency, PackedAttentionRowsMatchPackedAttention) {
       std::vector<Bf16Bits> rounded(got.size());
       reference::convert_fp32_to_bf16(got, rounded);
       EXPECT_EQ(got_bf16, rounded) << "packed_attention_rows bf16 output";
+      // A bf16 projection gives what its values widened to fp32 give.
+      std::vector<Bf16Bits> qkv_bf16(qkv.size());
+      reference::convert_fp32_to_bf16(qkv, qkv_bf16);
+      std::vector<float> qkv_rounded(qkv.size());
+      for (std::size_t i = 0; i < qkv.size(); ++i)
+        qkv_rounded[i] = std::bit_cast<float>(static_cast<std::uint32_t>(qkv_bf16[i]) << 16);
+      std::vector<Bf16Bits> from_rounded(rows * width, Bf16Bits{0x40e0}), from_bf16(rows * width, Bf16Bits{0x40e0});
+      packed_attention_rows(layout, qkv_rounded, heads, head_dim, half_window, 0, rows,
+                            std::span<Bf16Bits>(from_rounded), precision);
+      packed_attention_rows(layout, std::span<const Bf16Bits>(qkv_bf16), heads, head_dim, half_window, 0, rows,
+                            std::span<Bf16Bits>(from_bf16), precision);
+      EXPECT_EQ(from_bf16, from_rounded) << "packed_attention_rows bf16 projection";
     }
   }
 }
