@@ -130,15 +130,17 @@ std::span<const float> BertEncoder::forward(std::span<const std::span<const int3
   if (used == 0) return {};
   const size_t rows = kernels::padded_row_count(used);
   embed(sequences, rows);
-  for (std::vector<float>& qkv : qkv_) qkv.resize(rows * 3 * width);
-  intermediate_.resize(rows * inner);
   // Rows no sequence owns are never written by attention: zeros, so the matmuls read finite values.
   if (precision_ == kernels::Precision::bf16) {
+    for (std::vector<kernels::Bf16Bits>& qkv : qkv_bf16_) qkv.resize(rows * 3 * width);
     hidden_bf16_.resize(rows * width);
     context_bf16_.resize(rows * width);
+    intermediate_bf16_.resize(rows * inner);
     std::fill(context_bf16_.begin() + static_cast<std::ptrdiff_t>(used * width), context_bf16_.end(), 0);
   } else {
+    for (std::vector<float>& qkv : qkv_) qkv.resize(rows * 3 * width);
     context_.resize(rows * width);
+    intermediate_.resize(rows * inner);
     std::fill(context_.begin() + static_cast<std::ptrdiff_t>(used * width), context_.end(), 0.0F);
   }
   kernels::run_team([&](kernels::Team& team) { run_layers(team, rows); });
@@ -159,14 +161,14 @@ void BertEncoder::run_layers(kernels::Team& team, size_t rows) {
   };
   const std::span<float> hidden = own(hidden_, width);
   const std::span<kernels::Bf16Bits> hidden_bf16 = bf16 ? own(hidden_bf16_, width) : std::span<kernels::Bf16Bits>();
-  const std::span<float> intermediate = own(intermediate_, inner);
   if (bf16) kernels::convert_fp32_to_bf16(hidden, hidden_bf16);
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Layer& layer = layers_[l];
     std::vector<float>& qkv = qkv_[l % 2];
+    std::vector<kernels::Bf16Bits>& qkv_bf16 = qkv_bf16_[l % 2];
     if (mine.size() != 0) {
       if (bf16) {
-        layer.qkv.forward(hidden_bf16, own(qkv, 3 * width));
+        layer.qkv.forward(hidden_bf16, own(qkv_bf16, 3 * width));
       } else {
         layer.qkv.forward(hidden, own(qkv, 3 * width));
       }
@@ -175,8 +177,8 @@ void BertEncoder::run_layers(kernels::Team& team, size_t rows) {
     if (mine.size() == 0) continue;
     // Post-norm: hidden = LayerNorm(hidden + attention output), the sum done by the matmul's store.
     if (bf16) {
-      kernels::packed_attention_rows(layout_, qkv, heads, head_dim, 0, mine.begin, mine.end,
-                                     std::span<kernels::Bf16Bits>(context_bf16_), precision_);
+      kernels::packed_attention_rows(layout_, std::span<const kernels::Bf16Bits>(qkv_bf16), heads, head_dim, 0,
+                                     mine.begin, mine.end, std::span<kernels::Bf16Bits>(context_bf16_), precision_);
       layer.attention_output.forward_accumulate(own(context_bf16_, width), hidden);
     } else {
       kernels::packed_attention_rows(layout_, qkv, heads, head_dim, 0, mine.begin, mine.end,
@@ -184,13 +186,15 @@ void BertEncoder::run_layers(kernels::Team& team, size_t rows) {
       layer.attention_output.forward_accumulate(own(context_, width), hidden);
     }
     kernels::layer_norm(hidden, layer.attention_norm_weight, layer.attention_norm_bias, eps, hidden);
+    // The GELU activations go to the down projection in its own precision, bf16 straight from the store.
     if (bf16) {
       kernels::convert_fp32_to_bf16(hidden, hidden_bf16);
-      layer.intermediate.forward(hidden_bf16, intermediate);
+      layer.intermediate.forward(hidden_bf16, own(intermediate_bf16_, inner));
+      layer.output.forward_accumulate(own(intermediate_bf16_, inner), hidden);
     } else {
-      layer.intermediate.forward(hidden, intermediate);
+      layer.intermediate.forward(hidden, own(intermediate_, inner));
+      layer.output.forward_accumulate(own(intermediate_, inner), hidden);
     }
-    layer.output.forward_accumulate(intermediate, hidden);
     kernels::layer_norm(hidden, layer.output_norm_weight, layer.output_norm_bias, eps, hidden);
     if (bf16 && l + 1 < layers_.size()) kernels::convert_fp32_to_bf16(hidden, hidden_bf16);
   }

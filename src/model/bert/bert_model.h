@@ -73,7 +73,9 @@ class BertEncoder {
   std::vector<kernels::PackedSequence> layout_;
   std::vector<float> hidden_, context_, intermediate_;
   std::vector<float> qkv_[2];
-  std::vector<kernels::Bf16Bits> hidden_bf16_, context_bf16_;  // the bf16 matmuls' inputs
+  // bf16: what the matmuls and attention read, written in bf16 by the ops that produce them.
+  std::vector<kernels::Bf16Bits> qkv_bf16_[2];
+  std::vector<kernels::Bf16Bits> hidden_bf16_, context_bf16_, intermediate_bf16_;
 };
 
 }  // namespace s1::bert
