@@ -1,5 +1,7 @@
 #include "api/json.h"
 
+#include "api/plain_json_scan.h"
+
 #include <charconv>
 #include <cmath>
 #include <memory_resource>
@@ -243,6 +245,7 @@ std::variant<Json, JsonSyntaxError> parse_strict_json(std::string_view text) {
 }
 
 std::variant<StrictJsonScan, JsonSyntaxError> scan_strict_json(std::string_view text, std::string_view member) {
+  if (auto plain = scan_plain_json(text, member)) return std::move(*plain);
   if (starts_with_bom(text)) return JsonSyntaxError{std::string(bom_message)};
   TopLevelScanner scanner(member);
   const bool ok = Json::sax_parse(text.begin(), text.end(), &scanner, Json::input_format_t::json,

@@ -1,0 +1,20 @@
+#pragma once
+// A fast path for scan_strict_json: one pass over a text in a plain subset of JSON whose every text
+// is valid under the strict rules, so that the common forwarded body is checked without the generic
+// lexer (measured: the strict scan was about 15% of the router's CPU per forwarded request).
+
+#include "api/json.h"
+
+#include <optional>
+#include <string_view>
+
+namespace s1::api {
+
+// The scan's answer when `text` is in the plain subset; nullopt when it is not, which says nothing
+// about its validity (scan_strict_json then decides). The subset: printable ASCII in strings, escapes
+// other than \u only outside member names, numbers without an exponent and of at most 15 digits,
+// nesting depth at most 32, at most 128 member names open at once; and every strict rule (no
+// duplicate names, nothing after the value).
+std::optional<StrictJsonScan> scan_plain_json(std::string_view text, std::string_view member);
+
+}  // namespace s1::api
