@@ -25,12 +25,14 @@ constexpr float head_norm_eps = 1e-5F;
 constexpr std::size_t act_hidden_width = 256;
 constexpr std::size_t act_feature_count = 4;
 
-// ReLU in place on bf16 values (a NaN stays a NaN, as torch's relu keeps it).
+// ReLU in place on bf16 values (a NaN stays a NaN, as torch's relu keeps it). An unconditional
+// store of a select, so the compiler vectorises it (a conditional store it left scalar: ~8 ms of
+// thread time per 4 x 128 LAYA forward).
 void relu_bf16(std::span<kernels::Bf16Bits> values) {
   for (kernels::Bf16Bits& bits : values) {
     const bool negative = (bits & 0x8000U) != 0;
     const bool not_a_number = (bits & 0x7FFFU) > 0x7F80U;
-    if (negative && !not_a_number) bits = 0;
+    bits = negative && !not_a_number ? kernels::Bf16Bits{0} : bits;
   }
 }
 
