@@ -7,8 +7,11 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
+#include "kernels/attention.h"
 #include "kernels/layer_norm.h"
+#include "kernels/team.h"
 #include "model/checkpoint/checkpoint.h"
 #include "model/checkpoint/load_error.h"
 #include "model/modernbert/config.h"
@@ -169,9 +172,25 @@ void LayaModel::run_head_layer(const HeadLayer& layer, std::span<const std::size
     kernels::layer_norm(live, layer.norm1_weight, layer.norm1_bias, head_norm_eps, std::span(normed_).first(used * d));
     layer.in_projection.forward(normed_, qkv_);
   }
-  kernels::packed_attention(layout_, qkv_, heads, d / heads, 0, context_, precision_);
+  const bool bf16 = precision_ == kernels::Precision::bf16;
+  if (bf16) {
+    // Attention writes the bf16 rows the output projection reads (no conversion pass), each thread
+    // its share of the query rows.
+    kernels::run_team([&](kernels::Team& team) {
+      const kernels::Team::Range share = team.share(used);
+      kernels::packed_attention_rows(layout_, qkv_, heads, d / heads, 0, share.begin, share.end,
+                                     std::span<kernels::Bf16Bits>(context_bf16_), precision_);
+    });
+  } else {
+    kernels::packed_attention(layout_, qkv_, heads, d / heads, 0, context_, precision_);
+  }
   if (kept_rows.empty()) {
-    finish_head_layer(layer, hidden_, context_, used);
+    if (bf16) {
+      layer.out_projection.forward_accumulate(std::span<const kernels::Bf16Bits>(context_bf16_), hidden_);
+    } else {
+      layer.out_projection.forward_accumulate(context_, hidden_);
+    }
+    finish_head_layer(layer, hidden_, used);
     return;
   }
   // The last layer: only the [CLS] and marker rows are read after it, and everything past attention
@@ -179,19 +198,25 @@ void LayaModel::run_head_layer(const HeadLayer& layer, std::span<const std::size
   // run on those rows alone.
   const std::size_t padded = kernels::padded_row_count(kept_rows.size());
   kept_hidden_.assign(padded * d, 0.0F);
-  kept_context_.assign(padded * d, 0.0F);
-  for (std::size_t k = 0; k < kept_rows.size(); ++k) {
+  for (std::size_t k = 0; k < kept_rows.size(); ++k)
     std::copy_n(hidden_.data() + kept_rows[k] * d, d, kept_hidden_.data() + k * d);
-    std::copy_n(context_.data() + kept_rows[k] * d, d, kept_context_.data() + k * d);
+  const auto gather_context = [&](const auto& context, auto& kept) {
+    kept.assign(padded * d, 0);
+    for (std::size_t k = 0; k < kept_rows.size(); ++k)
+      std::copy_n(context.data() + kept_rows[k] * d, d, kept.data() + k * d);
+    layer.out_projection.forward_accumulate(std::span(std::as_const(kept)), kept_hidden_);
+  };
+  if (bf16) {
+    gather_context(context_bf16_, kept_context_bf16_);
+  } else {
+    gather_context(context_, kept_context_);
   }
-  finish_head_layer(layer, kept_hidden_, kept_context_, kept_rows.size());
+  finish_head_layer(layer, kept_hidden_, kept_rows.size());
 }
 
-void LayaModel::finish_head_layer(const HeadLayer& layer, std::vector<float>& hidden, std::span<const float> context,
-                                  std::size_t rows) {
+void LayaModel::finish_head_layer(const HeadLayer& layer, std::vector<float>& hidden, std::size_t rows) {
   const auto d = static_cast<std::size_t>(encoder_.config().hidden_size);
   const std::size_t padded = hidden.size() / d;
-  layer.out_projection.forward_accumulate(context.first(padded * d), hidden);
   const std::span<float> live(hidden.data(), rows * d);
   if (precision_ == kernels::Precision::bf16) {
     // bf16 from the norm into linear1, and from linear1 (ReLU on the bf16 values) into linear2: no
@@ -247,7 +272,11 @@ std::vector<std::vector<float>> LayaModel::marker_logits(std::span<const Row> ro
     feed_forward_.resize(padded * 4 * d);
   }
   qkv_.resize(padded * 3 * d);
-  context_.assign(padded * d, 0.0F);
+  if (precision_ == kernels::Precision::bf16) {
+    context_bf16_.assign(padded * d, 0);  // rows no sequence owns stay zero
+  } else {
+    context_.assign(padded * d, 0.0F);
+  }
   kept_rows_.clear();
   first_kept_.clear();
   for (std::size_t r = 0; r < rows.size(); ++r) {

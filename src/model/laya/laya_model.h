@@ -80,10 +80,9 @@ class LayaModel {
   // A decision layer over all rows; with `kept_rows`, its row-wise half (after attention) runs on those
   // rows only, gathered in order into kept_hidden_.
   void run_head_layer(const HeadLayer& layer, std::span<const std::size_t> kept_rows);
-  // The layer after attention (output projection, residual, feed-forward, residual) on the first
-  // `rows` rows of hidden and context, both [padded rows, d].
-  void finish_head_layer(const HeadLayer& layer, std::vector<float>& hidden, std::span<const float> context,
-                         std::size_t rows);
+  // The layer after attention and its output projection (norm, feed-forward, residual) on the first
+  // `rows` rows of hidden, [padded rows, d].
+  void finish_head_layer(const HeadLayer& layer, std::vector<float>& hidden, std::size_t rows);
 
   AgentConfig agent_config_;
   kernels::Precision precision_;
@@ -101,7 +100,7 @@ class LayaModel {
   std::vector<std::vector<float>> last_logits_;
   std::vector<float> hidden_, normed_, qkv_, context_, feed_forward_;
   // In bf16 the matmuls' inputs are written as bf16 by their producers instead.
-  std::vector<kernels::Bf16Bits> normed_bf16_, feed_forward_bf16_;
+  std::vector<kernels::Bf16Bits> normed_bf16_, context_bf16_, feed_forward_bf16_, kept_context_bf16_;
   // The rows read after the head, per question its [CLS] then its markers: their indices in hidden_,
   // their states after the head (row k of kept_hidden_ is kept_rows_[k]), and each question's first.
   std::vector<std::size_t> kept_rows_, first_kept_;

@@ -9,6 +9,7 @@
 #include "kernels/gelu.h"
 #include "kernels/layer_norm.h"
 #include "kernels/rope.h"
+#include "kernels/team.h"
 #include "model/checkpoint/load_error.h"
 
 namespace s1::modernbert {
@@ -153,7 +154,11 @@ std::span<const float> ModernBertEncoder::forward(std::span<const std::span<cons
     activated_.resize(rows * inner);
   }
   qkv_.resize(rows * 3 * width);
-  context_.assign(rows * width, 0.0F);  // rows no sequence owns stay zero
+  if (bf16) {
+    context_bf16_.assign(rows * width, 0);  // rows no sequence owns stay zero
+  } else {
+    context_.assign(rows * width, 0.0F);  // rows no sequence owns stay zero
+  }
   if (bf16) {
     projected_bf16_.resize(rows * 2 * inner);
   } else {
@@ -186,12 +191,23 @@ std::span<const float> ModernBertEncoder::forward(std::span<const std::span<cons
       std::copy_n(hidden_.data(), used * width, normed_.data());
     }
     project(layer.qkv, qkv_);
-    // Queries and keys are adjacent in each fused row, so one call rotates both (2·heads heads).
     // RoPE is applied by attention as it reads each query and key (one pass over QKV fewer).
-    kernels::packed_attention(layout_, qkv_, heads, head_dim,
-                              layer.type == LayerType::local ? static_cast<std::size_t>(config_.local_half_window()) : 0,
-                              context_, precision_, layer.type == LayerType::global ? &global_rope_ : &local_rope_);
-    layer.attention_output.forward_accumulate(context_, hidden_);
+    const std::size_t half_window =
+        layer.type == LayerType::local ? static_cast<std::size_t>(config_.local_half_window()) : 0;
+    const kernels::RopeTable* rope = layer.type == LayerType::global ? &global_rope_ : &local_rope_;
+    if (bf16) {
+      // Attention writes the bf16 rows the output projection reads (no conversion pass), each
+      // thread its share of the query rows.
+      kernels::run_team([&](kernels::Team& team) {
+        const kernels::Team::Range share = team.share(used);
+        kernels::packed_attention_rows(layout_, qkv_, heads, head_dim, half_window, share.begin, share.end,
+                                       std::span<kernels::Bf16Bits>(context_bf16_), precision_, rope);
+      });
+      layer.attention_output.forward_accumulate(std::span<const kernels::Bf16Bits>(context_bf16_), hidden_);
+    } else {
+      kernels::packed_attention(layout_, qkv_, heads, head_dim, half_window, context_, precision_, rope);
+      layer.attention_output.forward_accumulate(context_, hidden_);
+    }
 
     normalise(layer.mlp_norm_weight, layer.mlp_norm_bias);
     if (bf16) {

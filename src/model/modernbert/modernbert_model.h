@@ -68,9 +68,9 @@ class ModernBertEncoder {
   // Scratch, reused across calls.
   std::vector<kernels::PackedSequence> layout_;
   std::vector<float> hidden_, normed_, qkv_, context_, projected_, activated_;
-  // In bf16 the norms and GeGLU write the matmuls' bf16 inputs directly (no conversion pass), and Wi
-  // writes bf16 for GeGLU.
-  std::vector<kernels::Bf16Bits> normed_bf16_, projected_bf16_, activated_bf16_;
+  // In bf16 the norms, attention and GeGLU write the matmuls' bf16 inputs directly (no conversion
+  // pass), and Wi writes bf16 for GeGLU.
+  std::vector<kernels::Bf16Bits> normed_bf16_, context_bf16_, projected_bf16_, activated_bf16_;
 };
 
 }  // namespace s1::modernbert
