@@ -167,7 +167,7 @@ void LayaModel::run_head_layer(const HeadLayer& layer, std::span<const std::size
     // The norm writes the bf16 rows the matmul reads (no conversion pass of its own).
     kernels::layer_norm_to_bf16(live, layer.norm1_weight, layer.norm1_bias, head_norm_eps,
                                 std::span(normed_bf16_).first(used * d));
-    layer.in_projection.forward(std::span<const kernels::Bf16Bits>(normed_bf16_), qkv_);
+    layer.in_projection.forward(std::span<const kernels::Bf16Bits>(normed_bf16_), qkv_bf16_);
   } else {
     kernels::layer_norm(live, layer.norm1_weight, layer.norm1_bias, head_norm_eps, std::span(normed_).first(used * d));
     layer.in_projection.forward(normed_, qkv_);
@@ -178,8 +178,8 @@ void LayaModel::run_head_layer(const HeadLayer& layer, std::span<const std::size
     // its share of the query rows.
     kernels::run_team([&](kernels::Team& team) {
       const kernels::Team::Range share = team.share(used);
-      kernels::packed_attention_rows(layout_, qkv_, heads, d / heads, 0, share.begin, share.end,
-                                     std::span<kernels::Bf16Bits>(context_bf16_), precision_);
+      kernels::packed_attention_rows(layout_, std::span<const kernels::Bf16Bits>(qkv_bf16_), heads, d / heads, 0,
+                                     share.begin, share.end, std::span<kernels::Bf16Bits>(context_bf16_), precision_);
     });
   } else {
     kernels::packed_attention(layout_, qkv_, heads, d / heads, 0, context_, precision_);
@@ -271,10 +271,11 @@ std::vector<std::vector<float>> LayaModel::marker_logits(std::span<const Row> ro
     normed_.assign(padded * d, 0.0F);
     feed_forward_.resize(padded * 4 * d);
   }
-  qkv_.resize(padded * 3 * d);
   if (precision_ == kernels::Precision::bf16) {
+    qkv_bf16_.resize(padded * 3 * d);
     context_bf16_.assign(padded * d, 0);  // rows no sequence owns stay zero
   } else {
+    qkv_.resize(padded * 3 * d);
     context_.assign(padded * d, 0.0F);
   }
   kept_rows_.clear();

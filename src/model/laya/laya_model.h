@@ -100,7 +100,7 @@ class LayaModel {
   std::vector<std::vector<float>> last_logits_;
   std::vector<float> hidden_, normed_, qkv_, context_, feed_forward_;
   // In bf16 the matmuls' inputs are written as bf16 by their producers instead.
-  std::vector<kernels::Bf16Bits> normed_bf16_, context_bf16_, feed_forward_bf16_, kept_context_bf16_;
+  std::vector<kernels::Bf16Bits> normed_bf16_, qkv_bf16_, context_bf16_, feed_forward_bf16_, kept_context_bf16_;
   // The rows read after the head, per question its [CLS] then its markers: their indices in hidden_,
   // their states after the head (row k of kept_hidden_ is kept_rows_[k]), and each question's first.
   std::vector<std::size_t> kept_rows_, first_kept_;

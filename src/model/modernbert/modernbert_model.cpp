@@ -153,10 +153,11 @@ std::span<const float> ModernBertEncoder::forward(std::span<const std::span<cons
     normed_.assign(rows * width, 0.0F);
     activated_.resize(rows * inner);
   }
-  qkv_.resize(rows * 3 * width);
   if (bf16) {
+    qkv_bf16_.resize(rows * 3 * width);
     context_bf16_.assign(rows * width, 0);  // rows no sequence owns stay zero
   } else {
+    qkv_.resize(rows * 3 * width);
     context_.assign(rows * width, 0.0F);  // rows no sequence owns stay zero
   }
   if (bf16) {
@@ -190,7 +191,12 @@ std::span<const float> ModernBertEncoder::forward(std::span<const std::span<cons
     } else {
       std::copy_n(hidden_.data(), used * width, normed_.data());
     }
-    project(layer.qkv, qkv_);
+    if (bf16) {
+      // Q/K/V in bf16, as attention's AMX products read them: half the bytes stored and read.
+      layer.qkv.forward(std::span<const kernels::Bf16Bits>(normed_bf16_), qkv_bf16_);
+    } else {
+      project(layer.qkv, qkv_);
+    }
     // RoPE is applied by attention as it reads each query and key (one pass over QKV fewer).
     const std::size_t half_window =
         layer.type == LayerType::local ? static_cast<std::size_t>(config_.local_half_window()) : 0;
@@ -200,7 +206,8 @@ std::span<const float> ModernBertEncoder::forward(std::span<const std::span<cons
       // thread its share of the query rows.
       kernels::run_team([&](kernels::Team& team) {
         const kernels::Team::Range share = team.share(used);
-        kernels::packed_attention_rows(layout_, qkv_, heads, head_dim, half_window, share.begin, share.end,
+        kernels::packed_attention_rows(layout_, std::span<const kernels::Bf16Bits>(qkv_bf16_), heads, head_dim,
+                                       half_window, share.begin, share.end,
                                        std::span<kernels::Bf16Bits>(context_bf16_), precision_, rope);
       });
       layer.attention_output.forward_accumulate(std::span<const kernels::Bf16Bits>(context_bf16_), hidden_);

@@ -69,8 +69,8 @@ class ModernBertEncoder {
   std::vector<kernels::PackedSequence> layout_;
   std::vector<float> hidden_, normed_, qkv_, context_, projected_, activated_;
   // In bf16 the norms, attention and GeGLU write the matmuls' bf16 inputs directly (no conversion
-  // pass), and Wi writes bf16 for GeGLU.
-  std::vector<kernels::Bf16Bits> normed_bf16_, context_bf16_, projected_bf16_, activated_bf16_;
+  // pass), and the Q/K/V projection and Wi write bf16 for attention and GeGLU.
+  std::vector<kernels::Bf16Bits> normed_bf16_, qkv_bf16_, context_bf16_, projected_bf16_, activated_bf16_;
 };
 
 }  // namespace s1::modernbert

@@ -158,7 +158,7 @@ TEST(LayaModel, MarkerLogitsAndActProbabilitiesMatchLaya) {
   expect_heads_like_laya(kernels::Precision::fp32, model_tolerance, model_tolerance);
 }
 
-// bf16 rounds every matmul's input and Wi's and the head feed-forward's outputs (as torch's bf16
+// bf16 rounds every matmul's input and the Q/K/V, Wi and head feed-forward outputs (as torch's bf16
 // autocast does). Measured on this fixture: logits within 0.046 (relative above 1), act
 // probabilities within 0.006; the bounds leave about 2x.
 TEST(LayaModel, Bf16MarkerLogitsAndActProbabilitiesNearLaya) {
