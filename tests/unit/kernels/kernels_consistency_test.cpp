@@ -300,7 +300,9 @@ TEST(KernelsConsistency, AttentionHeadVariants) {
                          (fused_rope ? " rope" : ""),
                      attention_scale(qkv));
         // Query rows in two ranges (two Team threads' shares) give the same rows as one call, and the
-        // bf16 output is exactly those rows rounded.
+        // bf16 output is exactly those rows rounded. Up to 200 rows: the longer cases add nothing here
+        // but minutes of the scalar reference under the sanitizers.
+        if (c.seq > 200) continue;
         const std::size_t split = c.seq * 2 / 5;
         std::vector<float> by_ranges(got.size(), 7.0F);
         std::vector<Bf16Bits> by_ranges_bf16(got.size(), Bf16Bits{0x40e0});  // 7.0
