@@ -9,6 +9,7 @@
 #include <boost/beast/http.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <limits>
 #include <mutex>
@@ -24,12 +25,6 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 using error_code = boost::system::error_code;
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
 
 // A pooled connection is reused only when a non-blocking peek shows it still open and silent.
 bool still_open(tcp::socket& socket) {
@@ -168,10 +163,11 @@ size_t UpstreamPool::healthy_count() const {
                                            [](const auto& replica) { return replica->healthy.load(); }));
 }
 
-bool UpstreamPool::is_hop_by_hop(std::string_view header_name) {
-  const std::string name = lower(header_name);
-  return name == "connection" || name == "keep-alive" || name.starts_with("proxy-") || name == "te" ||
-         name == "trailer" || name == "transfer-encoding" || name == "upgrade";
+bool UpstreamPool::is_hop_by_hop(std::string_view name) {
+  // Compared in place: asked for every header of every forwarded request and reply.
+  using beast::iequals;
+  return iequals(name, "connection") || iequals(name, "keep-alive") || iequals(name.substr(0, 6), "proxy-") ||
+         iequals(name, "te") || iequals(name, "trailer") || iequals(name, "transfer-encoding") || iequals(name, "upgrade");
 }
 
 UpstreamPool::Replica* UpstreamPool::choose(const Replica* excluded) {

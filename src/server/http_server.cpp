@@ -21,7 +21,6 @@
 #include <atomic>
 #include <charconv>
 #include <cerrno>
-#include <cstdio>
 #include <limits>
 #include <list>
 #include <mutex>
@@ -76,10 +75,11 @@ Reply error_reply(const api::ApiError& error, Route route) {
   return reply;
 }
 
+// As printf's "%.3f" (to_chars is specified as printf in the C locale), without its format parsing.
 std::string format_milliseconds(double seconds) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.3f", seconds * 1000.0);
-  return text;
+  char text[64];
+  const auto written = std::to_chars(text, text + sizeof text, seconds * 1000.0, std::chars_format::fixed, 3);
+  return std::string(text, written.ptr);
 }
 
 struct Connection : std::enable_shared_from_this<Connection> {

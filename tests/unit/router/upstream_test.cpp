@@ -28,6 +28,10 @@ TEST(UpstreamPool, HopByHopHeaders) {
   for (const char* name : {"Connection", "keep-alive", "Proxy-Authorization", "TE", "Trailer", "Transfer-Encoding", "Upgrade"}) {
     EXPECT_TRUE(UpstreamPool::is_hop_by_hop(name)) << name;
   }
+  EXPECT_TRUE(UpstreamPool::is_hop_by_hop("PROXY-CONNECTION"));
+  EXPECT_FALSE(UpstreamPool::is_hop_by_hop("proxy"));
+  EXPECT_FALSE(UpstreamPool::is_hop_by_hop("tee"));
+  EXPECT_FALSE(UpstreamPool::is_hop_by_hop(""));
   EXPECT_FALSE(UpstreamPool::is_hop_by_hop("Content-Type"));
   EXPECT_FALSE(UpstreamPool::is_hop_by_hop("x-request-id"));
 }
