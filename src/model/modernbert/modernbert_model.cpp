@@ -146,24 +146,20 @@ std::span<const float> ModernBertEncoder::forward(std::span<const std::span<cons
   kernels::layer_norm(live, embedding_norm_weight_, embedding_norm_bias_, eps, live);
 
   const bool bf16 = precision_ == kernels::Precision::bf16;
+  // In bf16 every activation between two ops is bf16; only the residual stream (hidden_) stays fp32.
+  // Rows no sequence owns stay zero in the buffers a matmul reads (0x0000 is +0.0).
   if (bf16) {
-    normed_bf16_.assign(rows * width, 0);  // rows no sequence owns stay zero (0x0000 is +0.0)
+    normed_bf16_.assign(rows * width, 0);
+    qkv_bf16_.resize(rows * 3 * width);
+    context_bf16_.assign(rows * width, 0);
+    projected_bf16_.resize(rows * 2 * inner);
     activated_bf16_.assign(rows * inner, 0);
   } else {
     normed_.assign(rows * width, 0.0F);
-    activated_.resize(rows * inner);
-  }
-  if (bf16) {
-    qkv_bf16_.resize(rows * 3 * width);
-    context_bf16_.assign(rows * width, 0);  // rows no sequence owns stay zero
-  } else {
     qkv_.resize(rows * 3 * width);
-    context_.assign(rows * width, 0.0F);  // rows no sequence owns stay zero
-  }
-  if (bf16) {
-    projected_bf16_.resize(rows * 2 * inner);
-  } else {
+    context_.assign(rows * width, 0.0F);
     projected_.resize(rows * 2 * inner);
+    activated_.resize(rows * inner);
   }
   const std::span<float> live_normed(normed_.data(), bf16 ? 0 : used * width);
   const std::span<kernels::Bf16Bits> live_normed_bf16(normed_bf16_.data(), bf16 ? used * width : 0);
@@ -174,13 +170,6 @@ std::span<const float> ModernBertEncoder::forward(std::span<const std::span<cons
       kernels::layer_norm_to_bf16(live, gamma, beta, eps, live_normed_bf16);
     } else {
       kernels::layer_norm(live, gamma, beta, eps, live_normed);
-    }
-  };
-  const auto project = [&](const kernels::PackedLinear& linear, std::span<float> out) {
-    if (bf16) {
-      linear.forward(std::span<const kernels::Bf16Bits>(normed_bf16_), out);
-    } else {
-      linear.forward(normed_, out);
     }
   };
   for (const Layer& layer : layers_) {
@@ -195,7 +184,7 @@ std::span<const float> ModernBertEncoder::forward(std::span<const std::span<cons
       // Q/K/V in bf16, as attention's AMX products read them: half the bytes stored and read.
       layer.qkv.forward(std::span<const kernels::Bf16Bits>(normed_bf16_), qkv_bf16_);
     } else {
-      project(layer.qkv, qkv_);
+      layer.qkv.forward(normed_, qkv_);
     }
     // RoPE is applied by attention as it reads each query and key (one pass over QKV fewer).
     const std::size_t half_window =
@@ -224,7 +213,7 @@ std::span<const float> ModernBertEncoder::forward(std::span<const std::span<cons
       kernels::geglu_to_bf16(projected_bf16_, inner, activated_bf16_);
       layer.mlp_output.forward_accumulate(std::span<const kernels::Bf16Bits>(activated_bf16_), hidden_);
     } else {
-      project(layer.mlp_input, projected_);
+      layer.mlp_input.forward(normed_, projected_);
       kernels::geglu(projected_, inner, activated_);
       layer.mlp_output.forward_accumulate(activated_, hidden_);
     }
