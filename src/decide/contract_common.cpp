@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <utility>
 
 #include "decide/token_budget.h"
 #include "kernels/linear.h"
@@ -74,6 +75,18 @@ int32_t require_label_token(const text::Tokenizer& tokenizer, const std::string&
                                 std::string(contract) + " contract cannot read it");
   }
   return *id;
+}
+
+runtime::ModelInfo served_model_info(std::string description, std::size_t max_choice_options,
+                                     std::size_t context_tokens, std::string_view confidence_method,
+                                     std::vector<api::QuestionType> question_types) {
+  runtime::ModelInfo model;
+  model.description = std::move(description);
+  model.question_types = std::move(question_types);
+  model.max_choice_options = max_choice_options;
+  model.context_tokens = static_cast<int64_t>(context_tokens);
+  model.confidence_method = std::string(confidence_method);
+  return model;
 }
 
 }  // namespace s1::decide

@@ -12,8 +12,10 @@
 #include <vector>
 
 #include "api/errors.h"
+#include "api/request.h"
 #include "kernels/precision.h"
 #include "model/checkpoint/config_reader.h"
+#include "runtime/engine.h"
 #include "text/tokenizer.h"
 
 namespace s1::decide {
@@ -64,6 +66,13 @@ Settings read_identity_precision_and_rounding(checkpoint::ConfigReader& decision
   decision_file.finish();
   return settings;
 }
+
+// What /v1/models says of a served contract: its description, the question types it answers (all
+// three unless given), its option limit, context length and confidence method.
+runtime::ModelInfo served_model_info(std::string description, std::size_t max_choice_options,
+                                     std::size_t context_tokens, std::string_view confidence_method,
+                                     std::vector<api::QuestionType> question_types = {
+                                         api::QuestionType::choice, api::QuestionType::noul, api::QuestionType::score});
 
 // The ids of `text` with no special tokens added: a rendered chat template spells its own, and a
 // label or value is read as the bare tokens it is.

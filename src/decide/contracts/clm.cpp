@@ -195,13 +195,8 @@ class ClmEngine : public runtime::Engine {
   }
 
   runtime::ModelInfo info() const override {
-    runtime::ModelInfo model;
-    model.description = settings_.description;
-    model.question_types = {api::QuestionType::choice, api::QuestionType::noul, api::QuestionType::score};
-    model.max_choice_options = api::max_choice_options;
-    model.context_tokens = static_cast<int64_t>(context_tokens_);
-    model.confidence_method = std::string(confidence_method_name(ConfidenceMethod::top_minus_mean));
-    return model;
+    return served_model_info(settings_.description, api::max_choice_options, context_tokens_,
+                             confidence_method_name(ConfidenceMethod::top_minus_mean));
   }
 
   api::Result<std::unique_ptr<runtime::Plan>> prepare(const api::DecisionRequest& request,

@@ -83,13 +83,8 @@ class CuaS1Engine : public runtime::Engine {
   }
 
   runtime::ModelInfo info() const override {
-    runtime::ModelInfo model;
-    model.description = settings_.description;
-    model.question_types = {api::QuestionType::choice};
-    model.max_choice_options = cua_s1_max_options;
-    model.context_tokens = static_cast<int64_t>(context_tokens_);
-    model.confidence_method = std::string(confidence_method_name(ConfidenceMethod::entropy));
-    return model;
+    return served_model_info(settings_.description, cua_s1_max_options, context_tokens_,
+                             confidence_method_name(ConfidenceMethod::entropy), {api::QuestionType::choice});
   }
 
   api::Result<std::unique_ptr<runtime::Plan>> prepare(const api::DecisionRequest& request,

@@ -308,13 +308,8 @@ class DeciderEngine : public runtime::Engine {
   }
 
   runtime::ModelInfo info() const override {
-    runtime::ModelInfo model;
-    model.description = settings_.description;
-    model.question_types = {api::QuestionType::choice, api::QuestionType::noul, api::QuestionType::score};
-    model.max_choice_options = decider_label_count;
-    model.context_tokens = static_cast<int64_t>(row_tokens_);
-    model.confidence_method = std::string(confidence_method_name(ConfidenceMethod::linear));
-    return model;
+    return served_model_info(settings_.description, decider_label_count, row_tokens_,
+                             confidence_method_name(ConfidenceMethod::linear));
   }
 
   api::Result<std::unique_ptr<runtime::Plan>> prepare(const api::DecisionRequest& request,

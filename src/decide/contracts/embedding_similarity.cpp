@@ -1,14 +1,15 @@
 #include "decide/contracts/embedding_similarity.h"
 
+#include <cmath>
+#include <cstdlib>
+#include <unordered_map>
+
 #include "decide/answer_math.h"
+#include "decide/contract_common.h"
 #include "decide/prompt.h"
 #include "decide/token_budget.h"
 #include "model/bert/sentence_encoder.h"
 #include "model/checkpoint/load_error.h"
-
-#include <cmath>
-#include <cstdlib>
-#include <unordered_map>
 
 namespace s1::decide {
 
@@ -89,13 +90,8 @@ class EmbeddingSimilarityEngine : public runtime::Engine {
       : encoder_(std::move(encoder)), settings_(settings), cache_(settings.candidate_cache_entries) {}
 
   runtime::ModelInfo info() const override {
-    runtime::ModelInfo model;
-    model.description = settings_.description;
-    model.question_types = {api::QuestionType::choice, api::QuestionType::noul, api::QuestionType::score};
-    model.max_choice_options = api::max_choice_options;
-    model.context_tokens = encoder_.max_seq_length();
-    model.confidence_method = std::string(confidence_method_name(ConfidenceMethod::linear));
-    return model;
+    return served_model_info(settings_.description, api::max_choice_options, encoder_.max_seq_length(),
+                             confidence_method_name(ConfidenceMethod::linear));
   }
 
   api::Result<std::unique_ptr<runtime::Plan>> prepare(const api::DecisionRequest& request,

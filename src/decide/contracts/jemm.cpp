@@ -245,13 +245,8 @@ class JemmEngine : public runtime::Engine {
   }
 
   runtime::ModelInfo info() const override {
-    runtime::ModelInfo model;
-    model.description = settings_.description;
-    model.question_types = {api::QuestionType::choice, api::QuestionType::noul, api::QuestionType::score};
-    model.max_choice_options = jemm_max_candidates;
-    model.context_tokens = static_cast<int64_t>(context_tokens_);
-    model.confidence_method = std::string(confidence_method_name(ConfidenceMethod::max_probability));
-    return model;
+    return served_model_info(settings_.description, jemm_max_candidates, context_tokens_,
+                             confidence_method_name(ConfidenceMethod::max_probability));
   }
 
   api::Result<std::unique_ptr<runtime::Plan>> prepare(const api::DecisionRequest& request,

@@ -257,13 +257,8 @@ class LayaEngine : public runtime::Engine {
   }
 
   runtime::ModelInfo info() const override {
-    runtime::ModelInfo model;
-    model.description = settings_.description;
-    model.question_types = {api::QuestionType::choice, api::QuestionType::noul, api::QuestionType::score};
-    model.max_choice_options = api::max_choice_options;
-    model.context_tokens = static_cast<int64_t>(packing_.max_len);
-    model.confidence_method = std::string(confidence_method_name(ConfidenceMethod::entropy));
-    return model;
+    return served_model_info(settings_.description, api::max_choice_options, packing_.max_len,
+                             confidence_method_name(ConfidenceMethod::entropy));
   }
 
   api::Result<std::unique_ptr<runtime::Plan>> prepare(const api::DecisionRequest& request,

@@ -104,13 +104,8 @@ class Lfm2CandidatesEngine : public runtime::Engine {
   }
 
   runtime::ModelInfo info() const override {
-    runtime::ModelInfo model;
-    model.description = settings_.description;
-    model.question_types = {api::QuestionType::choice};
-    model.max_choice_options = lfm2_candidates_max_options;
-    model.context_tokens = static_cast<int64_t>(decoder_->info().max_positions);
-    model.confidence_method = std::string(confidence_method_name(ConfidenceMethod::entropy));
-    return model;
+    return served_model_info(settings_.description, lfm2_candidates_max_options, decoder_->info().max_positions,
+                             confidence_method_name(ConfidenceMethod::entropy), {api::QuestionType::choice});
   }
 
   api::Result<std::unique_ptr<runtime::Plan>> prepare(const api::DecisionRequest& request,

@@ -1,12 +1,13 @@
 #include "decide/contracts/mock.h"
 
-#include "decide/answer_math.h"
-#include "decide/prompt.h"
-#include "decide/token_budget.h"
-
 #include <chrono>
 #include <stdexcept>
 #include <thread>
+
+#include "decide/answer_math.h"
+#include "decide/contract_common.h"
+#include "decide/prompt.h"
+#include "decide/token_budget.h"
 
 namespace s1::decide {
 namespace {
@@ -35,15 +36,11 @@ class MockEngine : public runtime::Engine {
   explicit MockEngine(MockSettings settings) : settings_(std::move(settings)) {}
 
   runtime::ModelInfo info() const override {
-    runtime::ModelInfo model;
-    model.description = settings_.description;
-    model.question_types = settings_.choice_only
-                               ? std::vector{api::QuestionType::choice}
-                               : std::vector{api::QuestionType::choice, api::QuestionType::noul,
-                                             api::QuestionType::score};
-    model.max_choice_options = settings_.max_options;
-    model.context_tokens = context_tokens;
-    model.confidence_method = std::string(confidence_method_name(settings_.confidence));
+    runtime::ModelInfo model = served_model_info(
+        settings_.description, settings_.max_options, context_tokens, confidence_method_name(settings_.confidence),
+        settings_.choice_only
+            ? std::vector{api::QuestionType::choice}
+            : std::vector{api::QuestionType::choice, api::QuestionType::noul, api::QuestionType::score});
     model.test_backend = true;
     return model;
   }

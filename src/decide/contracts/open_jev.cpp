@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "decide/answer_math.h"
+#include "decide/contract_common.h"
 #include "decide/contracts/embedding_similarity.h"
 #include "decide/contracts/label_token.h"
 #include "decide/prompt.h"
@@ -191,13 +192,8 @@ class OpenJevEngine : public runtime::Engine {
   }
 
   runtime::ModelInfo info() const override {
-    runtime::ModelInfo model;
-    model.description = settings_.description;
-    model.question_types = {api::QuestionType::choice, api::QuestionType::noul, api::QuestionType::score};
-    model.max_choice_options = api::max_choice_options;
-    model.context_tokens = static_cast<int64_t>(context_tokens_);
-    model.confidence_method = std::string(confidence_method_name(ConfidenceMethod::linear));
-    return model;
+    return served_model_info(settings_.description, api::max_choice_options, context_tokens_,
+                             confidence_method_name(ConfidenceMethod::linear));
   }
 
   api::Result<std::unique_ptr<runtime::Plan>> prepare(const api::DecisionRequest& request,

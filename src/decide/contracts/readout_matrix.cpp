@@ -255,13 +255,8 @@ class CodeReadoutEngine : public runtime::Engine {
   }
 
   runtime::ModelInfo info() const override {
-    runtime::ModelInfo model;
-    model.description = settings_.description;
-    model.question_types = {api::QuestionType::choice, api::QuestionType::noul, api::QuestionType::score};
-    model.max_choice_options = readout_code_count;
-    model.context_tokens = static_cast<int64_t>(context_tokens_);
-    model.confidence_method = std::string(confidence_method_name(ConfidenceMethod::linear));
-    return model;
+    return served_model_info(settings_.description, readout_code_count, context_tokens_,
+                             confidence_method_name(ConfidenceMethod::linear));
   }
 
   api::Result<std::unique_ptr<runtime::Plan>> prepare(const api::DecisionRequest& request,

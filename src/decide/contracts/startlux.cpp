@@ -167,13 +167,9 @@ class StartLuxEngine : public runtime::Engine {
   }
 
   runtime::ModelInfo info() const override {
-    runtime::ModelInfo model;
-    model.description = settings_.description;
+    runtime::ModelInfo model = served_model_info(settings_.description, api::max_choice_options, context_tokens_,
+                                                 confidence_method_name(ConfidenceMethod::linear));
     model.release_date = config_.release_date;
-    model.question_types = {api::QuestionType::choice, api::QuestionType::noul, api::QuestionType::score};
-    model.max_choice_options = api::max_choice_options;
-    model.context_tokens = static_cast<int64_t>(context_tokens_);
-    model.confidence_method = std::string(confidence_method_name(ConfidenceMethod::linear));
     return model;
   }
 

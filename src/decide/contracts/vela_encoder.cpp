@@ -387,13 +387,7 @@ class VelaEngine : public runtime::Engine {
               encoder_prefix) {}
 
   runtime::ModelInfo info() const override {
-    runtime::ModelInfo model;
-    model.description = settings_.description;
-    model.question_types = {api::QuestionType::choice, api::QuestionType::noul, api::QuestionType::score};
-    model.max_choice_options = api::max_choice_options;
-    model.context_tokens = static_cast<int64_t>(package_.max_length);
-    model.confidence_method = "top2_margin";
-    return model;
+    return served_model_info(settings_.description, api::max_choice_options, package_.max_length, "top2_margin");
   }
 
   api::Result<std::unique_ptr<runtime::Plan>> prepare(const api::DecisionRequest& request,
