@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <span>
 
+#include "kernels/convert.h"
+
 namespace s1::kernels {
 
 // Depthwise causal conv1d over time, then SiLU, continuing a sequence.
@@ -28,6 +30,10 @@ void l2_norm_scaled(std::span<const float> x, std::size_t dim, float eps, float 
 // x, gate, y: [rows, width]; y may be x.
 void gated_rms_norm(std::span<const float> x, std::span<const float> gate, std::span<const float> weight, float eps,
                     std::span<float> y);
+// gated_rms_norm with its output rounded to bf16, for a bf16 matmul's input (the GDN output
+// projection): the same bits as gated_rms_norm then convert_fp32_to_bf16, in one pass.
+void gated_rms_norm_to_bf16(std::span<const float> x, std::span<const float> gate, std::span<const float> weight,
+                            float eps, std::span<Bf16Bits> y);
 
 struct GatedDeltaShape {
   std::size_t k_heads = 0;

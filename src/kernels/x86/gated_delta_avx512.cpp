@@ -147,6 +147,11 @@ void scale_row(const float* x, float factor, std::size_t n, float* y) {
   }
 }
 
+struct DeltaScratch {
+  std::vector<float> decay, keys_t, gram, scores, triangle, scaled_values, scaled_keys, new_values, keys_w,
+      weighted_keys_t;
+};
+
 }  // namespace
 
 void gated_delta_rule_head_avx512(const GatedDeltaInputs& inputs, GatedDeltaShape shape, std::size_t head,
@@ -162,16 +167,23 @@ void gated_delta_rule_head_avx512(const GatedDeltaInputs& inputs, GatedDeltaShap
   // Row stride of the chunk-square matrices and of transposed keys: whole vectors.
   const std::size_t square = (capacity + lanes - 1) / lanes * lanes;
 
-  std::vector<float> decay(capacity);
-  std::vector<float> keys_t(dk * square);     // Kᵀ: [dk, L]
-  std::vector<float> gram(capacity * square);      // K Kᵀ, then A
-  std::vector<float> scores(capacity * square);    // Q Kᵀ, then the decay-masked P
-  std::vector<float> triangle(capacity * square);  // T = (I + A)⁻¹
-  std::vector<float> scaled_values(capacity * dv);  // β V
-  std::vector<float> scaled_keys(capacity * dk);    // β eᵈ K, then eᵈ Q
-  std::vector<float> new_values(capacity * dv);     // U
-  std::vector<float> keys_w(capacity * dk);         // W = T (β eᵈ K)
-  std::vector<float> weighted_keys_t(dk * square);  // (exp(d_last − d) K)ᵀ
+  // Per-thread buffers kept between calls (a forward makes one call per value head, layer and
+  // branch). Every chunk writes what it reads, so what a previous call left in them never shows.
+  thread_local DeltaScratch scratch;
+  const auto sized = [](std::vector<float>& buffer, std::size_t size) -> std::vector<float>& {
+    buffer.resize(size);
+    return buffer;
+  };
+  std::vector<float>& decay = sized(scratch.decay, capacity);
+  std::vector<float>& keys_t = sized(scratch.keys_t, dk * square);                 // Kᵀ: [dk, L]
+  std::vector<float>& gram = sized(scratch.gram, capacity * square);               // K Kᵀ, then A
+  std::vector<float>& scores = sized(scratch.scores, capacity * square);           // Q Kᵀ, then the decay-masked P
+  std::vector<float>& triangle = sized(scratch.triangle, capacity * square);       // T = (I + A)⁻¹
+  std::vector<float>& scaled_values = sized(scratch.scaled_values, capacity * dv);  // β V
+  std::vector<float>& scaled_keys = sized(scratch.scaled_keys, capacity * dk);      // β eᵈ K, then eᵈ Q
+  std::vector<float>& new_values = sized(scratch.new_values, capacity * dv);        // U
+  std::vector<float>& keys_w = sized(scratch.keys_w, capacity * dk);                // W = T (β eᵈ K)
+  std::vector<float>& weighted_keys_t = sized(scratch.weighted_keys_t, dk * square);  // (exp(d_last − d) K)ᵀ
   float* state = head_state.data();
   const FlushSubnormals flush;
 
@@ -276,7 +288,8 @@ void causal_conv1d_silu_avx512(std::span<const float> x, std::size_t rows, std::
   // Rows outer, channels inner: a channel-outer walk would touch one page per fused input row
   // (tens of KB apart) for every 16 channels, and TLB misses dominated.
   const std::size_t width = channel_end - channel_begin;
-  std::vector<float> taps(kernel * width);  // taps[j·width + c − channel_begin] = weight[c, j]
+  thread_local std::vector<float> taps;  // taps[j·width + c − channel_begin] = weight[c, j]
+  taps.resize(kernel * width);
   for (std::size_t c = 0; c < width; ++c)
     for (std::size_t j = 0; j < kernel; ++j) taps[j * width + c] = weight[(channel_begin + c) * kernel + j];
   for (std::size_t t = 0; t < rows; ++t) {

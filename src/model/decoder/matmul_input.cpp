@@ -3,6 +3,7 @@
 #include <cassert>
 #include <stdexcept>
 
+#include "kernels/gated_delta.h"
 #include "kernels/rms_norm.h"
 #include "kernels/swiglu.h"
 
@@ -11,9 +12,9 @@ namespace s1::decoder {
 void MatmulInput::resize(std::size_t rows, std::size_t width) {
   width_ = width;
   if (bf16_) {
-    bf16_rows_.resize(rows * width);
+    bf16_rows_.assign(rows * width, 0);  // 0x0000 is +0.0
   } else {
-    fp32_.resize(rows * width);
+    fp32_.assign(rows * width, 0.0F);
   }
 }
 
@@ -31,6 +32,15 @@ void MatmulInput::swiglu(std::span<const float> gate_up) {
     kernels::swiglu_to_bf16(gate_up, width_, bf16_rows_);
   } else {
     kernels::swiglu(gate_up, width_, fp32_);
+  }
+}
+
+void MatmulInput::gated_rms_norm(std::span<const float> x, std::span<const float> gate, std::span<const float> weight,
+                                 float eps) {
+  if (bf16_) {
+    kernels::gated_rms_norm_to_bf16(x, gate, weight, eps, std::span(bf16_rows_).first(x.size()));
+  } else {
+    kernels::gated_rms_norm(x, gate, weight, eps, std::span(fp32_).first(x.size()));
   }
 }
 

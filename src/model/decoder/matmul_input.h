@@ -19,13 +19,16 @@ class MatmulInput {
   // adapter's low-rank terms read them) ask for fp32.
   explicit MatmulInput(kernels::Precision precision) : bf16_(precision == kernels::Precision::bf16) {}
 
-  // rows × width values, contents unspecified until written.
+  // rows × width zeros (padding rows no op writes stay zero).
   void resize(std::size_t rows, std::size_t width);
 
   // Row-wise RMSNorm of x ([rows, weight.size()], as resized).
   void rms_norm(std::span<const float> x, std::span<const float> weight, float eps);
   // silu(gate) ⊙ up of fused [rows, 2·width] rows [gate | up] (width as resized).
   void swiglu(std::span<const float> gate_up);
+  // Gated RMSNorm (Qwen3.5's GDN output) of the first x.size() / width rows of x, over groups of
+  // weight.size() values.
+  void gated_rms_norm(std::span<const float> x, std::span<const float> gate, std::span<const float> weight, float eps);
 
   // y = these rows · Wᵀ, or y += them · Wᵀ.
   void project(const kernels::PackedLinear& linear, std::span<float> y) const;

@@ -283,6 +283,7 @@ std::vector<decoder::BranchOutput> Lfm2Decoder::forward(const decoder::SequenceS
     }
   }
   normed_.resize(padded, hidden_);
+  activated_.resize(padded, intermediate_);
 
   std::vector<std::unique_ptr<Lfm2State>> states(keep_states ? branches.size() : 0);
   for (std::size_t b = 0; b < states.size(); ++b) {
@@ -389,7 +390,6 @@ void Lfm2Decoder::mlp(const Layer& layer) {
   normed_.rms_norm(hidden_rows_, layer.ffn_norm, eps_);
   const std::size_t padded = hidden_rows_.size() / hidden_;
   gate_up_.resize(padded * 2 * intermediate_);
-  activated_.resize(padded, intermediate_);
   normed_.project(layer.gate_up, gate_up_);
   activated_.swiglu(gate_up_);
   activated_.project_accumulate(layer.down, hidden_rows_);

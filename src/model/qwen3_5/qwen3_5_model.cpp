@@ -191,7 +191,7 @@ class Qwen35Decoder final : public decoder::CausalDecoder {
   std::vector<float> hidden_, gate_up_;
   // The matmuls' inputs: bf16 written by the norms and SwiGLU for a bf16 model without an adapter
   // (the adapter's low-rank terms read fp32 rows).
-  decoder::MatmulInput normed_, activated_;
+  decoder::MatmulInput normed_, activated_, mixed_;  // mixed_: the GDN output, out_proj's input
   std::vector<int64_t> positions_;
   std::vector<float> projected_, queries_, keys_, values_, context_;
   std::vector<float> conv_out_, delta_q_, delta_k_, g_, beta_, core_, z_;
@@ -204,7 +204,8 @@ Qwen35Decoder::Qwen35Decoder(const Qwen35Config& config, const Checkpoint& weigh
     : config_(config),
       noncausal_(noncausal_full_attention),
       normed_(lora == nullptr ? precision : kernels::Precision::fp32),
-      activated_(lora == nullptr ? precision : kernels::Precision::fp32) {
+      activated_(lora == nullptr ? precision : kernels::Precision::fp32),
+      mixed_(lora == nullptr ? precision : kernels::Precision::fp32) {
   if (!kernels::linear_supported(precision)) {
     throw LoadError(weights.source().string() + ": bf16 needs a CPU with AVX-512 (AMX preferred); use fp32");
   }
@@ -391,6 +392,7 @@ std::vector<decoder::BranchOutput> Qwen35Decoder::forward(const decoder::Sequenc
   normed_.resize(padded, width);
   gate_up_.resize(padded * 2 * inner);
   activated_.resize(padded, inner);
+  mixed_.resize(padded, value_dim());
   for (const Layer& layer : layers_) {
     normed_.rms_norm(hidden_, layer.input_norm, eps);
     if (layer.attention) {
@@ -563,7 +565,7 @@ void Qwen35Decoder::delta_layer(const Layer& layer, const Qwen35State* base, std
                           delta_q_);
   kernels::l2_norm_scaled(delta_k_, shape.k_dim, qk_l2_eps, 1.0F, delta_k_);
 
-  core_.assign(padded * values, 0.0F);
+  core_.resize(total * values);
   // Every branch reads the prefix's recurrent state in place and writes the state after its own
   // rows to its output state (or to scratch when none is kept): no per-branch copy of the prefix's.
   const std::size_t state_size = shape.v_heads * shape.k_dim * shape.v_dim;
@@ -587,10 +589,9 @@ void Qwen35Decoder::delta_layer(const Layer& layer, const Qwen35State* base, std
                               std::span<float>(core_).subspan(offset * values, length * values));
   }
   const auto eps = static_cast<float>(config_.rms_norm_eps);
-  const std::span<float> real_rows = std::span<float>(core_).first(total * values);
-  kernels::gated_rms_norm(real_rows, z_, weights.norm, eps, real_rows);
-  weights.output.forward_accumulate(core_, hidden_);
-  if (const LayerLora* lora = lora_of(layer)) add_low_rank(lora->mixer_output, core_, hidden_);
+  mixed_.gated_rms_norm(core_, z_, weights.norm, eps);
+  mixed_.project_accumulate(weights.output, hidden_);
+  if (const LayerLora* lora = lora_of(layer)) add_low_rank(lora->mixer_output, mixed_.fp32(), hidden_);
 }
 
 }  // namespace

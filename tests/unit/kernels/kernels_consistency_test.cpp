@@ -19,6 +19,7 @@
 
 #include "kernels/attention.h"
 #include "kernels/convert.h"
+#include "kernels/gated_delta.h"
 #include "kernels/gelu.h"
 #include "kernels/layer_norm.h"
 #include "kernels/linear.h"
@@ -773,6 +774,18 @@ TEST_F(ThreadCounts, Bf16OutputOpsEqualTheOpThenTheConversion) {
       swiglu_to_bf16(fused, width, gated_got);
       EXPECT_EQ(gated_got, gated_expected)
           << "swiglu_to_bf16 rows " << rows << " width " << width << " threads " << threads;
+
+      // Over rows of one 128-wide head (Qwen3.5's GDN output) as well as the whole width.
+      for (const std::size_t norm_width : {width, std::size_t{128}}) {
+        if (width % norm_width != 0) continue;
+        const auto gate = random_values(x.size(), 3.0F, ++seed);
+        const auto head_weight = random_values(norm_width, 1.0F, ++seed);
+        gated_rms_norm(x, gate, head_weight, 1e-6F, normed);
+        convert_fp32_to_bf16(normed, expected);
+        gated_rms_norm_to_bf16(x, gate, head_weight, 1e-6F, got);
+        EXPECT_EQ(got, expected) << "gated_rms_norm_to_bf16 rows " << rows << " width " << norm_width << " threads "
+                                 << threads;
+      }
     }
   }
 }
