@@ -118,6 +118,24 @@ void swiglu_to_bf16(std::span<const float> x, std::size_t width, std::span<Bf16B
                });
 }
 
+void swiglu_to_bf16(std::span<const Bf16Bits> x, std::size_t width, std::span<Bf16Bits> y) {
+  assert(width > 0 && x.size() % (2 * width) == 0 && y.size() == x.size() / 2);
+  SiluMulFn* gate = selected_variants().silu_mul.run;
+  ConvertFp32ToBf16Fn* convert = selected_variants().convert_fp32_to_bf16.run;
+  parallel_for(y.size() / width, (min_elementwise_elements_per_thread + width - 1) / width,
+               [&](std::size_t begin, std::size_t end) {
+                 thread_local std::vector<float> row_values;
+                 row_values.resize(2 * width);
+                 const std::span<float> widened(row_values);
+                 for (std::size_t row = begin; row < end; ++row) {
+                   const std::span<const Bf16Bits> in = x.subspan(2 * row * width, 2 * width);
+                   std::transform(in.begin(), in.end(), widened.begin(), bf16_to_fp32);
+                   gate(widened.first(width), widened.subspan(width), widened.first(width));
+                   convert(widened.first(width), y.subspan(row * width, width));
+                 }
+               });
+}
+
 void cached_attention(std::span<const float> q, std::size_t q_stride, std::size_t m, std::span<const float> keys,
                       std::span<const float> values, std::size_t n, std::size_t first_query_position, bool causal,
                       CachedAttentionShape shape, std::span<float> out) {

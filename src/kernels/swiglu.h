@@ -18,5 +18,8 @@ void swiglu(std::span<const float> x, std::size_t width, std::span<float> y);
 // swiglu with its output rounded to bf16, for a bf16 matmul's input: the same bits as swiglu then
 // convert_fp32_to_bf16, in one pass.
 void swiglu_to_bf16(std::span<const float> x, std::size_t width, std::span<Bf16Bits> y);
+// The same from a bf16 projection (a bf16 matmul's bf16 destination): equal to widening x to fp32
+// first.
+void swiglu_to_bf16(std::span<const Bf16Bits> x, std::size_t width, std::span<Bf16Bits> y);
 
 }  // namespace s1::kernels

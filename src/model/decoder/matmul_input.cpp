@@ -35,6 +35,20 @@ void MatmulInput::swiglu(std::span<const float> gate_up) {
   }
 }
 
+void MatmulInput::swiglu_of(const MatmulInput& input, const kernels::PackedLinear& gate_up) {
+  assert(input.bf16_ == bf16_ && gate_up.out_features() == 2 * width_);
+  const std::size_t rows = bf16_ ? bf16_rows_.size() / width_ : fp32_.size() / width_;
+  if (bf16_) {
+    projected_bf16_.resize(rows * 2 * width_);
+    gate_up.forward(std::span<const kernels::Bf16Bits>(input.bf16_rows_), std::span(projected_bf16_));
+    kernels::swiglu_to_bf16(std::span<const kernels::Bf16Bits>(projected_bf16_), width_, bf16_rows_);
+  } else {
+    projected_.resize(rows * 2 * width_);
+    gate_up.forward(std::span<const float>(input.fp32_), std::span(projected_));
+    kernels::swiglu(projected_, width_, fp32_);
+  }
+}
+
 void MatmulInput::gated_rms_norm(std::span<const float> x, std::span<const float> gate, std::span<const float> weight,
                                  float eps) {
   if (bf16_) {

@@ -26,6 +26,9 @@ class MatmulInput {
   void rms_norm(std::span<const float> x, std::span<const float> weight, float eps);
   // silu(gate) ⊙ up of fused [rows, 2·width] rows [gate | up] (width as resized).
   void swiglu(std::span<const float> gate_up);
+  // The same of input's rows through the fused [gate | up] projection `gate_up` (2·width outputs):
+  // in bf16 the matmul writes the projection as bf16 (half the bytes to store, and to read back).
+  void swiglu_of(const MatmulInput& input, const kernels::PackedLinear& gate_up);
   // Gated RMSNorm (Qwen3.5's GDN output) of the first x.size() / width rows of x, over groups of
   // weight.size() values.
   void gated_rms_norm(std::span<const float> x, std::span<const float> gate, std::span<const float> weight, float eps);
@@ -42,6 +45,8 @@ class MatmulInput {
   std::size_t width_ = 0;
   std::vector<float> fp32_;
   std::vector<kernels::Bf16Bits> bf16_rows_;
+  std::vector<float> projected_;  // swiglu_of's [gate | up] rows, in the form the matmul writes
+  std::vector<kernels::Bf16Bits> projected_bf16_;
 };
 
 }  // namespace s1::decoder

@@ -151,7 +151,7 @@ class Lfm2Decoder final : public decoder::CausalDecoder {
   // Scratch reused between calls (the decoder is not thread-safe).
   std::size_t rows_ = 0;  // real rows of the current batch
   std::vector<int64_t> positions_;
-  std::vector<float> hidden_rows_, projected_, context_, conv_out_, gate_up_;
+  std::vector<float> hidden_rows_, projected_, context_, conv_out_;
   decoder::MatmulInput normed_;
   decoder::MatmulInput activated_;
 };
@@ -388,10 +388,7 @@ void Lfm2Decoder::conv_layer(const Layer& layer, const Lfm2State* base, std::spa
 
 void Lfm2Decoder::mlp(const Layer& layer) {
   normed_.rms_norm(hidden_rows_, layer.ffn_norm, eps_);
-  const std::size_t padded = hidden_rows_.size() / hidden_;
-  gate_up_.resize(padded * 2 * intermediate_);
-  normed_.project(layer.gate_up, gate_up_);
-  activated_.swiglu(gate_up_);
+  activated_.swiglu_of(normed_, layer.gate_up);
   activated_.project_accumulate(layer.down, hidden_rows_);
 }
 

@@ -154,7 +154,6 @@ class Qwen3Decoder final : public decoder::CausalDecoder {
   decoder::MatmulInput normed_;
   std::vector<float> qkv_;
   std::vector<float> context_;
-  std::vector<float> gate_up_;
   decoder::MatmulInput activated_;
   std::vector<float> prefix_keys_;
   std::vector<float> prefix_values_;
@@ -277,8 +276,7 @@ void Qwen3Decoder::attention_block(const Layer& layer, std::size_t layer_index, 
 
 void Qwen3Decoder::mlp_block(const Layer& layer) {
   normed_.rms_norm(hidden_rows_, layer.post_attention_norm, eps_);
-  normed_.project(layer.gate_up, gate_up_);
-  activated_.swiglu(gate_up_);
+  activated_.swiglu_of(normed_, layer.gate_up);
   activated_.project_accumulate(layer.down, hidden_rows_);
 }
 
@@ -316,7 +314,6 @@ std::vector<decoder::BranchOutput> Qwen3Decoder::forward(const decoder::Sequence
   normed_.resize(padded, hidden_);
   qkv_.resize(padded * qkv_width());
   context_.assign(padded * q_width(), 0.0F);
-  gate_up_.resize(padded * 2 * intermediate_);
   activated_.resize(padded, intermediate_);
 
   std::vector<std::shared_ptr<KvSegment>> own_segments;

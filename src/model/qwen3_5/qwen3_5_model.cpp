@@ -188,7 +188,8 @@ class Qwen35Decoder final : public decoder::CausalDecoder {
 
   // Scratch reused across calls (forward is not thread-safe).
   std::size_t rows_ = 0;  // real rows of the current batch
-  std::vector<float> hidden_, gate_up_;
+  std::vector<float> hidden_;
+  std::vector<float> gate_up_;  // fp32 [gate | up] rows, with an adapter (its low-rank terms add to them)
   // The matmuls' inputs: bf16 written by the norms and SwiGLU for a bf16 model without an adapter
   // (the adapter's low-rank terms read fp32 rows).
   decoder::MatmulInput normed_, activated_, mixed_;  // mixed_: the GDN output, out_proj's input
@@ -390,7 +391,6 @@ std::vector<decoder::BranchOutput> Qwen35Decoder::forward(const decoder::Sequenc
   const auto eps = static_cast<float>(config_.rms_norm_eps);
   const auto inner = static_cast<std::size_t>(config_.intermediate_size);
   normed_.resize(padded, width);
-  gate_up_.resize(padded * 2 * inner);
   activated_.resize(padded, inner);
   mixed_.resize(padded, value_dim());
   for (const Layer& layer : layers_) {
@@ -402,9 +402,14 @@ std::vector<decoder::BranchOutput> Qwen35Decoder::forward(const decoder::Sequenc
     }
     normed_.rms_norm(hidden_, layer.post_norm, eps);
     const LayerLora* lora = lora_of(layer);
-    normed_.project(layer.gate_up, gate_up_);
-    if (lora != nullptr) add_low_rank(lora->gate_up, normed_.fp32(), gate_up_);
-    activated_.swiglu(gate_up_);
+    if (lora != nullptr) {
+      gate_up_.resize(padded * 2 * inner);
+      normed_.project(layer.gate_up, gate_up_);
+      add_low_rank(lora->gate_up, normed_.fp32(), gate_up_);
+      activated_.swiglu(gate_up_);
+    } else {
+      activated_.swiglu_of(normed_, layer.gate_up);
+    }
     activated_.project_accumulate(layer.down, hidden_);
     if (lora != nullptr) add_low_rank(lora->down, activated_.fp32(), hidden_);
   }

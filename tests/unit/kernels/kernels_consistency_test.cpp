@@ -774,6 +774,15 @@ TEST_F(ThreadCounts, Bf16OutputOpsEqualTheOpThenTheConversion) {
       swiglu_to_bf16(fused, width, gated_got);
       EXPECT_EQ(gated_got, gated_expected)
           << "swiglu_to_bf16 rows " << rows << " width " << width << " threads " << threads;
+      // From a bf16 projection: the same as widening it first.
+      std::vector<Bf16Bits> fused_bf16(fused.size());
+      convert_fp32_to_bf16(fused, fused_bf16);
+      std::vector<float> widened(fused.size());
+      std::transform(fused_bf16.begin(), fused_bf16.end(), widened.begin(), bf16_to_fp32);
+      swiglu_to_bf16(widened, width, gated_expected);
+      swiglu_to_bf16(fused_bf16, width, gated_got);
+      EXPECT_EQ(gated_got, gated_expected)
+          << "swiglu_to_bf16 of bf16 rows " << rows << " width " << width << " threads " << threads;
 
       // Over rows of one 128-wide head (Qwen3.5's GDN output) as well as the whole width.
       for (const std::size_t norm_width : {width, std::size_t{128}}) {
