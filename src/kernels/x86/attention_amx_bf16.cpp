@@ -83,6 +83,47 @@ inline void store_bf16_32(std::uint16_t* destination, __m512 low, __m512 high) {
   _mm512_storeu_si512(destination, std::bit_cast<__m512i>(_mm512_cvtne2ps_pbh(high, low)));
 }
 
+// Writes dword l of row p, for 16 rows of 16 dwords (rows source_stride bytes apart, only the first
+// `valid` of them read, the rest taken as zeros), to destination[p·destination_stride + l]: a 16×16
+// transpose in registers. One gather per output row cost as much as 16 loads and was the hottest
+// spot of the kernel.
+inline void transpose_dwords_16x16(const std::uint8_t* source, std::size_t source_stride, std::size_t valid,
+                                   std::uint32_t* destination, std::size_t destination_stride) {
+  // All lanes kept: the same instructions as the unmasked forms, whose GCC 12 definitions pass
+  // _mm512_undefined_epi32() and fail -Werror=uninitialized once inlined (GCC bug 105593).
+  constexpr __mmask16 every_dword = 0xFFFF;
+  constexpr __mmask8 every_qword = 0xFF;
+  __m512i row[16];
+  for (std::size_t l = 0; l < 16; ++l)
+    row[l] = l < valid ? _mm512_loadu_si512(source + l * source_stride) : _mm512_setzero_si512();
+  // Within each 128-bit lane k: pairs of rows, then quadruples, interleaved, so that
+  // quad[4g + e] lane k holds dword 4k + e of rows 4g..4g+3.
+  __m512i pair[16];
+  for (std::size_t r = 0; r < 16; r += 2) {
+    pair[r] = _mm512_maskz_unpacklo_epi32(every_dword, row[r], row[r + 1]);
+    pair[r + 1] = _mm512_maskz_unpackhi_epi32(every_dword, row[r], row[r + 1]);
+  }
+  __m512i quad[16];
+  for (std::size_t g = 0; g < 16; g += 4) {
+    quad[g] = _mm512_maskz_unpacklo_epi64(every_qword, pair[g], pair[g + 2]);
+    quad[g + 1] = _mm512_maskz_unpackhi_epi64(every_qword, pair[g], pair[g + 2]);
+    quad[g + 2] = _mm512_maskz_unpacklo_epi64(every_qword, pair[g + 1], pair[g + 3]);
+    quad[g + 3] = _mm512_maskz_unpackhi_epi64(every_qword, pair[g + 1], pair[g + 3]);
+  }
+  // Output row 4k + e gathers lane k of quad[e], quad[4 + e], quad[8 + e], quad[12 + e].
+  for (std::size_t e = 0; e < 4; ++e) {
+    const __m512i low01 = _mm512_maskz_shuffle_i32x4(every_dword, quad[e], quad[4 + e], 0x44);
+    const __m512i low23 = _mm512_maskz_shuffle_i32x4(every_dword, quad[e], quad[4 + e], 0xEE);
+    const __m512i high01 = _mm512_maskz_shuffle_i32x4(every_dword, quad[8 + e], quad[12 + e], 0x44);
+    const __m512i high23 = _mm512_maskz_shuffle_i32x4(every_dword, quad[8 + e], quad[12 + e], 0xEE);
+    std::uint32_t* out = destination + e * destination_stride;
+    _mm512_storeu_si512(out, _mm512_maskz_shuffle_i32x4(every_dword, low01, high01, 0x88));
+    _mm512_storeu_si512(out + 4 * destination_stride, _mm512_maskz_shuffle_i32x4(every_dword, low01, high01, 0xDD));
+    _mm512_storeu_si512(out + 8 * destination_stride, _mm512_maskz_shuffle_i32x4(every_dword, low23, high23, 0x88));
+    _mm512_storeu_si512(out + 12 * destination_stride, _mm512_maskz_shuffle_i32x4(every_dword, low23, high23, 0xDD));
+  }
+}
+
 // C[4 + n] += A · B_n for n < count (2 or 4), where A is in tile 0 (multiply_accumulate) or tile 3
 // (multiply_accumulate_a3) and B_n is 16×32 bytes at b + n·b_step (bytes), rows b_stride bytes apart.
 // Tile numbers are immediates of the instructions, hence one definition for both through a macro.
@@ -171,9 +212,10 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
   scratch.weights.resize(tile_rows * padded);
   scratch.block_out.resize(tile_rows * d);
 
-  // K into the B layout of Q·Kᵀ: row p of a tile holds the channel pair (2p, 2p+1) of 16 keys.
-  // 16 keys at a time go to bf16 rows, then one gather per pair index writes a whole 64-byte tile
-  // row (scattering pair by pair wrote 32 cache lines per key and took an eighth of the kernel).
+  // K into the B layout of Q·Kᵀ: row p of a tile holds the channel pair (2p, 2p+1) of 16 keys, so
+  // 16 keys × 16 pairs is a dword transpose (d is a multiple of 32: whole blocks of 16 pairs).
+  // Keys already in bf16 and not rotated are transposed straight from their source rows; the others
+  // go to 16 bf16 rows first (scattering pair by pair wrote 32 cache lines per key).
   scratch.key_rows.resize(16 * d);
   // Row t of q or k as fp32 (widened from bf16 rows), rotated into scratch.rotated when RoPE is fused.
   scratch.rotated.resize(d);
@@ -189,34 +231,24 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
     rotate_half_row(row, d, task.rope_cosines + t * (d / 2), task.rope_sines + t * (d / 2), scratch.rotated.data());
     return static_cast<const float*>(scratch.rotated.data());
   };
-  const __m512i lanes = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-  const __m512i key_offsets = _mm512_mullo_epi32(lanes, _mm512_set1_epi32(static_cast<int>(d / 2)));
-  // Keys already in bf16 and not rotated: each tile row gathers its channel pair straight from the
-  // 16 source rows.
-  const bool gather_keys = task.k_bf16 != nullptr && task.rope_cosines == nullptr;
-  const __m512i source_offsets = _mm512_mullo_epi32(lanes, _mm512_set1_epi32(static_cast<int>(task.qkv_stride)));
-  for (std::size_t j0 = 0; gather_keys && j0 < length; j0 += 16) {
-    const __mmask16 valid = first_lanes(length - j0);
-    const std::uint16_t* rows = task.k_bf16 + j0 * task.qkv_stride;
-    for (std::size_t p = 0; p < d / 2; ++p)
-      _mm512_storeu_si512(scratch.keys_pairs.data() + p * padded + j0,
-                          _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), valid, source_offsets, rows + 2 * p, 2));
-  }
-  for (std::size_t j0 = 0; !gather_keys && j0 < length; j0 += 16) {
-    for (std::size_t r = 0; r < 16; ++r) {
-      std::uint16_t* row = scratch.key_rows.data() + r * d;
-      if (j0 + r >= length) {
-        std::fill_n(row, d, std::uint16_t{0});
-        continue;
+  const bool keys_in_place = task.k_bf16 != nullptr && task.rope_cosines == nullptr;
+  for (std::size_t j0 = 0; j0 < length; j0 += 16) {
+    const std::size_t valid = std::min<std::size_t>(16, length - j0);
+    const std::uint16_t* rows = scratch.key_rows.data();
+    std::size_t row_stride = d;
+    if (keys_in_place) {
+      rows = task.k_bf16 + j0 * task.qkv_stride;
+      row_stride = task.qkv_stride;
+    } else {
+      for (std::size_t r = 0; r < valid; ++r) {
+        const float* k = head_row(task.k, task.k_bf16, j0 + r);
+        for (std::size_t c = 0; c < d; c += 32)
+          store_bf16_32(scratch.key_rows.data() + r * d + c, _mm512_loadu_ps(k + c), _mm512_loadu_ps(k + c + 16));
       }
-      const float* k = head_row(task.k, task.k_bf16, j0 + r);
-      for (std::size_t c = 0; c < d; c += 32)
-        store_bf16_32(row + c, _mm512_loadu_ps(k + c), _mm512_loadu_ps(k + c + 16));
     }
-    const auto* pairs = reinterpret_cast<const int*>(scratch.key_rows.data());
-    for (std::size_t p = 0; p < d / 2; ++p)
-      _mm512_storeu_si512(scratch.keys_pairs.data() + p * padded + j0,
-                          _mm512_i32gather_epi32(key_offsets, pairs + p, 4));
+    for (std::size_t c = 0; c < d; c += 32)
+      transpose_dwords_16x16(reinterpret_cast<const std::uint8_t*>(rows + c), row_stride * sizeof(std::uint16_t), valid,
+                             scratch.keys_pairs.data() + (c / 2) * padded + j0, padded);
   }
   // V into the B layout of P·V: row q of a tile holds keys (2q, 2q+1) of 16 channels, interleaved.
   const __m512i interleave = _mm512_loadu_si512(interleave_pairs.data());
