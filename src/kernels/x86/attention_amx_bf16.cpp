@@ -206,8 +206,9 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
   const std::size_t padded = (length + tile_depth - 1) / tile_depth * tile_depth;
   Scratch& scratch = thread_scratch();
   scratch.queries.resize(tile_rows * d);
-  scratch.keys_pairs.assign(d / 2 * padded, 0U);
-  scratch.values_pairs.assign(padded / 2 * d, 0U);
+  // Only the padding past the last key is zeroed below: the layout loops write everything else.
+  scratch.keys_pairs.resize(d / 2 * padded);
+  scratch.values_pairs.resize(padded / 2 * d);
   scratch.scores.resize(tile_rows * padded);
   scratch.weights.resize(tile_rows * padded);
   scratch.block_out.resize(tile_rows * d);
@@ -250,6 +251,12 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
       transpose_dwords_16x16(reinterpret_cast<const std::uint8_t*>(rows + c), row_stride * sizeof(std::uint16_t), valid,
                              scratch.keys_pairs.data() + (c / 2) * padded + j0, padded);
   }
+  // Padding keys must be zeros, not stale values: a zero weight times a stale NaN is still NaN.
+  const std::size_t laid_out_keys = (length + 15) / 16 * 16;
+  for (std::size_t p = 0; laid_out_keys < padded && p < d / 2; ++p)
+    std::fill_n(scratch.keys_pairs.data() + p * padded + laid_out_keys, padded - laid_out_keys, 0U);
+  std::fill(scratch.values_pairs.begin() + static_cast<std::ptrdiff_t>((length + 1) / 2 * d),
+            scratch.values_pairs.end(), 0U);
   // V into the B layout of P·V: row q of a tile holds keys (2q, 2q+1) of 16 channels, interleaved.
   const __m512i interleave = _mm512_loadu_si512(interleave_pairs.data());
   for (std::size_t j = 0; task.v_bf16 != nullptr && j < length; j += 2) {

@@ -351,6 +351,44 @@ TEST(KernelsConsistency, AttentionHeadVariants) {
   }
 }
 
+// A head is unaffected by the heads its thread ran before: a longer head of NaNs leaves the scratch
+// buffers full of NaN, and the padding of the next head's keys and values must not read them (a zero
+// weight times a NaN value is NaN).
+TEST(KernelsConsistency, AttentionHeadIgnoresEarlierHeads) {
+  const std::size_t head_dim = 32, stride = 3 * head_dim;
+  for (const auto& variant : op_variants().attention_head) {
+    if (!runnable(variant)) continue;
+    for (const std::size_t length : {std::size_t{11}, std::size_t{17}, std::size_t{40}}) {
+      const auto qkv = random_values(length * stride, 1.5F, 990 + static_cast<unsigned>(length));
+      AttentionHeadTask task{.q = qkv.data(),
+                             .k = qkv.data() + head_dim,
+                             .v = qkv.data() + 2 * head_dim,
+                             .qkv_stride = stride,
+                             .out_stride = head_dim,
+                             .seq = length,
+                             .length = length,
+                             .head_dim = head_dim,
+                             .scale = 0.125F};
+      std::vector<float> fresh(length * head_dim), after_nan(length * head_dim);
+      task.out = fresh.data();
+      variant.run(task);
+      const std::size_t nan_rows = 100;
+      const std::vector<float> nans(nan_rows * stride, std::numeric_limits<float>::quiet_NaN());
+      std::vector<float> sink(nan_rows * head_dim);
+      AttentionHeadTask nan_task = task;
+      nan_task.q = nans.data();
+      nan_task.k = nans.data() + head_dim;
+      nan_task.v = nans.data() + 2 * head_dim;
+      nan_task.seq = nan_task.length = nan_rows;
+      nan_task.out = sink.data();
+      variant.run(nan_task);
+      task.out = after_nan.data();
+      variant.run(task);
+      EXPECT_EQ(after_nan, fresh) << variant.name << " length " << length;
+    }
+  }
+}
+
 // packed_attention_rows over two row ranges is packed_attention, its bf16 output those rows rounded.
 TEST(KernelsConsistency, PackedAttentionRowsMatchPackedAttention) {
   const std::vector<PackedSequence> layout{{0, 37}, {37, 128}, {165, 5}, {170, 37}};
