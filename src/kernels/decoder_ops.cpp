@@ -11,6 +11,7 @@
 #include "kernels/reference/decoder.h"
 #include "kernels/rms_norm.h"
 #include "kernels/rope.h"
+#include "kernels/rows_to_bf16.h"
 #include "kernels/swiglu.h"
 #include "kernels/variants.h"
 #include "kernels/x86/decoder.h"
@@ -25,6 +26,16 @@ constexpr std::size_t min_elementwise_elements_per_thread = 16384;
 constexpr std::size_t min_attention_products_per_thread = 65536;
 // Query rows per attention work item (a multiple of the AVX-512 variant's 8-row blocks).
 constexpr std::size_t rows_per_attention_item = 64;
+
+// SiLU(a)·b of bf16 halves: widened to fp32 first (there is no bf16-input silu_mul variant).
+void silu_mul_widened(std::span<const Bf16Bits> a, std::span<const Bf16Bits> b, std::span<float> y) {
+  thread_local std::vector<float> widened;
+  widened.resize(a.size() + b.size());
+  std::transform(a.begin(), a.end(), widened.begin(), bf16_to_fp32);
+  std::transform(b.begin(), b.end(), widened.begin() + static_cast<std::ptrdiff_t>(a.size()), bf16_to_fp32);
+  const std::span<const float> all(widened);
+  selected_variants().silu_mul.run(all.first(a.size()), all.subspan(a.size()), y);
+}
 
 }  // namespace
 
@@ -44,19 +55,9 @@ void rms_norm_to_bf16(std::span<const float> x, std::span<const float> weight, f
   const std::size_t width = weight.size();
   assert(width > 0 && x.size() % width == 0 && y.size() == x.size());
   RmsNormFn* norm = selected_variants().rms_norm.run;
-  ConvertFp32ToBf16Fn* convert = selected_variants().convert_fp32_to_bf16.run;
-  parallel_for(x.size() / width, (min_norm_elements_per_thread + width - 1) / width,
-               [&](std::size_t begin, std::size_t end) {
-                 // A few rows at a time through a buffer that stays in L1/L2.
-                 constexpr std::size_t rows_per_block = 8;
-                 thread_local std::vector<float> normed;
-                 for (std::size_t row = begin; row < end; row += rows_per_block) {
-                   const std::size_t size = std::min(rows_per_block, end - row) * width;
-                   normed.resize(size);
-                   norm(x.subspan(row * width, size), weight, eps, normed);
-                   convert(normed, y.subspan(row * width, size));
-                 }
-               });
+  rows_to_bf16(x.size() / width, width, min_norm_elements_per_thread, y, [&](std::size_t row, std::span<float> block) {
+    norm(x.subspan(row * width, block.size()), weight, eps, block);
+  });
 }
 
 void apply_rope(std::span<float> x, std::size_t rows, std::size_t row_stride, std::size_t heads, std::size_t head_dim,
@@ -104,36 +105,11 @@ void swiglu(std::span<const float> x, std::size_t width, std::span<float> y) {
 }
 
 void swiglu_to_bf16(std::span<const float> x, std::size_t width, std::span<Bf16Bits> y) {
-  assert(width > 0 && x.size() % (2 * width) == 0 && y.size() == x.size() / 2);
-  SiluMulFn* gate = selected_variants().silu_mul.run;
-  ConvertFp32ToBf16Fn* convert = selected_variants().convert_fp32_to_bf16.run;
-  parallel_for(y.size() / width, (min_elementwise_elements_per_thread + width - 1) / width,
-               [&](std::size_t begin, std::size_t end) {
-                 thread_local std::vector<float> row_values;
-                 row_values.resize(width);
-                 for (std::size_t row = begin; row < end; ++row) {
-                   gate(x.subspan(2 * row * width, width), x.subspan((2 * row + 1) * width, width), row_values);
-                   convert(row_values, y.subspan(row * width, width));
-                 }
-               });
+  gated_halves_to_bf16(x, width, min_elementwise_elements_per_thread, y, selected_variants().silu_mul.run);
 }
 
 void swiglu_to_bf16(std::span<const Bf16Bits> x, std::size_t width, std::span<Bf16Bits> y) {
-  assert(width > 0 && x.size() % (2 * width) == 0 && y.size() == x.size() / 2);
-  SiluMulFn* gate = selected_variants().silu_mul.run;
-  ConvertFp32ToBf16Fn* convert = selected_variants().convert_fp32_to_bf16.run;
-  parallel_for(y.size() / width, (min_elementwise_elements_per_thread + width - 1) / width,
-               [&](std::size_t begin, std::size_t end) {
-                 thread_local std::vector<float> row_values;
-                 row_values.resize(2 * width);
-                 const std::span<float> widened(row_values);
-                 for (std::size_t row = begin; row < end; ++row) {
-                   const std::span<const Bf16Bits> in = x.subspan(2 * row * width, 2 * width);
-                   std::transform(in.begin(), in.end(), widened.begin(), bf16_to_fp32);
-                   gate(widened.first(width), widened.subspan(width), widened.first(width));
-                   convert(widened.first(width), y.subspan(row * width, width));
-                 }
-               });
+  gated_halves_to_bf16(x, width, min_elementwise_elements_per_thread, y, silu_mul_widened);
 }
 
 void cached_attention(std::span<const float> q, std::size_t q_stride, std::size_t m, std::span<const float> keys,

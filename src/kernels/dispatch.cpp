@@ -17,6 +17,7 @@
 #include "kernels/reference/decoder.h"
 #include "kernels/reference/gated_delta.h"
 #include "kernels/reference/reference.h"
+#include "kernels/rows_to_bf16.h"
 #include "kernels/softmax.h"
 #include "kernels/variants.h"
 #include "kernels/x86/decoder.h"
@@ -195,18 +196,9 @@ void layer_norm_to_bf16(std::span<const float> x, std::span<const float> gamma, 
   const std::size_t width = gamma.size();
   assert(width > 0 && x.size() % width == 0 && y.size() == x.size());
   LayerNormFn* norm = selected_variants().layer_norm.run;
-  ConvertFp32ToBf16Fn* convert = selected_variants().convert_fp32_to_bf16.run;
-  parallel_for(x.size() / width, (min_layer_norm_elements_per_thread + width - 1) / width,
-               [&](std::size_t begin, std::size_t end) {
-                 // A few rows at a time through a buffer that stays in L1/L2.
-                 constexpr std::size_t rows_per_block = 8;
-                 thread_local std::vector<float> normed;
-                 for (std::size_t row = begin; row < end; row += rows_per_block) {
-                   const std::size_t size = std::min(rows_per_block, end - row) * width;
-                   normed.resize(size);
-                   norm(x.subspan(row * width, size), {}, gamma, beta, eps, normed);
-                   convert(normed, y.subspan(row * width, size));
-                 }
+  rows_to_bf16(x.size() / width, width, min_layer_norm_elements_per_thread, y,
+               [&](std::size_t row, std::span<float> block) {
+                 norm(x.subspan(row * width, block.size()), {}, gamma, beta, eps, block);
                });
 }
 
@@ -235,34 +227,12 @@ void geglu(std::span<const float> x, std::size_t width, std::span<float> y) {
   });
 }
 
-namespace {
-
-// GeGLU over fused [input | gate] rows of fp32 or bf16 values, each output row gated into an fp32
-// buffer that stays in L1 and rounded from there.
-template <class Value>
-void run_geglu_to_bf16(std::span<const Value> x, std::size_t width, std::span<Bf16Bits> y,
-                       void (*gate)(std::span<const Value>, std::span<const Value>, std::span<float>)) {
-  assert(width > 0 && x.size() % (2 * width) == 0 && y.size() == x.size() / 2);
-  ConvertFp32ToBf16Fn* convert = selected_variants().convert_fp32_to_bf16.run;
-  parallel_for(y.size() / width, (min_elements_per_thread + width - 1) / width,
-               [&](std::size_t begin, std::size_t end) {
-                 thread_local std::vector<float> row_values;
-                 row_values.resize(width);
-                 for (std::size_t row = begin; row < end; ++row) {
-                   gate(x.subspan(2 * row * width, width), x.subspan((2 * row + 1) * width, width), row_values);
-                   convert(row_values, y.subspan(row * width, width));
-                 }
-               });
-}
-
-}  // namespace
-
 void geglu_to_bf16(std::span<const float> x, std::size_t width, std::span<Bf16Bits> y) {
-  run_geglu_to_bf16(x, width, y, selected_variants().gelu_mul.run);
+  gated_halves_to_bf16(x, width, min_elements_per_thread, y, selected_variants().gelu_mul.run);
 }
 
 void geglu_to_bf16(std::span<const Bf16Bits> x, std::size_t width, std::span<Bf16Bits> y) {
-  run_geglu_to_bf16(x, width, y, selected_variants().gelu_mul_bf16.run);
+  gated_halves_to_bf16(x, width, min_elements_per_thread, y, selected_variants().gelu_mul_bf16.run);
 }
 
 void softmax(std::span<const float> x, std::size_t columns, std::span<float> y) {

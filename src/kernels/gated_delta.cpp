@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/parallel.h"
+#include "kernels/rows_to_bf16.h"
 #include "kernels/variants.h"
 
 namespace s1::kernels {
@@ -58,20 +59,10 @@ void gated_rms_norm_to_bf16(std::span<const float> x, std::span<const float> gat
   const std::size_t width = weight.size();
   assert(width > 0 && x.size() % width == 0 && gate.size() == x.size() && y.size() == x.size());
   GatedRmsNormFn* norm = selected_variants().gated_rms_norm.run;
-  ConvertFp32ToBf16Fn* convert = selected_variants().convert_fp32_to_bf16.run;
-  parallel_for(x.size() / width, (min_elements_per_thread + width - 1) / width,
-               [&](std::size_t begin, std::size_t end) {
-                 // A few rows at a time through a buffer that stays in L1/L2.
-                 constexpr std::size_t rows_per_block = 16;
-                 thread_local std::vector<float> normed;
-                 for (std::size_t row = begin; row < end; row += rows_per_block) {
-                   const std::size_t offset = row * width;
-                   const std::size_t size = std::min(rows_per_block, end - row) * width;
-                   normed.resize(size);
-                   norm(x.subspan(offset, size), gate.subspan(offset, size), weight, eps, normed);
-                   convert(normed, y.subspan(offset, size));
-                 }
-               });
+  rows_to_bf16(x.size() / width, width, min_elements_per_thread, y, [&](std::size_t row, std::span<float> block) {
+    const std::size_t offset = row * width;
+    norm(x.subspan(offset, block.size()), gate.subspan(offset, block.size()), weight, eps, block);
+  });
 }
 
 void gated_delta_rule(const GatedDeltaInputs& inputs, GatedDeltaShape shape, std::size_t first_position,
