@@ -7,7 +7,6 @@
 #include <xmmintrin.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -184,28 +183,39 @@ TEST(KernelsConsistency, ConvertFp32ToBf16Variants) {
   }
 }
 
+// bf16 values widened to fp32 (exact): what an op reading bf16 must treat them as.
+std::vector<float> widened(std::span<const Bf16Bits> bits) {
+  std::vector<float> values(bits.size());
+  std::transform(bits.begin(), bits.end(), values.begin(), bf16_to_fp32);
+  return values;
+}
+
+// Inputs of a gelu_mul test: random x and gate of `size` values, and from 5 values on x at erf's
+// saturation (gelu must be 0 there, not NaN), at 0 and just below it.
+std::pair<std::vector<float>, std::vector<float>> gelu_mul_inputs(std::size_t size, unsigned& seed) {
+  auto x = random_values(size, 4.0F, ++seed);
+  auto gate = random_values(size, 2.0F, ++seed);
+  if (size > 4) {
+    x[0] = -30.0F;
+    x[1] = 30.0F;
+    x[2] = 0.0F;
+    x[3] = -1e-7F;
+  }
+  return {std::move(x), std::move(gate)};
+}
+
 TEST(KernelsConsistency, GeluMulBf16Variants) {
   unsigned seed = 440;
   for (const auto& variant : op_variants().gelu_mul_bf16) {
     if (!runnable(variant)) continue;
     for (const std::size_t size : {1UL, 15UL, 16UL, 17UL, 1000UL, 4099UL}) {
-      auto x = random_values(size, 4.0F, ++seed);
-      const auto gate = random_values(size, 2.0F, ++seed);
-      if (size > 4) {
-        x[0] = -30.0F;  // erf saturates: gelu must be 0, not NaN
-        x[1] = 30.0F;
-        x[2] = 0.0F;
-        x[3] = -1e-7F;
-      }
+      const auto [x, gate] = gelu_mul_inputs(size, seed);
       std::vector<Bf16Bits> x_bits(size), gate_bits(size);
       reference::convert_fp32_to_bf16(x, x_bits);
       reference::convert_fp32_to_bf16(gate, gate_bits);
       // The fp32 op on the widened values is the definition.
-      std::vector<float> x_widened(size), gate_widened(size);
-      for (std::size_t i = 0; i < size; ++i) {
-        x_widened[i] = std::bit_cast<float>(static_cast<std::uint32_t>(x_bits[i]) << 16);
-        gate_widened[i] = std::bit_cast<float>(static_cast<std::uint32_t>(gate_bits[i]) << 16);
-      }
+      const auto x_widened = widened(x_bits);
+      const auto gate_widened = widened(gate_bits);
       std::vector<float> expected(size), got(size);
       reference::gelu_mul(x_widened, gate_widened, expected);
       variant.run(x_bits, gate_bits, got);
@@ -327,9 +337,7 @@ TEST(KernelsConsistency, AttentionHeadVariants) {
         // bf16 inputs give exactly what the same values widened to fp32 give.
         std::vector<Bf16Bits> qkv_bf16(qkv.size());
         reference::convert_fp32_to_bf16(qkv, qkv_bf16);
-        std::vector<float> qkv_rounded(qkv.size());
-        for (std::size_t i = 0; i < qkv.size(); ++i)
-          qkv_rounded[i] = std::bit_cast<float>(static_cast<std::uint32_t>(qkv_bf16[i]) << 16);
+        const auto qkv_rounded = widened(qkv_bf16);
         AttentionHeadTask rounded_task = task;
         rounded_task.q = qkv_rounded.data();
         rounded_task.k = qkv_rounded.data() + c.head_dim;
@@ -411,9 +419,7 @@ TEST(KernelsConsistency, PackedAttentionRowsMatchPackedAttention) {
       // A bf16 projection gives what its values widened to fp32 give.
       std::vector<Bf16Bits> qkv_bf16(qkv.size());
       reference::convert_fp32_to_bf16(qkv, qkv_bf16);
-      std::vector<float> qkv_rounded(qkv.size());
-      for (std::size_t i = 0; i < qkv.size(); ++i)
-        qkv_rounded[i] = std::bit_cast<float>(static_cast<std::uint32_t>(qkv_bf16[i]) << 16);
+      const auto qkv_rounded = widened(qkv_bf16);
       std::vector<Bf16Bits> from_rounded(rows * width, Bf16Bits{0x40e0}), from_bf16(rows * width, Bf16Bits{0x40e0});
       packed_attention_rows(layout, qkv_rounded, heads, head_dim, half_window, 0, rows,
                             std::span<Bf16Bits>(from_rounded), precision);
@@ -469,14 +475,7 @@ TEST(KernelsConsistency, GeluMulVariants) {
   for (const auto& variant : op_variants().gelu_mul) {
     if (!runnable(variant)) continue;
     for (const std::size_t size : {1UL, 15UL, 16UL, 17UL, 1000UL, 4099UL}) {
-      auto x = random_values(size, 4.0F, ++seed);
-      const auto gate = random_values(size, 2.0F, ++seed);
-      if (size > 4) {
-        x[0] = -30.0F;  // erf saturates: gelu must be 0, not NaN
-        x[1] = 30.0F;
-        x[2] = 0.0F;
-        x[3] = -1e-7F;
-      }
+      const auto [x, gate] = gelu_mul_inputs(size, seed);
       std::vector<float> expected(size), got(size);
       reference::gelu_mul(x, gate, expected);
       variant.run(x, gate, got);
@@ -793,9 +792,7 @@ TEST_F(ThreadCounts, Bf16OutputOpsEqualTheOpThenTheConversion) {
       // From bf16 fused rows (a matmul writing bf16): the same bits as from their exact fp32 widening.
       std::vector<Bf16Bits> fused_bits(fused.size());
       convert_fp32_to_bf16(fused, fused_bits);
-      std::vector<float> fused_widened(fused.size());
-      for (std::size_t i = 0; i < fused.size(); ++i)
-        fused_widened[i] = std::bit_cast<float>(static_cast<std::uint32_t>(fused_bits[i]) << 16);
+      const auto fused_widened = widened(fused_bits);
       geglu_to_bf16(fused_widened, width, gated_expected);
       geglu_to_bf16(fused_bits, width, gated_got);
       EXPECT_EQ(gated_got, gated_expected)
@@ -815,9 +812,7 @@ TEST_F(ThreadCounts, Bf16OutputOpsEqualTheOpThenTheConversion) {
       // From a bf16 projection: the same as widening it first.
       std::vector<Bf16Bits> fused_bf16(fused.size());
       convert_fp32_to_bf16(fused, fused_bf16);
-      std::vector<float> widened(fused.size());
-      std::transform(fused_bf16.begin(), fused_bf16.end(), widened.begin(), bf16_to_fp32);
-      swiglu_to_bf16(widened, width, gated_expected);
+      swiglu_to_bf16(widened(fused_bf16), width, gated_expected);
       swiglu_to_bf16(fused_bf16, width, gated_got);
       EXPECT_EQ(gated_got, gated_expected)
           << "swiglu_to_bf16 of bf16 rows " << rows << " width " << width << " threads " << threads;
