@@ -84,6 +84,14 @@ std::vector<float> run_alone(decoder::CausalDecoder& model, std::span<const int3
   return model.forward(nullptr, std::span<const decoder::Branch>(&branch, 1), false).front().hidden;
 }
 
+// The full prompt a branch stands for (the shared prefix, then the branch's own tokens), run alone.
+std::vector<float> run_prefix_and_suffix_alone(decoder::CausalDecoder& model, std::span<const int32_t> prefix,
+                                               std::span<const int32_t> suffix) {
+  std::vector<int32_t> full(prefix.begin(), prefix.end());
+  full.insert(full.end(), suffix.begin(), suffix.end());
+  return run_alone(model, full);
+}
+
 void expect_hidden_near(std::span<const float> actual, std::span<const float> expected, const std::string& what) {
   ASSERT_EQ(actual.size(), expected.size()) << what;
   double worst = 0.0;
@@ -199,14 +207,12 @@ TEST(Qwen35Prefix, BranchesAfterASharedPrefixEqualTheFullPrompts) {
     ASSERT_EQ(outputs.size(), suffixes.size());
     const std::size_t hidden = model->info().hidden_size;
     for (std::size_t i = 0; i < suffixes.size(); ++i) {
-      std::vector<int32_t> full(prefix_tokens.begin(), prefix_tokens.end());
-      full.insert(full.end(), suffixes[i].begin(), suffixes[i].end());
-      const auto alone = run_alone(*model, full);
+      const auto alone = run_prefix_and_suffix_alone(*model, prefix_tokens, suffixes[i]);
       const auto tail = std::span<const float>(alone).subspan(prefix_length * hidden);
       EXPECT_LE(max_abs_difference(outputs[i].hidden, tail), prefix_tolerance)
           << "prefix " << prefix_length << ", branch " << i;
       ASSERT_NE(outputs[i].state, nullptr);
-      EXPECT_EQ(outputs[i].state->length(), full.size());
+      EXPECT_EQ(outputs[i].state->length(), prefix_tokens.size() + suffixes[i].size());
     }
     // The first branch recreates the reference prompt: compare with Transformers as well.
     const auto expected = reference.tensor("hidden_130");
@@ -256,9 +262,7 @@ TEST(Qwen35Prefix, ManyBranchesWithoutKeptStatesEqualTheFullPrompts) {
   ASSERT_EQ(outputs.size(), suffixes.size());
   const std::size_t hidden = model->info().hidden_size;
   for (std::size_t i = 0; i < suffixes.size(); ++i) {
-    std::vector<int32_t> full(prefix_tokens.begin(), prefix_tokens.end());
-    full.insert(full.end(), suffixes[i].begin(), suffixes[i].end());
-    const auto alone = run_alone(*model, full);
+    const auto alone = run_prefix_and_suffix_alone(*model, prefix_tokens, suffixes[i]);
     EXPECT_LE(max_abs_difference(outputs[i].hidden, std::span<const float>(alone).last(hidden)), prefix_tolerance)
         << "branch " << i << " of " << suffixes[i].size() << " tokens";
     EXPECT_EQ(outputs[i].state, nullptr);
@@ -292,9 +296,7 @@ TEST(Qwen35Prefix, Bf16BranchesAfterASharedPrefixStayCloseToTheFullPrompts) {
   const auto outputs = model->forward(prefix.get(), branches, false);
   const std::size_t hidden = model->info().hidden_size;
   for (std::size_t i = 0; i < suffixes.size(); ++i) {
-    std::vector<int32_t> full(prefix_tokens.begin(), prefix_tokens.end());
-    full.insert(full.end(), suffixes[i].begin(), suffixes[i].end());
-    const auto alone = run_alone(*model, full);
+    const auto alone = run_prefix_and_suffix_alone(*model, prefix_tokens, suffixes[i]);
     const auto tail = std::span<const float>(alone).subspan(prefix_length * hidden);
     EXPECT_LE(max_abs_difference(outputs[i].hidden, tail), bf16_prefix_tolerance * logit_scale(tail))
         << "branch " << i << " of " << suffixes[i].size() << " tokens";
