@@ -1,7 +1,7 @@
 // Decoder prefill timing for docs/benchmarks/decoder-prefill.md, shaped like
 // bench/peers/decoder_prefill_peers.py: a `--tokens`-token prefill (batch 1) of a checkpoint
 // directory, and the cost of a request with 5 questions branched from a 200-token state against
-// the same state with 1 question. Median (p10, p90) of --reps runs after --warmup runs.
+// the same state with 1 question, each run as the label-token contracts run it. Median (p10, p90) of --reps runs after --warmup runs.
 //
 //   s1_decoder_bench --model-dir DIR [--tokens 256] [--reps 10] [--warmup 2] [--threads 2]
 //                    [--precision fp32|bf16] [--state 200] [--question 40] [--questions 5]
@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "decide/contracts/label_token.h"
 #include "kernels/parallel.h"
 #include "model/decoder/families.h"
 
@@ -75,12 +76,15 @@ int main(int argc, char** argv) {
   const std::vector<int32_t> state_ids = random_ids(state, vocab, 2);
   std::vector<std::vector<int32_t>> question_ids;
   for (std::size_t q = 0; q < questions; ++q) question_ids.push_back(random_ids(question, vocab, 3 + static_cast<unsigned>(q)));
-  const std::size_t question_last = question - 1;
+  // As the label-token contracts run a request: the prompts split at their shared prefix (the state),
+  // which runs once, and each question's rest branched from it; one question alone runs whole.
   const auto request = [&](std::size_t count) {
-    const auto prefix = decoder->run_prefix(state_ids);
-    std::vector<s1::decoder::Branch> branches;
-    for (std::size_t q = 0; q < count; ++q) branches.push_back({question_ids[q], std::span<const std::size_t>(&question_last, 1)});
-    (void)decoder->forward(prefix.get(), branches, false);
+    std::vector<std::vector<int32_t>> prompts;
+    for (std::size_t q = 0; q < count; ++q) {
+      prompts.push_back(state_ids);
+      prompts.back().insert(prompts.back().end(), question_ids[q].begin(), question_ids[q].end());
+    }
+    (void)s1::decide::last_token_hidden_rows(*decoder, s1::decide::split_at_shared_prefix(prompts, decoder->info().prefix_granularity));
   };
   const Summary one_question = timed(warmup, reps, [&] { request(1); });
   const Summary many_questions = timed(warmup, reps, [&] { request(questions); });

@@ -40,7 +40,9 @@ LabelTokenSettings read_label_token_settings(checkpoint::ConfigReader& decision_
 }
 
 std::size_t shared_prefix_length(const std::vector<std::vector<int32_t>>& sequences, std::size_t granularity) {
-  if (sequences.empty()) return 0;
+  // A lone sequence shares nothing: split, it would run as its prefix plus a one-token branch, and each
+  // pass streams every weight once more (a 1-row pass costs a whole Qwen3.5-2B weight read, ~120 ms).
+  if (sequences.size() < 2) return 0;
   std::size_t length = sequences.front().size();
   for (const auto& sequence : sequences) {
     length = std::min(length, sequence.size());

@@ -62,6 +62,7 @@ std::unique_ptr<runtime::Engine> make_label_token_engine(const std::filesystem::
 
 // Splits token sequences into a shared prefix and per-sequence suffixes: the longest common prefix,
 // rounded down to a multiple of `granularity`, and always leaving each sequence at least one token.
+// One sequence alone has no shared prefix (0): it runs whole, in one pass.
 std::size_t shared_prefix_length(const std::vector<std::vector<int32_t>>& sequences, std::size_t granularity);
 
 // One request's prompts split at their shared prefix (shared_prefix_length): the prefix runs once and
