@@ -54,6 +54,21 @@ def perturb(model: torch.nn.Module, seed: int) -> None:
                 p.copy_(noise * 0.08)
 
 
+def tiny_decision_qwen3_5(vocab: int, max_position_embeddings: int = 4096, tied: bool = True) -> torch.nn.Module:
+    """The Qwen3.5 stand-in of the model-contract fixtures (Cua-S1, Decider, JEMM, Open-Jev, StartLux):
+    hidden 32, 8 layers (two full-attention), partial rotary."""
+    config = Qwen3_5TextConfig(
+        vocab_size=vocab, hidden_size=32, intermediate_size=48, num_hidden_layers=8, num_attention_heads=2,
+        num_key_value_heads=1, head_dim=32, linear_conv_kernel_dim=4, linear_key_head_dim=16,
+        linear_value_head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4,
+        max_position_embeddings=max_position_embeddings, rms_norm_eps=1e-6, hidden_act="silu",
+        tie_word_embeddings=tied, full_attention_interval=4,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000000.0, "partial_rotary_factor": 0.25,
+                         "mrope_section": [2, 1, 1]},
+    )
+    return Qwen3_5ForCausalLM(config)
+
+
 def qwen3_model(vocab: int) -> torch.nn.Module:
     config = Qwen3Config(
         vocab_size=vocab, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,

@@ -32,13 +32,13 @@ import sys
 
 import torch
 from safetensors.torch import save_file
-from transformers import AutoTokenizer, Qwen3_5ForCausalLM, Qwen3_5TextConfig
+from transformers import AutoTokenizer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from decider_io import question_prompt_lines  # noqa: E402
 from fixture_files import copy_tokenizer, read_jsonl, remove_files, save_checkpoint, write_json, write_jsonl  # noqa: E402
 from jemm_contract import LABELS, SYSTEM, TEMPERATURE, JemmDecider, flat  # noqa: E402
-from make_tiny_chat_models import perturb  # noqa: E402
+from make_tiny_chat_models import perturb, tiny_decision_qwen3_5  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOKENIZER_DIR = os.path.join(REPO, "tests", "fixtures", "qwen-tiny-tokenizer", "qwen3_5")
@@ -58,18 +58,6 @@ COERCION_VALUES = [
 
 # The one question of the limits probes and the state text repeated to reach the limit.
 LIMIT_QUESTION = {"type": "choice", "instructions": "Pick one.", "criteria": {"a": "first", "b": "second"}}
-
-
-def build(vocab: int) -> torch.nn.Module:
-    config = Qwen3_5TextConfig(
-        vocab_size=vocab, hidden_size=32, intermediate_size=48, num_hidden_layers=8, num_attention_heads=2,
-        num_key_value_heads=1, head_dim=32, linear_conv_kernel_dim=4, linear_key_head_dim=16,
-        linear_value_head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4, max_position_embeddings=16384,
-        rms_norm_eps=1e-6, hidden_act="silu", tie_word_embeddings=False, full_attention_interval=4,
-        rope_parameters={"rope_type": "default", "rope_theta": 10000000.0, "partial_rotary_factor": 0.25,
-                         "mrope_section": [2, 1, 1]},
-    )
-    return Qwen3_5ForCausalLM(config)
 
 
 def limit_states(decider: JemmDecider) -> dict:
@@ -143,7 +131,7 @@ def main() -> None:
     torch.manual_seed(11)
     remove_files(OUT, ("config.json", "model.safetensors", "generation_config.json", "jemm_lm_head.safetensors"))
     tokenizer = AutoTokenizer.from_pretrained(TOKENIZER_DIR)
-    model = build(len(tokenizer))
+    model = tiny_decision_qwen3_5(len(tokenizer), 16384, tied=False)
     perturb(model, 500)
     model = model.to(torch.bfloat16)
     save_checkpoint(model, OUT)

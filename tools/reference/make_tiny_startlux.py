@@ -22,11 +22,11 @@ import os
 import sys
 
 import torch
-from transformers import AutoTokenizer, Qwen3_5ForCausalLM, Qwen3_5TextConfig
+from transformers import AutoTokenizer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fixture_files import copy_tokenizer, read_jsonl, remove_files, save_checkpoint, write_json, write_jsonl  # noqa: E402
-from make_tiny_chat_models import perturb  # noqa: E402
+from make_tiny_chat_models import perturb, tiny_decision_qwen3_5  # noqa: E402
 from startlux_contract import LETTERS, StartLuxDecider  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -34,23 +34,11 @@ TOKENIZER_DIR = os.path.join(REPO, "tests", "fixtures", "qwen-tiny-tokenizer", "
 OUT = os.path.join(REPO, "tests", "fixtures", "tiny-startlux")
 
 
-def build(vocab: int) -> torch.nn.Module:
-    config = Qwen3_5TextConfig(
-        vocab_size=vocab, hidden_size=32, intermediate_size=48, num_hidden_layers=8, num_attention_heads=2,
-        num_key_value_heads=1, head_dim=32, linear_conv_kernel_dim=4, linear_key_head_dim=16,
-        linear_value_head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4, max_position_embeddings=8192,
-        rms_norm_eps=1e-6, hidden_act="silu", tie_word_embeddings=True, full_attention_interval=4,
-        rope_parameters={"rope_type": "default", "rope_theta": 10000000.0, "partial_rotary_factor": 0.25,
-                         "mrope_section": [2, 1, 1]},
-    )
-    return Qwen3_5ForCausalLM(config)
-
-
 def main() -> None:
     torch.manual_seed(11)
     remove_files(OUT, ("config.json", "model.safetensors", "generation_config.json"))
     tokenizer = AutoTokenizer.from_pretrained(TOKENIZER_DIR)
-    model = build(len(tokenizer))
+    model = tiny_decision_qwen3_5(len(tokenizer), 8192)
     perturb(model, 500)
     save_checkpoint(model.to(torch.bfloat16), OUT)
     copy_tokenizer(TOKENIZER_DIR, OUT)
