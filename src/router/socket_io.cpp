@@ -112,10 +112,11 @@ class ReceiveAfterEvent : public asio::detail::reactor_op {
   BOOST_ASIO_DEFINE_HANDLER_PTR(ReceiveAfterEvent);
 
   ReceiveAfterEvent(asio::detail::socket_type socket, asio::mutable_buffer buffer, Handler& handler,
-                    const IoExecutor& io_executor)
+                    const IoExecutor& io_executor, bool* performed)
       : reactor_op(error_code(), &ReceiveAfterEvent::perform_receive, &ReceiveAfterEvent::complete_receive),
         socket_(socket),
         buffer_(buffer),
+        performed_(performed),
         handler_(std::move(handler)),
         work_(handler_, io_executor) {}
 
@@ -126,6 +127,8 @@ class ReceiveAfterEvent : public asio::detail::reactor_op {
     const bool finished = asio::detail::socket_ops::non_blocking_recv1(
         self->socket_, self->buffer_.data(), self->buffer_.size(), 0, true, self->ec_, self->bytes_transferred_);
     if (!finished) return not_done;
+    // Known from here on, before the completion runs (it queues behind other handlers).
+    if (self->performed_ != nullptr) *self->performed_ = true;
     // As Asio's: only the stream's end tells that a read would find nothing more.
     return self->ec_ == asio::error::eof ? done_and_exhausted : done;
   }
@@ -147,6 +150,7 @@ class ReceiveAfterEvent : public asio::detail::reactor_op {
 
   asio::detail::socket_type socket_;
   asio::mutable_buffer buffer_;
+  bool* performed_;  // set when the system call completed; the handler keeps it alive
   Handler handler_;
   asio::detail::handler_work<Handler, IoExecutor> work_;
 };
@@ -158,12 +162,13 @@ struct SocketInternals : tcp::socket {
 
 struct InitiateReceiveAfterEvent {
   template <typename Handler>
-  void operator()(Handler&& handler, tcp::socket* socket, asio::mutable_buffer buffer) const {
+  void operator()(Handler&& handler, tcp::socket* socket, asio::mutable_buffer buffer, FirstRead first,
+                  bool* performed) const {
     using Operation = ReceiveAfterEvent<std::decay_t<Handler>, asio::any_io_executor>;
     auto& implementation = SocketInternals::of(*socket);
     const bool is_continuation = boost_asio_handler_cont_helpers::is_continuation(handler);
     typename Operation::ptr owned = {asio::detail::addressof(handler), Operation::ptr::allocate(handler), nullptr};
-    owned.p = new (owned.v) Operation(implementation.socket_, buffer, handler, socket->get_executor());
+    owned.p = new (owned.v) Operation(implementation.socket_, buffer, handler, socket->get_executor(), performed);
     auto& reactor = asio::use_service<asio::detail::reactor>(asio::query(socket->get_executor(), asio::execution::context));
     // A read on a socket in blocking mode would block the thread: Asio's own start_op check.
     if ((implementation.state_ & asio::detail::socket_ops::non_blocking) == 0 &&
@@ -173,7 +178,7 @@ struct InitiateReceiveAfterEvent {
     } else {
       // The reactor tries the operation at once (under its lock, on this thread) when epoll left
       // the socket marked readable; declined, it queues the operation without an epoll_ctl.
-      declined_try = owned.p;
+      declined_try = first == FirstRead::after_event ? owned.p : nullptr;
       reactor.start_op(asio::detail::reactor::read_op, implementation.socket_, implementation.reactor_data_, owned.p,
                        is_continuation, true);
       declined_try = nullptr;
@@ -182,14 +187,18 @@ struct InitiateReceiveAfterEvent {
   }
 };
 
+// `performed`, when given, is set as soon as the receive's system call completes.
 template <typename Token>
-auto async_receive_after_event(tcp::socket& socket, asio::mutable_buffer buffer, Token&& token) {
-  return asio::async_initiate<Token, void(error_code, size_t)>(InitiateReceiveAfterEvent{}, token, &socket, buffer);
+auto async_receive(tcp::socket& socket, asio::mutable_buffer buffer, FirstRead first, Token&& token,
+                   bool* performed = nullptr) {
+  return asio::async_initiate<Token, void(error_code, size_t)>(InitiateReceiveAfterEvent{}, token, &socket, buffer,
+                                                                first, performed);
 }
 #else
-// Other Boost versions: Asio's own read, which tries the system call first.
+// Other Boost versions: Asio's own read, which tries the system call first; `performed` is set when
+// the completion runs.
 template <typename Token>
-auto async_receive_after_event(tcp::socket& socket, asio::mutable_buffer buffer, Token&& token) {
+auto async_receive(tcp::socket& socket, asio::mutable_buffer buffer, FirstRead, Token&& token, bool* = nullptr) {
   return socket.async_read_some(buffer, std::forward<Token>(token));
 }
 #endif
@@ -197,7 +206,7 @@ auto async_receive_after_event(tcp::socket& socket, asio::mutable_buffer buffer,
 }  // namespace
 
 asio::awaitable<error_code> write_all(tcp::socket& socket, std::array<asio::const_buffer, 2> buffers,
-                                      Clock::time_point deadline, bool* waited) {
+                                      Clock::time_point deadline) {
   std::optional<DeadlineWatch::Scope> scope;
   while (true) {
     error_code error;
@@ -211,7 +220,6 @@ asio::awaitable<error_code> write_all(tcp::socket& socket, std::array<asio::cons
     if (error && !would_block(error)) co_return error;
     if (error) {
       if (!scope) scope.emplace(DeadlineWatch::of(socket.get_executor()), socket, deadline);
-      if (waited != nullptr) *waited = true;
       co_await socket.async_wait(tcp::socket::wait_write, asio::redirect_error(asio::use_awaitable, error));
       if (scope->expired()) co_return boost::beast::error::timeout;
       if (error) co_return error;
@@ -237,11 +245,73 @@ asio::awaitable<error_code> read_some(tcp::socket& socket, boost::beast::flat_bu
   error_code error;
   const size_t received =
       first == FirstRead::after_event
-          ? co_await async_receive_after_event(socket, buffer.prepare(most), asio::redirect_error(asio::use_awaitable, error))
+          ? co_await async_receive(socket, buffer.prepare(most), first, asio::redirect_error(asio::use_awaitable, error))
           : co_await socket.async_read_some(buffer.prepare(most), asio::redirect_error(asio::use_awaitable, error));
   if (scope.expired()) co_return boost::beast::error::timeout;
   if (!error) buffer.commit(received);
   co_return error;
+}
+
+// The receive's outcome and its waiter, shared with the receive's completion handler: a connection
+// may be destroyed while its receive is pending (closing the socket aborts the receive, whose
+// completion runs later) and must not be reached from it then.
+struct PendingReceive::State {
+  using Waiter = asio::async_result<asio::use_awaitable_t<>, void()>::handler_type;
+  bool performed = false;  // the system call completed
+  bool completed = false;  // the completion ran
+  error_code error;
+  size_t bytes = 0;
+  size_t asked = 0;
+  std::optional<Waiter> waiter;
+};
+
+namespace {
+
+struct ReceiveCompletion {
+  std::shared_ptr<PendingReceive::State> state;
+  void operator()(const error_code& error, size_t bytes) const {
+    PendingReceive::State& outcome = *state;
+    outcome.performed = outcome.completed = true;
+    outcome.error = error;
+    outcome.bytes = bytes;
+    if (!outcome.waiter) return;
+    // Resumed last: the coroutine may start the next receive on the same state.
+    PendingReceive::State::Waiter waiter = std::move(*outcome.waiter);
+    outcome.waiter.reset();
+    std::move(waiter)();
+  }
+};
+
+}  // namespace
+
+PendingReceive::PendingReceive() : state_(std::make_shared<State>()) {}
+
+PendingReceive::~PendingReceive() = default;
+
+void PendingReceive::start(tcp::socket& socket, boost::beast::flat_buffer& buffer, size_t most, FirstRead first) {
+  State& state = *state_;
+  state.performed = state.completed = false;
+  state.error = {};
+  state.bytes = 0;
+  state.asked = most;
+  async_receive(socket, buffer.prepare(most), first, ReceiveCompletion{state_}, &state.performed);
+}
+
+bool PendingReceive::finished() const { return state_->performed; }
+
+bool PendingReceive::drained() const { return !state_->error && state_->bytes < state_->asked; }
+
+asio::awaitable<error_code> PendingReceive::wait(tcp::socket& socket, boost::beast::flat_buffer& buffer,
+                                                 Clock::time_point deadline) {
+  State& state = *state_;
+  if (!state.completed) {
+    DeadlineWatch::Scope scope(DeadlineWatch::of(socket.get_executor()), socket, deadline);
+    co_await asio::async_initiate<const asio::use_awaitable_t<>&, void()>(
+        [&state](State::Waiter waiter) { state.waiter.emplace(std::move(waiter)); }, asio::use_awaitable);
+    if (scope.expired()) co_return boost::beast::error::timeout;
+  }
+  if (!state.error) buffer.commit(state.bytes);
+  co_return state.error;
 }
 
 }  // namespace s1::router

@@ -15,6 +15,7 @@
 
 #include <array>
 #include <chrono>
+#include <memory>
 #include <optional>
 
 namespace s1::router {
@@ -66,11 +67,10 @@ class DeadlineWatch : public boost::asio::execution_context::service {
   Scope* last_ = nullptr;
 };
 
-// Writes every byte of `buffers`; beast::error::timeout when `deadline` passes first. `waited`, when
-// given, is set when the write had to wait for the socket (the event loop ran meanwhile).
+// Writes every byte of `buffers`; beast::error::timeout when `deadline` passes first.
 boost::asio::awaitable<boost::system::error_code> write_all(boost::asio::ip::tcp::socket& socket,
                                                             std::array<boost::asio::const_buffer, 2> buffers,
-                                                            Clock::time_point deadline, bool* waited = nullptr);
+                                                            Clock::time_point deadline);
 
 enum class FirstRead {
   // Read at once (on a non-blocking socket, without a trip through the event loop when something
@@ -89,5 +89,35 @@ boost::asio::awaitable<boost::system::error_code> read_some(boost::asio::ip::tcp
                                                             boost::beast::flat_buffer& buffer, size_t most,
                                                             Clock::time_point deadline,
                                                             FirstRead first = FirstRead::at_once);
+
+// A receive kept pending on a connection between its uses: what happens to an idle connection (the
+// peer closing it, bytes it should not have sent) is learnt from epoll's events instead of a system
+// call before each use, and the next reply's first read is already waiting when the reply arrives.
+// One receive at a time; used only from the thread running the socket's context.
+class PendingReceive {
+ public:
+  PendingReceive();
+  ~PendingReceive();
+  PendingReceive(const PendingReceive&) = delete;
+  PendingReceive& operator=(const PendingReceive&) = delete;
+
+  // Starts a receive of at most `most` bytes into `buffer`, which must be left alone until wait()
+  // returns. `first` as for read_some: after_event only when the socket was just seen empty and the
+  // event loop has not run since.
+  void start(boost::asio::ip::tcp::socket& socket, boost::beast::flat_buffer& buffer, size_t most, FirstRead first);
+  // The started receive's system call has completed (bytes, the end, an error or a cancellation),
+  // as far as this thread's event loop has been told.
+  bool finished() const;
+  // Waits for the started receive and appends its bytes to `buffer`; errors as read_some.
+  boost::asio::awaitable<boost::system::error_code> wait(boost::asio::ip::tcp::socket& socket,
+                                                         boost::beast::flat_buffer& buffer, Clock::time_point deadline);
+  // The last receive, waited for, got fewer bytes than it asked: the socket was then empty.
+  bool drained() const;
+
+  struct State;
+
+ private:
+  std::shared_ptr<State> state_;
+};
 
 }  // namespace s1::router

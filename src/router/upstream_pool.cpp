@@ -1,5 +1,6 @@
 #include "router/upstream_pool.h"
 
+#include "router/arena.h"
 #include "router/http_wire.h"
 #include "router/socket_io.h"
 
@@ -26,13 +27,6 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 using error_code = boost::system::error_code;
 
-// A pooled connection is reused only when a non-blocking peek shows it still open and silent.
-bool still_open(tcp::socket& socket) {
-  char byte = 0;
-  const ssize_t received = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  return received < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
-}
-
 api::ApiError unavailable(const std::string& pool) {
   return api::ApiError::make(api::ErrorCode::upstream_unavailable, "No worker of " + pool + " could be reached");
 }
@@ -45,26 +39,40 @@ api::ApiError deadline_passed() {
   return api::ApiError::make(api::ErrorCode::deadline_exceeded, "The request's deadline passed waiting for a worker");
 }
 
-// Reads one reply into `parser` with as few reads as it arrived in; what follows it stays in `buffer`.
-// `first` is how the first read starts (read_some).
-asio::awaitable<error_code> read_reply(tcp::socket& socket, beast::flat_buffer& buffer,
-                                       http::response_parser<http::string_body>& parser, size_t cap,
-                                       Clock::time_point deadline, FirstRead first) {
+// The header fields from the pooled connection's arena; the body into storage the caller lends.
+using ReplyParser = http::response_parser<http::string_body, ArenaAllocator<char>>;
+
+constexpr size_t reply_read_size = 16 * 1024;
+
+// Reads one reply into `parser` with as few reads as it arrived in, the first being `pending`'s
+// receive; what follows the reply stays in `buffer`. `drained` tells whether the last read got fewer
+// bytes than it asked, that is found the socket empty.
+asio::awaitable<error_code> read_reply(tcp::socket& socket, beast::flat_buffer& buffer, PendingReceive& pending,
+                                       ReplyParser& parser, size_t cap, Clock::time_point deadline, bool& drained) {
   error_code error;
-  bool need_read = buffer.size() == 0;
+  bool need_read = true;
+  bool first = true;
   while (true) {
     if (need_read) {
-      // Once the header told the body's size, the rest of it fits one read.
-      size_t most = 16 * 1024;
-      if (parser.is_header_done() && parser.content_length_remaining()) {
-        most = std::max<size_t>(most, static_cast<size_t>(*parser.content_length_remaining()));
+      if (first) {
+        error = co_await pending.wait(socket, buffer, deadline);
+        drained = pending.drained();
+        first = false;
+      } else {
+        // Once the header told the body's size, the rest of it fits one read.
+        size_t most = reply_read_size;
+        if (parser.is_header_done() && parser.content_length_remaining()) {
+          most = std::max<size_t>(most, static_cast<size_t>(*parser.content_length_remaining()));
+        }
+        const size_t before = buffer.size();
+        error = co_await read_some(socket, buffer, most, deadline);
+        drained = !error && buffer.size() - before < most;
       }
-      error = co_await read_some(socket, buffer, most, deadline, first);
-      first = FirstRead::at_once;
       if (error == asio::error::eof) {
         // The worker closed: complete only for a reply framed by the connection's end.
         error = parser.got_some() ? error_code{} : error_code(http::error::end_of_stream);
         if (!error) parser.put_eof(error);
+        drained = false;
         break;
       }
       if (error) break;
@@ -122,9 +130,13 @@ ParsedUrl parse_upstream_url(const std::string& url) {
 // A kept-alive connection to a worker with its read buffer, reused request after request.
 struct UpstreamPool::Connection {
   explicit Connection(tcp::socket connected) : socket(std::move(connected)) {}
-  tcp::socket socket;
+  // Destroyed after the socket, whose closing aborts a receive still pending into the buffer.
   beast::flat_buffer buffer;
+  PendingReceive receive;  // pending while the connection waits in the pool, and for each reply
+  tcp::socket socket;
+  std::string target;  // the request's, after the replica's base path
   std::string head;  // the request head being sent
+  Arena arena;  // the reply parser's header fields
 };
 
 struct UpstreamPool::Replica {
@@ -196,7 +208,7 @@ UpstreamPool::Replica* UpstreamPool::choose(const Replica* excluded) {
   return nullptr;
 }
 
-asio::awaitable<api::Result<UpstreamReply>> UpstreamPool::forward(UpstreamRequest request) {
+asio::awaitable<std::optional<api::ApiError>> UpstreamPool::forward(const UpstreamRequest& request, UpstreamReply& reply) {
   const auto executor = co_await asio::this_coro::executor;
   asio::execution_context& context = asio::query(executor, asio::execution::context);
   const Clock::time_point started = Clock::now();
@@ -213,10 +225,18 @@ asio::awaitable<api::Result<UpstreamReply>> UpstreamPool::forward(UpstreamReques
 
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (Clock::now() >= request.deadline) co_return deadline_passed();
-    // Take a verified-open pooled connection, else connect afresh. The check is a system call:
-    // made outside the lock, which the other HTTP threads take for their own connections.
+    // Take a pooled connection that is still open and silent, else connect afresh. Each pooled
+    // connection keeps a receive pending, which the worker's close, an error or bytes the worker
+    // should not have sent complete: such a connection is discarded here, known from epoll's
+    // events without a system call per request (formerly a recv(MSG_PEEK) each time).
+    //
+    // Why a request is never sent twice: it is retried on another replica only when its connect
+    // failed, that is before any byte of it was sent. A close that epoll has not yet reported to
+    // this thread (in flight, or in the batch of events being handled) is not seen here: the
+    // request is then written to a connection the worker is closing, its reply ends early, and the
+    // client gets 502 upstream_bad_response, never a resend, since a byte may have reached the worker.
+    // The peek this replaces had the same outcome for a close arriving just after it.
     std::unique_ptr<Connection> connection;
-    bool seen_silent = false;  // a pooled connection the peek found open with nothing to read
     while (!connection) {
       std::unique_ptr<Connection> candidate;
       {
@@ -229,10 +249,7 @@ asio::awaitable<api::Result<UpstreamReply>> UpstreamPool::forward(UpstreamReques
         }
       }
       if (!candidate) break;
-      if (still_open(candidate->socket)) {
-        connection = std::move(candidate);
-        seen_silent = true;
-      }
+      if (!candidate->receive.finished()) connection = std::move(candidate);
     }
     if (!connection) {
       error_code error;
@@ -261,6 +278,9 @@ asio::awaitable<api::Result<UpstreamReply>> UpstreamPool::forward(UpstreamReques
         continue;
       }
       connection = std::make_unique<Connection>(std::move(socket));
+      // The connect went through the event loop, which may have reported the socket's events
+      // already: this first receive tries the system call at once.
+      connection->receive.start(connection->socket, connection->buffer, reply_read_size, FirstRead::at_once);
     }
 
     ++replica->outstanding;
@@ -270,42 +290,45 @@ asio::awaitable<api::Result<UpstreamReply>> UpstreamPool::forward(UpstreamReques
     } release{replica};
 
     // Head and body in one write; the reply read with as few reads as it arrived in.
-    const std::string target = replica->address.base_path + request.target;
+    connection->target.assign(replica->address.base_path).append(request.target);
     connection->head.clear();
-    append_request_head(connection->head, RequestHead{target, replica->host, request.headers, request.request_id,
-                                                      settings_.credential, request.body.size()});
-    bool write_waited = false;
+    append_request_head(connection->head, RequestHead{connection->target, replica->host, request.headers.fields(),
+                                                      request.request_id, settings_.credential, request.body.size()});
     error_code error = co_await write_all(connection->socket, {asio::buffer(connection->head), asio::buffer(request.body)},
-                                          request.deadline, &write_waited);
-    http::response_parser<http::string_body> parser;
+                                          request.deadline);
+    reply.body.clear();
+    ReplyParser parser(std::piecewise_construct, std::make_tuple(std::move(reply.body)),
+                       std::make_tuple(ArenaAllocator<char>(connection->arena)));
     parser.body_limit(settings_.response_cap);
     parser.header_limit(64 * 1024);
-    // The reply cannot have arrived before the request: on a connection the peek just found silent,
-    // with no turn of the event loop since (the write did not wait), whatever arrives now raises an
-    // epoll edge still to be reported, so the first read waits for it instead of finding nothing.
-    // A fresh connection's connect went through the loop: its first read is tried at once.
-    const FirstRead first = seen_silent && !write_waited ? FirstRead::after_event : FirstRead::at_once;
+    // The reply's first read is the receive already pending: no read that finds nothing.
+    bool drained = false;
     if (!error) {
-      error = co_await read_reply(connection->socket, connection->buffer, parser, settings_.response_cap,
-                                  request.deadline, first);
+      error = co_await read_reply(connection->socket, connection->buffer, connection->receive, parser,
+                                  settings_.response_cap, request.deadline, drained);
     }
     if (!error) {
       auto response = parser.release();
-      UpstreamReply reply;
       reply.status = static_cast<int>(response.result_int());
+      reply.headers.clear();
       for (const auto& field : response) {
         const std::string_view name = field.name_string();
         if (is_hop_by_hop(name) || beast::iequals(name, "content-length")) continue;
-        reply.headers.emplace_back(std::string(name), std::string(field.value()));
+        reply.headers.add(name, field.value());
       }
       reply.body = std::move(response.body());
       reply.seconds = std::chrono::duration<double>(Clock::now() - started).count();
       if (response.keep_alive() && connection->buffer.size() == 0) {
+        // The last read found the socket empty and the event loop has not run since: whatever
+        // arrives next raises an epoll event still to be reported, and the receive can wait for it
+        // without trying first. Else the receive tries at once what may already be there.
+        connection->receive.start(connection->socket, connection->buffer, reply_read_size,
+                                  drained ? FirstRead::after_event : FirstRead::at_once);
         std::lock_guard lock(replica->idle_mutex);
         replica->idle.emplace_back(&context, std::move(connection));
       }
       if (observer_.on_request) observer_.on_request(replica->url, "ok");
-      co_return reply;
+      co_return std::nullopt;
     }
     if (error == beast::error::timeout) {
       if (observer_.on_request) observer_.on_request(replica->url, "timeout");

@@ -3,6 +3,7 @@
 // replicas, pooled keep-alive connections, one retry only for a failed connect, health polling.
 
 #include "api/errors.h"
+#include "router/header_list.h"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
@@ -41,9 +42,11 @@ struct ParsedUrl {
 // Throws std::invalid_argument naming the URL when it is not http://host[:port][/path].
 ParsedUrl parse_upstream_url(const std::string& url);
 
+// Request and reply are meant to be kept per client connection and refilled: their strings and
+// lists keep their storage from one request to the next.
 struct UpstreamReply {
   int status = 0;
-  std::vector<api::Header> headers;  // end-to-end headers only
+  HeaderList headers;  // end-to-end headers only
   std::string body;
   double seconds = 0.0;
 };
@@ -51,7 +54,7 @@ struct UpstreamReply {
 struct UpstreamRequest {
   std::string target;  // path and query, e.g. /v1/systemone?trace=1
   std::string body;
-  std::vector<api::Header> headers;  // already stripped of hop-by-hop, Host, Cookie, Authorization
+  HeaderList headers;  // already stripped of hop-by-hop, Host, Cookie, Authorization
   std::string request_id;
   Clock::time_point deadline;
 };
@@ -81,8 +84,9 @@ class UpstreamPool {
   boost::asio::awaitable<void> poll_health();
 
   // One exchange with a worker: 502 upstream_unavailable, 502 upstream_bad_response or
-  // 504 deadline_exceeded as §7.2 says, else the worker's reply whatever its status.
-  boost::asio::awaitable<api::Result<UpstreamReply>> forward(UpstreamRequest request);
+  // 504 deadline_exceeded as §7.2 says, else nullopt and the worker's reply, whatever its status, in
+  // `reply` (its storage reused; its body's too). Both must outlive the exchange.
+  boost::asio::awaitable<std::optional<api::ApiError>> forward(const UpstreamRequest& request, UpstreamReply& reply);
 
   static bool is_hop_by_hop(std::string_view header_name);
 

@@ -7,10 +7,11 @@
 namespace s1::server {
 namespace {
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
+// Compared in place, without a lower-cased copy: asked for headers of every request.
+bool equals_ignoring_case(std::string_view text, std::string_view lower_case) {
+  return text.size() == lower_case.size() &&
+         std::equal(text.begin(), text.end(), lower_case.begin(),
+                    [](unsigned char a, unsigned char b) { return std::tolower(a) == b; });
 }
 
 std::string_view trim(std::string_view text) {
@@ -71,7 +72,7 @@ std::string_view route_label(Route route) {
 bool authorized(std::string_view header, std::span<const std::string> keys) {
   header = trim(header);
   const size_t space = header.find(' ');
-  if (space == std::string_view::npos || lower(header.substr(0, space)) != "bearer") return false;
+  if (space == std::string_view::npos || !equals_ignoring_case(header.substr(0, space), "bearer")) return false;
   const std::string_view presented = trim(header.substr(space + 1));
   bool match = false;
   for (const std::string& key : keys) match |= constant_time_equal(presented, key);
@@ -81,7 +82,7 @@ bool authorized(std::string_view header, std::span<const std::string> keys) {
 bool acceptable_content_type(std::string_view content_type) {
   std::string_view rest = content_type;
   const size_t semicolon = rest.find(';');
-  if (lower(trim(rest.substr(0, semicolon))) != "application/json") return false;
+  if (!equals_ignoring_case(trim(rest.substr(0, semicolon)), "application/json")) return false;
   if (semicolon == std::string_view::npos) return true;
   rest.remove_prefix(semicolon + 1);
   while (true) {
@@ -89,18 +90,18 @@ bool acceptable_content_type(std::string_view content_type) {
     const std::string_view parameter = trim(rest.substr(0, next));
     const size_t equals = parameter.find('=');
     if (equals == std::string_view::npos) return false;
-    if (lower(trim(parameter.substr(0, equals))) != "charset") return false;
+    if (!equals_ignoring_case(trim(parameter.substr(0, equals)), "charset")) return false;
     std::string_view value = trim(parameter.substr(equals + 1));
     if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
-    if (lower(value) != "utf-8") return false;
+    if (!equals_ignoring_case(value, "utf-8")) return false;
     if (next == std::string_view::npos) return true;
     rest.remove_prefix(next + 1);
   }
 }
 
 bool acceptable_content_encoding(std::string_view content_encoding) {
-  const std::string value = lower(trim(content_encoding));
-  return value.empty() || value == "identity";
+  const std::string_view value = trim(content_encoding);
+  return value.empty() || equals_ignoring_case(value, "identity");
 }
 
 bool valid_request_id(std::string_view id) {
@@ -110,17 +111,16 @@ bool valid_request_id(std::string_view id) {
   });
 }
 
-std::string fresh_request_id() {
+void assign_fresh_request_id(std::string& id) {
   thread_local std::mt19937_64 generator{std::random_device{}()};
   static constexpr char digits[] = "0123456789abcdef";
-  std::string id(32, '0');
+  id.assign(32, '0');
   uint64_t bits = 0;
   for (size_t i = 0; i < id.size(); ++i) {
     if (i % 16 == 0) bits = generator();
     id[i] = digits[bits & 0xF];
     bits >>= 4;
   }
-  return id;
 }
 
 }  // namespace s1::server

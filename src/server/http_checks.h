@@ -32,6 +32,7 @@ bool acceptable_content_encoding(std::string_view content_encoding);
 
 // The client's x-request-id when it matches [A-Za-z0-9._:+/=-]{1,128}.
 bool valid_request_id(std::string_view id);
-std::string fresh_request_id();
+// 32 random hex digits written over `id` (its storage reused: one per connection).
+void assign_fresh_request_id(std::string& id);
 
 }  // namespace s1::server

@@ -5,7 +5,9 @@
 #include "api/response.h"
 #include "router/body_rewrite.h"
 #include "router/buffered_parse.h"
+#include "router/arena.h"
 #include "router/decisions_relay.h"
+#include "router/header_list.h"
 #include "router/http_wire.h"
 #include "router/socket_io.h"
 #include "server/http_checks.h"
@@ -18,6 +20,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <charconv>
 #include <cerrno>
@@ -43,11 +46,17 @@ constexpr auto idle_timeout = std::chrono::seconds(75);
 constexpr auto write_timeout = std::chrono::seconds(30);
 constexpr size_t header_limit = 64 * 1024;
 
+// A request's header fields come from its connection's arena; its body into storage the connection
+// lends (the forwarded request's, which keeps its capacity).
+using RequestParser = http::request_parser<http::string_body, router::ArenaAllocator<char>>;
+using Request = http::request<http::string_body, http::basic_fields<router::ArenaAllocator<char>>>;
+
 struct Reply {
   int status = 200;
-  std::vector<api::Header> headers;
+  router::HeaderList headers;
   std::string body;
-  std::string content_type = "application/json";
+  // A literal, or the worker's value held by the connection's UpstreamReply until the next request.
+  std::string_view content_type = "application/json";
   bool close = false;  // the connection cannot be reused (unread body, broken upload)
   bool send = true;    // false: the client is gone, nothing to write
   std::string rejected;  // metrics reason, when rejected before inference
@@ -56,7 +65,7 @@ struct Reply {
 Reply error_reply(const api::ApiError& error, Route route) {
   Reply reply;
   reply.status = api::http_status(error.code);
-  reply.headers = error.headers;
+  for (const auto& [name, value] : error.headers) reply.headers.add(name, value);
   reply.body = route == Route::decisions ? api::openai_error_body(error) : api::system_one_error_body(error);
   switch (error.code) {
     case api::ErrorCode::overloaded: reply.rejected = "overloaded"; break;
@@ -82,11 +91,30 @@ std::string format_milliseconds(double seconds) {
   return std::string(text, written.ptr);
 }
 
+// "upstream;dur=" and the milliseconds as format_milliseconds writes them, in `text`: no allocation
+// on the forwarding path.
+std::string_view upstream_timing(std::array<char, 64>& text, double seconds) {
+  constexpr std::string_view prefix = "upstream;dur=";
+  std::copy(prefix.begin(), prefix.end(), text.begin());
+  char* const end = text.data() + text.size();
+  const auto written = std::to_chars(text.data() + prefix.size(), end, seconds * 1000.0, std::chars_format::fixed, 3);
+  return {text.data(), static_cast<size_t>(written.ptr - text.data())};
+}
+
 struct Connection : std::enable_shared_from_this<Connection> {
   explicit Connection(tcp::socket socket) : stream(std::move(socket)) {}
   beast::tcp_stream stream;
   std::string head;  // the reply head being written, reused request after request
   bool idle = true;  // waiting for a request's headers; touched only on the connection's thread
+  // Kept from one request to the next, so that a forwarded request allocates nothing once the
+  // connection has served one of its size: the request's header fields, its id, the exchange with
+  // the worker, and the reply's headers and body, given back after each write.
+  router::Arena arena;
+  std::string request_id;
+  router::UpstreamRequest upstream;
+  router::UpstreamReply upstream_reply;
+  router::HeaderList spare_headers;
+  std::string spare_body;
 };
 
 enum class ClientState { quiet, sent_more, gone };
@@ -149,21 +177,21 @@ struct HttpServer::Impl {
 
   asio::awaitable<void> accept_loop();
   asio::awaitable<void> session(std::shared_ptr<Connection> connection);
-  asio::awaitable<Reply> handle(Connection& connection, http::request_parser<http::string_body>& parser,
+  asio::awaitable<Reply> handle(Connection& connection, RequestParser& parser,
                                 beast::flat_buffer& buffer, Clock::time_point deadline, const std::string& request_id,
                                 Route& route, bool& head_only);
-  asio::awaitable<bool> read_body(Connection& connection, http::request_parser<http::string_body>& parser,
+  asio::awaitable<bool> read_body(Connection& connection, RequestParser& parser,
                                   beast::flat_buffer& buffer, Clock::time_point deadline, Route route, Reply& failure);
-  asio::awaitable<Reply> decide(Connection& connection, Route route, http::request<http::string_body> request,
+  asio::awaitable<Reply> decide(Connection& connection, Route route, Request request,
                                 Clock::time_point deadline, const std::string& request_id);
   asio::awaitable<Reply> run_locally(Connection& connection, Route route, std::shared_ptr<api::DecisionRequest> request,
                                      std::optional<api::DecisionsRequest> decisions,
                                      const registry::ServedModel& served, Clock::time_point deadline);
   // Takes the request's body: it is sent upstream as is.
-  asio::awaitable<Reply> forward_systemone(http::request<http::string_body>& request, const std::string& name_used,
+  asio::awaitable<Reply> forward_systemone(Connection& connection, Request& request, const std::string& name_used,
                                            router::UpstreamPool& pool, Clock::time_point deadline,
                                            const std::string& request_id);
-  asio::awaitable<Reply> forward_decisions(const http::request<http::string_body>& request,
+  asio::awaitable<Reply> forward_decisions(const Request& request,
                                            const api::DecisionsRequest& decisions, const registry::ServedModel& served,
                                            Clock::time_point deadline, const std::string& request_id);
   void begin_drain();
@@ -296,7 +324,9 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn
   }
   beast::flat_buffer buffer;
   while (!draining.load()) {
-    http::request_parser<http::string_body> parser;
+    connection->upstream.body.clear();
+    RequestParser parser(std::piecewise_construct, std::make_tuple(std::move(connection->upstream.body)),
+                         std::make_tuple(router::ArenaAllocator<char>(connection->arena)));
     parser.header_limit(header_limit);
     parser.body_limit(std::numeric_limits<std::uint64_t>::max());  // the body limit is applied after the earlier checks (§4.4)
     connection->idle = true;
@@ -311,11 +341,11 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn
     ++in_flight;  // the gauge is set when /metrics is read: no shared lock per request
 
     const auto& request = parser.get();
-    std::string request_id;
+    std::string& request_id = connection->request_id;
     if (request.count("x-request-id") == 1 && valid_request_id(request["x-request-id"])) {
-      request_id = std::string(request["x-request-id"]);
+      request_id.assign(request["x-request-id"]);
     } else {
-      request_id = fresh_request_id();
+      assign_fresh_request_id(request_id);
     }
     const unsigned version = request.version();
     bool keep_alive = request.keep_alive();
@@ -333,12 +363,16 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn
       connection->head.clear();
       router::append_response_head(connection->head,
                                    router::ResponseHead{reply.status, version, reply.content_type, request_id,
-                                                        reply.headers, keep_alive, has_body ? reply.body.size() : 0});
+                                                        reply.headers.fields(), keep_alive,
+                                                        has_body ? reply.body.size() : 0});
       const std::string_view body = has_body && !head_only ? std::string_view(reply.body) : std::string_view();
       error = co_await router::write_all(connection->stream.socket(), {asio::buffer(connection->head), asio::buffer(body)},
                                          Clock::now() + write_timeout);
     }
     --in_flight;
+    // The reply's storage serves the next one.
+    connection->spare_headers = std::move(reply.headers);
+    connection->spare_body = std::move(reply.body);
     if (error) spdlog::debug("response write failed: {}", error.message());
     if (error || !reply.send || !keep_alive) break;
   }
@@ -349,8 +383,7 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn
   connections.erase(registration);
 }
 
-asio::awaitable<bool> HttpServer::Impl::read_body(Connection& connection,
-                                                  http::request_parser<http::string_body>& parser,
+asio::awaitable<bool> HttpServer::Impl::read_body(Connection& connection, RequestParser& parser,
                                                   beast::flat_buffer& buffer, Clock::time_point deadline,
                                                   Route route, Reply& failure) {
   if (parser.is_done()) co_return true;
@@ -387,7 +420,7 @@ asio::awaitable<bool> HttpServer::Impl::read_body(Connection& connection,
   co_return false;
 }
 
-asio::awaitable<Reply> HttpServer::Impl::handle(Connection& connection, http::request_parser<http::string_body>& parser,
+asio::awaitable<Reply> HttpServer::Impl::handle(Connection& connection, RequestParser& parser,
                                                 beast::flat_buffer& buffer, Clock::time_point deadline,
                                                 const std::string& request_id, Route& route, bool& head_only) {
   const auto& request = parser.get();
@@ -474,7 +507,7 @@ asio::awaitable<Reply> HttpServer::Impl::handle(Connection& connection, http::re
 }
 
 asio::awaitable<Reply> HttpServer::Impl::decide(Connection& connection, Route route,
-                                                http::request<http::string_body> http_request,
+                                                Request http_request,
                                                 Clock::time_point deadline, const std::string& request_id) {
   // The router checks only `model` before forwarding (§7.1): a scan applies the strict-JSON rules
   // without building the document, which only a locally served request needs.
@@ -496,7 +529,7 @@ asio::awaitable<Reply> HttpServer::Impl::decide(Connection& connection, Route ro
       }
       const registry::ServedModel* served = name_used ? registry.resolve(*name_used) : nullptr;
       if (served != nullptr && served->pool) {
-        co_return co_await forward_systemone(http_request, *name_used, *served->pool, deadline, request_id);
+        co_return co_await forward_systemone(connection, http_request, *name_used, *served->pool, deadline, request_id);
       }
     }
   }
@@ -531,20 +564,19 @@ asio::awaitable<Reply> HttpServer::Impl::decide(Connection& connection, Route ro
   if (served->pool && decisions) {
     co_return co_await forward_decisions(http_request, *decisions, *served, deadline, request_id);
   }
-  if (served->pool) co_return co_await forward_systemone(http_request, served->name, *served->pool, deadline, request_id);
+  if (served->pool) {
+    co_return co_await forward_systemone(connection, http_request, served->name, *served->pool, deadline, request_id);
+  }
   co_return co_await run_locally(connection, route, std::move(request), std::move(decisions), *served, deadline);
 }
 
 namespace {
 
-// End-to-end request headers a worker may see: no hop-by-hop, Host, Cookie, client credentials,
-// or framing the router recomputes.
-std::vector<api::Header> forwardable_headers(const http::request<http::string_body>& request) {
-  std::vector<std::string> named_by_connection;
-  for (const auto& token : http::token_list(request[http::field::connection])) {
-    named_by_connection.emplace_back(token);
-  }
-  std::vector<api::Header> headers;
+// End-to-end request headers a worker may see, into `headers`: no hop-by-hop, Host, Cookie, client
+// credentials, or framing the router recomputes.
+void forwardable_headers(const Request& request, router::HeaderList& headers) {
+  const auto named_by_connection = http::token_list(request[http::field::connection]);
+  headers.clear();
   for (const auto& field : request) {
     const std::string_view name = field.name_string();
     if (router::UpstreamPool::is_hop_by_hop(name) || beast::iequals(name, "host") || beast::iequals(name, "cookie") ||
@@ -553,47 +585,54 @@ std::vector<api::Header> forwardable_headers(const http::request<http::string_bo
       continue;
     }
     const bool listed = std::any_of(named_by_connection.begin(), named_by_connection.end(),
-                                    [&](const std::string& token) { return beast::iequals(token, name); });
-    if (!listed) headers.emplace_back(std::string(name), std::string(field.value()));
+                                    [&](const auto& token) { return beast::iequals(token, name); });
+    if (!listed) headers.add(name, field.value());
   }
-  return headers;
 }
 
-std::string query_of(std::string_view target) {
+std::string_view query_of(std::string_view target) {
   const size_t question = target.find('?');
-  return question == std::string_view::npos ? "" : std::string(target.substr(question));
+  return question == std::string_view::npos ? std::string_view() : target.substr(question);
 }
 
 }  // namespace
 
-asio::awaitable<Reply> HttpServer::Impl::forward_systemone(http::request<http::string_body>& request,
+asio::awaitable<Reply> HttpServer::Impl::forward_systemone(Connection& connection, Request& request,
                                                            const std::string& name_used, router::UpstreamPool& pool,
                                                            Clock::time_point deadline, const std::string& request_id) {
-  router::UpstreamRequest upstream;
-  upstream.target = "/v1/systemone" + query_of(request.target());
-  upstream.body = name_used == pool.upstream_model() ? std::move(request.body())
-                                                     : router::with_model(request.body(), pool.upstream_model());
-  upstream.headers = forwardable_headers(request);
+  router::UpstreamRequest& upstream = connection.upstream;
+  upstream.target.assign("/v1/systemone").append(query_of(request.target()));
+  if (name_used == pool.upstream_model()) {
+    upstream.body = std::move(request.body());
+  } else {
+    upstream.body = router::with_model(request.body(), pool.upstream_model());
+  }
+  forwardable_headers(request, upstream.headers);
   upstream.request_id = request_id;
   upstream.deadline = deadline;
-  auto outcome = co_await pool.forward(std::move(upstream));
-  if (!outcome) co_return error_reply(outcome.error(), Route::systemone);
+  router::UpstreamReply& outcome = connection.upstream_reply;
+  outcome.body = std::move(connection.spare_body);
+  auto failed = co_await pool.forward(upstream, outcome);
+  if (failed) co_return error_reply(*failed, Route::systemone);
   Reply reply;
-  reply.status = outcome->status;
-  reply.content_type.clear();
-  for (auto& [name, value] : outcome->headers) {
+  reply.headers = std::move(connection.spare_headers);
+  reply.headers.clear();
+  reply.status = outcome.status;
+  reply.content_type = {};
+  for (const auto& [name, value] : outcome.headers) {
     if (beast::iequals(name, "content-type")) {
       reply.content_type = value;
     } else {
-      reply.headers.emplace_back(std::move(name), std::move(value));
+      reply.headers.add(name, value);
     }
   }
-  reply.headers.emplace_back("Server-Timing", "upstream;dur=" + format_milliseconds(outcome->seconds));
-  reply.body = std::move(outcome->body);
+  std::array<char, 64> timing;
+  reply.headers.add("Server-Timing", upstream_timing(timing, outcome.seconds));
+  reply.body = std::move(outcome.body);
   co_return reply;
 }
 
-asio::awaitable<Reply> HttpServer::Impl::forward_decisions(const http::request<http::string_body>& request,
+asio::awaitable<Reply> HttpServer::Impl::forward_decisions(const Request& request,
                                                            const api::DecisionsRequest& decisions,
                                                            const registry::ServedModel& served,
                                                            Clock::time_point deadline, const std::string& request_id) {
@@ -601,23 +640,24 @@ asio::awaitable<Reply> HttpServer::Impl::forward_decisions(const http::request<h
   api::Json body = api::decisions_to_system_one_body(decisions);
   body["model"] = pool.upstream_model();
   router::UpstreamRequest upstream;
-  upstream.target = "/v1/systemone" + query_of(request.target());
+  upstream.target.assign("/v1/systemone").append(query_of(request.target()));
   api::append_json(upstream.body, body);
-  upstream.headers = forwardable_headers(request);
+  forwardable_headers(request, upstream.headers);
   upstream.request_id = request_id;
   upstream.deadline = deadline;
-  auto outcome = co_await pool.forward(std::move(upstream));
-  if (!outcome) co_return error_reply(outcome.error(), Route::decisions);
+  router::UpstreamReply outcome;
+  if (auto failed = co_await pool.forward(upstream, outcome)) co_return error_reply(*failed, Route::decisions);
   Reply reply;
-  reply.status = outcome->status;
-  if (outcome->status != 200) {
-    reply.body = router::openai_error_from_worker(outcome->status, outcome->body);
+  reply.status = outcome.status;
+  if (outcome.status != 200) {
+    reply.body = router::openai_error_from_worker(outcome.status, outcome.body);
     co_return reply;
   }
-  auto result = router::decisions_result_from_worker(decisions, outcome->body, served.name);
+  auto result = router::decisions_result_from_worker(decisions, outcome.body, served.name);
   if (!result) co_return error_reply(result.error(), Route::decisions);
   reply.body = api::serialize_decisions_response(decisions, result.value());
-  reply.headers.emplace_back("Server-Timing", "upstream;dur=" + format_milliseconds(outcome->seconds));
+  std::array<char, 64> timing;
+  reply.headers.add("Server-Timing", upstream_timing(timing, outcome.seconds));
   co_return reply;
 }
 
@@ -713,8 +753,8 @@ asio::awaitable<Reply> HttpServer::Impl::run_locally(Connection& connection, Rou
   Reply reply;
   reply.body = route == Route::decisions ? api::serialize_decisions_response(*decisions, result)
                                          : api::serialize_system_one_response(*request, result);
-  reply.headers.emplace_back("Server-Timing", "queue;dur=" + format_milliseconds(outcome.queue_seconds) +
-                                                  ", infer;dur=" + format_milliseconds(outcome.inference_seconds));
+  reply.headers.add("Server-Timing", "queue;dur=" + format_milliseconds(outcome.queue_seconds) +
+                                         ", infer;dur=" + format_milliseconds(outcome.inference_seconds));
   co_return reply;
 }
 

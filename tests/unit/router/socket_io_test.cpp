@@ -272,6 +272,8 @@ struct Exchange {
   std::optional<api::ErrorCode> error;
 };
 
+std::vector<api::Header> fields_of(const HeaderList& headers) { return {headers.begin(), headers.end()}; }
+
 std::vector<Exchange> forward_all(const std::vector<std::vector<std::string>>& replies, size_t requests,
                                   std::chrono::milliseconds timeout = 5000ms, size_t cap = 1024) {
   asio::io_context io;
@@ -287,15 +289,16 @@ std::vector<Exchange> forward_all(const std::vector<std::vector<std::string>>& r
       UpstreamRequest request;
       request.target = "/v1/systemone";
       request.body = R"({"model":"canned"})";
-      request.headers = {{"Content-Type", "application/json"}};
+      request.headers.add("Content-Type", "application/json");
       request.request_id = "r" + std::to_string(i);
       request.deadline = Clock::now() + timeout;
-      auto outcome = co_await pool.forward(std::move(request));
+      UpstreamReply reply;
+      const auto failed = co_await pool.forward(request, reply);
       Exchange exchange;
-      if (outcome) {
-        exchange.reply = std::move(outcome.value());
+      if (failed) {
+        exchange.error = failed->code;
       } else {
-        exchange.error = outcome.error().code;
+        exchange.reply = std::move(reply);
       }
       exchanges.push_back(std::move(exchange));
     }
@@ -321,7 +324,7 @@ TEST(UpstreamExchange, ContentLengthRepliesInPiecesOverOneKeptAliveConnection) {
   EXPECT_EQ(exchanges[1].reply->status, 422);
   EXPECT_EQ(exchanges[1].reply->body, "{}");
   const std::vector<api::Header> expected = {{"X-Worker", "w"}};
-  EXPECT_EQ(exchanges[1].reply->headers, expected);
+  EXPECT_EQ(fields_of(exchanges[1].reply->headers), expected);
 }
 
 // A server's pools outlive its I/O contexts: their kept-alive sockets must be closed before the
@@ -341,7 +344,8 @@ TEST(UpstreamExchange, KeptAliveConnectionsCloseBeforeTheirContextGoes) {
       request.target = "/v1/systemone";
       request.body = "{}";
       request.deadline = Clock::now() + 5s;
-      replied = (co_await pool->forward(std::move(request))).ok();
+      UpstreamReply reply;
+      replied = !co_await pool->forward(request, reply);
       io.stop();
     }, asio::detached);
     io.run();
@@ -357,7 +361,7 @@ TEST(UpstreamExchange, ChunkedReplyIsReassembled) {
   ASSERT_TRUE(exchanges.at(0).reply);
   EXPECT_EQ(exchanges[0].reply->body, "{\"a\":1}");
   const std::vector<api::Header> expected = {{"Content-Type", "application/json"}};
-  EXPECT_EQ(exchanges[0].reply->headers, expected);  // Transfer-Encoding is hop-by-hop
+  EXPECT_EQ(fields_of(exchanges[0].reply->headers), expected);  // Transfer-Encoding is hop-by-hop
 }
 
 TEST(UpstreamExchange, ReplyFramedByTheConnectionsEnd) {
@@ -387,6 +391,102 @@ TEST(UpstreamExchange, OversizeAndBrokenRepliesAreBadResponses) {
     ASSERT_EQ(exchanges.size(), 1u);
     EXPECT_EQ(exchanges[0].error, api::ErrorCode::upstream_bad_response) << reply.at(0);
   }
+}
+
+// A kept-alive connection the worker closes while it waits in the pool is known closed from its
+// pending receive: the next request goes over a fresh connection and succeeds, and the storage the
+// caller lends for the reply is reused.
+TEST(UpstreamExchange, ConnectionClosedWhileIdleIsReplacedBeforeTheNextRequest) {
+  asio::io_context io;
+  CannedWorker worker(io);
+  UpstreamSettings settings;
+  settings.urls = {worker.url()};
+  UpstreamPool pool("canned", settings);
+  asio::co_spawn(io, worker.serve({{"HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\n{\"a\":1}", ""}}), asio::detached);
+  std::vector<int> statuses;
+  std::vector<std::string> bodies;
+  asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+    UpstreamRequest request;
+    request.target = "/v1/systemone";
+    request.body = "{}";
+    UpstreamReply reply;
+    for (int i = 0; i < 2; ++i) {
+      if (i == 1) {
+        // The worker closed the first connection; the second one serves the next request.
+        asio::co_spawn(io, worker.serve({{"HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\n{\"a\":2}"}}), asio::detached);
+        asio::steady_timer pause(co_await asio::this_coro::executor, 50ms);
+        co_await pause.async_wait(asio::use_awaitable);
+      }
+      request.deadline = Clock::now() + 5s;
+      const auto failed = co_await pool.forward(request, reply);
+      statuses.push_back(failed ? static_cast<int>(failed->code) : reply.status);
+      bodies.push_back(reply.body);
+    }
+    io.stop();
+  }, asio::detached);
+  io.run();
+  EXPECT_EQ(statuses, (std::vector<int>{200, 200}));
+  EXPECT_EQ(bodies, (std::vector<std::string>{"{\"a\":1}", "{\"a\":2}"}));
+  EXPECT_EQ(worker.requests.size(), 2u);
+  pool.close_idle_connections();
+}
+
+// The pending receive: what arrives while nobody waits is known (finished) and handed to the next
+// wait; a wait keeps its deadline; a socket closed under a pending receive is left safely.
+TEST(PendingReceive, LearnsOfBytesAndClosesFromEpollAndHandsThemToTheWait) {
+  asio::io_context io;
+  Loopback pair(io);
+  run(io, [&]() -> asio::awaitable<void> {
+    beast::flat_buffer buffer;
+    PendingReceive receive;
+    receive.start(pair.near, buffer, 1024, FirstRead::after_event);
+    EXPECT_FALSE(receive.finished());
+    asio::write(pair.far, asio::buffer(std::string("early")));
+    asio::steady_timer pause(co_await asio::this_coro::executor, 20ms);
+    co_await pause.async_wait(asio::use_awaitable);
+    EXPECT_TRUE(receive.finished());  // before anyone waits
+    EXPECT_FALSE(co_await receive.wait(pair.near, buffer, Clock::now() + 5s));
+    EXPECT_EQ(text(buffer), "early");
+    EXPECT_TRUE(receive.drained());
+
+    receive.start(pair.near, buffer, 1024, FirstRead::after_event);
+    asio::steady_timer later(co_await asio::this_coro::executor, 20ms);
+    later.async_wait([&](const error_code&) { asio::write(pair.far, asio::buffer(std::string(" late"))); });
+    EXPECT_FALSE(co_await receive.wait(pair.near, buffer, Clock::now() + 5s));
+    EXPECT_EQ(text(buffer), "early late");
+
+    receive.start(pair.near, buffer, 4, FirstRead::after_event);
+    asio::write(pair.far, asio::buffer(std::string("abcdef")));
+    EXPECT_FALSE(co_await receive.wait(pair.near, buffer, Clock::now() + 5s));
+    EXPECT_FALSE(receive.drained());  // got all it asked: more may be there
+    receive.start(pair.near, buffer, 1024, FirstRead::at_once);
+    EXPECT_FALSE(co_await receive.wait(pair.near, buffer, Clock::now() + 5s));
+    EXPECT_EQ(text(buffer), "early lateabcdef");
+
+    receive.start(pair.near, buffer, 1024, FirstRead::after_event);
+    const Clock::time_point started = Clock::now();
+    EXPECT_EQ(co_await receive.wait(pair.near, buffer, started + 30ms), beast::error::timeout);
+    EXPECT_GE(Clock::now() - started, 30ms);
+
+    receive.start(pair.near, buffer, 1024, FirstRead::after_event);
+    pair.far.shutdown(tcp::socket::shutdown_send);
+    co_await pause.async_wait(asio::use_awaitable);
+    pause.expires_after(20ms);
+    co_await pause.async_wait(asio::use_awaitable);
+    EXPECT_TRUE(receive.finished());
+    EXPECT_EQ(co_await receive.wait(pair.near, buffer, Clock::now() + 5s), asio::error::eof);
+
+    // Closed while pending: the aborted receive completes later, reaching only its own state.
+    auto doomed = std::make_unique<PendingReceive>();
+    tcp::socket other(co_await asio::this_coro::executor);
+    other.open(tcp::v4());
+    other.non_blocking(true);
+    doomed->start(other, buffer, 1024, FirstRead::after_event);
+    other.close();
+    doomed.reset();
+    pause.expires_after(5ms);
+    co_await pause.async_wait(asio::use_awaitable);
+  });
 }
 
 TEST(UpstreamExchange, SlowWorkerMeetsTheDeadline) {

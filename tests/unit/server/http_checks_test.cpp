@@ -55,10 +55,13 @@ TEST(RequestId, ValidatesClientIdsAndMintsFreshOnes) {
   EXPECT_FALSE(valid_request_id(std::string(129, 'a')));
   EXPECT_FALSE(valid_request_id(""));
   EXPECT_FALSE(valid_request_id("a b"));
-  const std::string fresh = fresh_request_id();
+  std::string fresh = "a longer client id that the fresh one replaces whole";
+  assign_fresh_request_id(fresh);
   EXPECT_EQ(fresh.size(), 32U);
   EXPECT_EQ(fresh.find_first_not_of("0123456789abcdef"), std::string::npos);
-  EXPECT_NE(fresh, fresh_request_id());
+  std::string next;
+  assign_fresh_request_id(next);
+  EXPECT_NE(fresh, next);
 }
 
 }  // namespace
