@@ -1,14 +1,15 @@
 #include "model/bert/bert_model.h"
 
+#include <algorithm>
+#include <bit>
+#include <stdexcept>
+#include <string>
+
 #include "kernels/attention.h"
 #include "kernels/convert.h"
 #include "kernels/layer_norm.h"
 #include "kernels/team.h"
 #include "model/checkpoint/load_error.h"
-
-#include <algorithm>
-#include <stdexcept>
-#include <string>
 
 namespace s1::bert {
 namespace {
@@ -35,6 +36,18 @@ class WeightNames {
   const Checkpoint& weights_;
   std::string prefix_;
 };
+
+// Each team thread's rows: an equal share of the `used` packed rows, rounded up to a granule that keeps
+// the matmuls' row counts few (PackedLinear builds a primitive per row count; about 8–16 per octave
+// here). fp32 rounds shares to 4 rows: its GEMM time follows the row count, and a 16-row share of a
+// padded total (the split before) ran 48 rows per thread for an 87-token state and 64 for a 100-token
+// one, against 44 and 52 now. bf16 keeps 16, one AMX tile of rows.
+size_t rows_per_thread(size_t used, size_t threads, kernels::Precision precision) {
+  const size_t share = (used + threads - 1) / threads;
+  const size_t min_granule = precision == kernels::Precision::bf16 ? 16 : 4;
+  const size_t granule = std::max(min_granule, std::bit_ceil(share) / 16);
+  return (share + granule - 1) / granule * granule;
+}
 
 }  // namespace
 
@@ -128,7 +141,9 @@ std::span<const float> BertEncoder::forward(std::span<const std::span<const int3
     used += ids.size();
   }
   if (used == 0) return {};
-  const size_t rows = kernels::padded_row_count(used);
+  const auto threads = static_cast<size_t>(kernels::thread_count());
+  const size_t per_thread = rows_per_thread(used, threads, precision_);
+  const size_t rows = per_thread * threads;
   embed(sequences, rows);
   // Rows no sequence owns are never written by attention: zeros, so the matmuls read finite values.
   if (precision_ == kernels::Precision::bf16) {
@@ -143,19 +158,19 @@ std::span<const float> BertEncoder::forward(std::span<const std::span<const int3
     intermediate_.resize(rows * inner);
     std::fill(context_.begin() + static_cast<std::ptrdiff_t>(used * width), context_.end(), 0.0F);
   }
-  kernels::run_team([&](kernels::Team& team) { run_layers(team, rows); });
+  kernels::run_team([&](kernels::Team& team) { run_layers(team, rows, per_thread); });
   return std::span<const float>(hidden_).first(used * width);
 }
 
-void BertEncoder::run_layers(kernels::Team& team, size_t rows) {
+void BertEncoder::run_layers(kernels::Team& team, size_t rows, size_t per_thread) {
   const auto width = static_cast<size_t>(config_.hidden_size);
   const auto inner = static_cast<size_t>(config_.intermediate_size);
   const auto heads = static_cast<size_t>(config_.num_attention_heads);
   const auto head_dim = static_cast<size_t>(config_.head_dim());
   const auto eps = static_cast<float>(config_.layer_norm_eps);
   const bool bf16 = precision_ == kernels::Precision::bf16;
-  // Shares in whole 16-row blocks: the matmuls see few distinct row counts (one primitive each).
-  const kernels::Team::Range mine = team.share(rows, 16);
+  // One granule per thread (several where OpenMP gave the team fewer threads than asked).
+  const kernels::Team::Range mine = team.share(rows, per_thread);
   const auto own = [&](auto& buffer, size_t columns) {
     return std::span(buffer).subspan(mine.begin * columns, mine.size() * columns);
   };
@@ -181,8 +196,8 @@ void BertEncoder::run_layers(kernels::Team& team, size_t rows) {
                                      mine.begin, mine.end, std::span<kernels::Bf16Bits>(context_bf16_), precision_);
       layer.attention_output.forward_accumulate(own(context_bf16_, width), hidden);
     } else {
-      kernels::packed_attention_rows(layout_, qkv, heads, head_dim, 0, mine.begin, mine.end,
-                                     std::span<float>(context_), precision_);
+      kernels::packed_attention_rows(layout_, qkv, heads, head_dim, 0, mine.begin, mine.end, std::span<float>(context_),
+                                     precision_);
       layer.attention_output.forward_accumulate(own(context_, width), hidden);
     }
     kernels::layer_norm(hidden, layer.attention_norm_weight, layer.attention_norm_bias, eps, hidden);

@@ -5,14 +5,19 @@
 // Batches are packed rather than padded: the rows of every sequence lie back to back, so a short
 // candidate next to a long state costs only its own tokens. The linear layers and LayerNorms work
 // row by row whatever sequence a row belongs to; attention runs per sequence, which is
-// the padding mask in its exact form — no token ever attends to another sequence's rows. The row
-// count is rounded up to a few sizes per octave so that oneDNN builds few matmul primitives; the
-// extra rows are zeros that no sequence reads.
+// the padding mask in its exact form — no token ever attends to another sequence's rows. Each
+// thread's row count is rounded up to a few sizes per octave so that oneDNN builds few matmul
+// primitives; the extra rows are zeros that no sequence reads.
 //
 // The whole forward runs in one parallel region (kernels::run_team): each thread takes its share of
 // the rows through every op of every layer and the threads meet once per layer, after the Q/K/V
 // projection, because attention reads the keys and values of rows another thread projected. Opening
 // a region per op instead cost a thread wake-up each (~5 per layer), which dominated one sequence.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
 
 #include "kernels/attention.h"
 #include "kernels/linear.h"
@@ -20,11 +25,6 @@
 #include "kernels/team.h"
 #include "model/bert/config.h"
 #include "model/checkpoint/checkpoint.h"
-
-#include <cstddef>
-#include <cstdint>
-#include <span>
-#include <vector>
 
 namespace s1::bert {
 
@@ -65,8 +65,9 @@ class BertEncoder {
   std::vector<float> embedding_norm_weight_, embedding_norm_bias_;
   std::vector<Layer> layers_;
 
-  // Every layer over this thread's share of the `rows` packed rows (the whole forward after embed).
-  void run_layers(kernels::Team& team, size_t rows);
+  // Every layer over this thread's share of the `rows` packed rows, `per_thread` of them (the whole
+  // forward after embed).
+  void run_layers(kernels::Team& team, size_t rows, size_t per_thread);
 
   // Scratch, reused across calls. qkv_ is double-buffered: a thread may write the next layer's Q/K/V
   // rows while another still reads this layer's keys and values, so one barrier per layer suffices.
