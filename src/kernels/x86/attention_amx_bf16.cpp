@@ -83,51 +83,10 @@ inline void store_bf16_32(std::uint16_t* destination, __m512 low, __m512 high) {
   _mm512_storeu_si512(destination, std::bit_cast<__m512i>(_mm512_cvtne2ps_pbh(high, low)));
 }
 
-// Writes dword l of row p, for 16 rows of 16 dwords (rows source_stride bytes apart, only the first
-// `valid` of them read, the rest taken as zeros), to destination[p·destination_stride + l]: a 16×16
-// transpose in registers. One gather per output row cost as much as 16 loads and was the hottest
-// spot of the kernel.
-inline void transpose_dwords_16x16(const std::uint8_t* source, std::size_t source_stride, std::size_t valid,
-                                   std::uint32_t* destination, std::size_t destination_stride) {
-  // All lanes kept: the same instructions as the unmasked forms, whose GCC 12 definitions pass
-  // _mm512_undefined_epi32() and fail -Werror=uninitialized once inlined (GCC bug 105593).
-  constexpr __mmask16 every_dword = 0xFFFF;
-  constexpr __mmask8 every_qword = 0xFF;
-  __m512i row[16];
-  for (std::size_t l = 0; l < 16; ++l)
-    row[l] = l < valid ? _mm512_loadu_si512(source + l * source_stride) : _mm512_setzero_si512();
-  // Within each 128-bit lane k: pairs of rows, then quadruples, interleaved, so that
-  // quad[4g + e] lane k holds dword 4k + e of rows 4g..4g+3.
-  __m512i pair[16];
-  for (std::size_t r = 0; r < 16; r += 2) {
-    pair[r] = _mm512_maskz_unpacklo_epi32(every_dword, row[r], row[r + 1]);
-    pair[r + 1] = _mm512_maskz_unpackhi_epi32(every_dword, row[r], row[r + 1]);
-  }
-  __m512i quad[16];
-  for (std::size_t g = 0; g < 16; g += 4) {
-    quad[g] = _mm512_maskz_unpacklo_epi64(every_qword, pair[g], pair[g + 2]);
-    quad[g + 1] = _mm512_maskz_unpackhi_epi64(every_qword, pair[g], pair[g + 2]);
-    quad[g + 2] = _mm512_maskz_unpacklo_epi64(every_qword, pair[g + 1], pair[g + 3]);
-    quad[g + 3] = _mm512_maskz_unpackhi_epi64(every_qword, pair[g + 1], pair[g + 3]);
-  }
-  // Output row 4k + e gathers lane k of quad[e], quad[4 + e], quad[8 + e], quad[12 + e].
-  for (std::size_t e = 0; e < 4; ++e) {
-    const __m512i low01 = _mm512_maskz_shuffle_i32x4(every_dword, quad[e], quad[4 + e], 0x44);
-    const __m512i low23 = _mm512_maskz_shuffle_i32x4(every_dword, quad[e], quad[4 + e], 0xEE);
-    const __m512i high01 = _mm512_maskz_shuffle_i32x4(every_dword, quad[8 + e], quad[12 + e], 0x44);
-    const __m512i high23 = _mm512_maskz_shuffle_i32x4(every_dword, quad[8 + e], quad[12 + e], 0xEE);
-    std::uint32_t* out = destination + e * destination_stride;
-    _mm512_storeu_si512(out, _mm512_maskz_shuffle_i32x4(every_dword, low01, high01, 0x88));
-    _mm512_storeu_si512(out + 4 * destination_stride, _mm512_maskz_shuffle_i32x4(every_dword, low01, high01, 0xDD));
-    _mm512_storeu_si512(out + 8 * destination_stride, _mm512_maskz_shuffle_i32x4(every_dword, low23, high23, 0x88));
-    _mm512_storeu_si512(out + 12 * destination_stride, _mm512_maskz_shuffle_i32x4(every_dword, low23, high23, 0xDD));
-  }
-}
-
 // C[4 + n] += A · B_n for n < count (2 or 4), where A is in tile 0 (multiply_accumulate) or tile 3
 // (multiply_accumulate_a3) and B_n is 16×32 bytes at b + n·b_step (bytes), rows b_stride bytes apart.
 // Tile numbers are immediates of the instructions, hence one definition for both through a macro.
-#define S1_DEFINE_MULTIPLY_ACCUMULATE(name, a_tile)                                                    \
+#define S1_DEFINE_MULTIPLY_ACCUMULATE(name, a_tile)                                                      \
   inline void name(const std::uint8_t* b, std::size_t b_step, std::size_t b_stride, std::size_t count) { \
     const auto stride = static_cast<long>(b_stride);                                                     \
     _tile_loadd(1, b, stride);                                                                           \
@@ -267,8 +226,7 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
       const __m256i second =
           j + 1 < length ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v1 + c)) : _mm256_setzero_si256();
       const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1);
-      _mm512_storeu_si512(scratch.values_pairs.data() + (j / 2) * d + c,
-                          _mm512_permutexvar_epi16(interleave, both));
+      _mm512_storeu_si512(scratch.values_pairs.data() + (j / 2) * d + c, _mm512_permutexvar_epi16(interleave, both));
     }
   }
   for (std::size_t j = 0; task.v_bf16 == nullptr && j < length; j += 2) {
@@ -278,8 +236,7 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
       const __m512 first = _mm512_loadu_ps(v0 + c);
       const __m512 second = j + 1 < length ? _mm512_loadu_ps(v1 + c) : _mm512_setzero_ps();
       const __m512i both = std::bit_cast<__m512i>(_mm512_cvtne2ps_pbh(second, first));
-      _mm512_storeu_si512(scratch.values_pairs.data() + (j / 2) * d + c,
-                          _mm512_permutexvar_epi16(interleave, both));
+      _mm512_storeu_si512(scratch.values_pairs.data() + (j / 2) * d + c, _mm512_permutexvar_epi16(interleave, both));
     }
   }
 
@@ -355,9 +312,8 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
       zero_accumulators();
       for (std::size_t j = begin; j < end_padded; j += tile_depth) {
         _tile_loadd(0, scratch.weights.data() + j, static_cast<long>(padded * sizeof(std::uint16_t)));
-        multiply_accumulate(
-            reinterpret_cast<const std::uint8_t*>(scratch.values_pairs.data() + (j / 2) * d + c0),
-            16 * sizeof(std::uint32_t), d * sizeof(std::uint32_t), count);
+        multiply_accumulate(reinterpret_cast<const std::uint8_t*>(scratch.values_pairs.data() + (j / 2) * d + c0),
+                            16 * sizeof(std::uint32_t), d * sizeof(std::uint32_t), count);
       }
       store_accumulators(scratch.block_out.data() + c0, d * sizeof(float), count);
     }

@@ -17,6 +17,7 @@ constexpr std::size_t block_rows = 8;
 
 struct Scratch {
   std::vector<float> keys_transposed;  // [head_dim][padded length]
+  std::vector<float> key_rows;         // [16][head_dim] 16 keys after RoPE
   std::vector<float> queries;          // [block_rows][head_dim], pre-scaled
   std::vector<float> scores;           // [block_rows][padded length]
   std::vector<float> rotated;          // [head_dim] one query or key after RoPE
@@ -30,8 +31,8 @@ Scratch& thread_scratch() {
 
 // scores[r][j0 .. j0+16·vectors) = Σ_c q[r][c] · kT[c][j0 ..]
 template <std::size_t vectors>
-void score_block(const float* queries, const float* keys_transposed, std::size_t padded, std::size_t d,
-                 std::size_t j0, float* scores) {
+void score_block(const float* queries, const float* keys_transposed, std::size_t padded, std::size_t d, std::size_t j0,
+                 float* scores) {
   __m512 acc[block_rows][vectors];
 #pragma GCC unroll 8
   for (std::size_t r = 0; r < block_rows; ++r)
@@ -40,8 +41,7 @@ void score_block(const float* queries, const float* keys_transposed, std::size_t
   for (std::size_t c = 0; c < d; ++c) {
     __m512 k[vectors];
 #pragma GCC unroll 2
-    for (std::size_t v = 0; v < vectors; ++v)
-      k[v] = _mm512_loadu_ps(keys_transposed + c * padded + j0 + 16 * v);
+    for (std::size_t v = 0; v < vectors; ++v) k[v] = _mm512_loadu_ps(keys_transposed + c * padded + j0 + 16 * v);
 #pragma GCC unroll 8
     for (std::size_t r = 0; r < block_rows; ++r) {
       const __m512 q = _mm512_set1_ps(queries[r * d + c]);
@@ -56,9 +56,9 @@ void score_block(const float* queries, const float* keys_transposed, std::size_t
 }
 
 // out[r][c0 .. c0+32) = inverse_sum[r] · Σ_{begin ≤ j < end} p[r][j] · v[j][c0 ..], lanes beyond d masked.
-void weighted_values(const float* scores, std::size_t padded, std::size_t begin, std::size_t end,
-                     const float* values, std::size_t stride, std::size_t d, std::size_t c0,
-                     const float* inverse_sum, float* const* out_rows) {
+void weighted_values(const float* scores, std::size_t padded, std::size_t begin, std::size_t end, const float* values,
+                     std::size_t stride, std::size_t d, std::size_t c0, const float* inverse_sum,
+                     float* const* out_rows) {
   const __mmask16 low = first_lanes(d - c0);
   const __mmask16 high = d > c0 + 16 ? first_lanes(d - c0 - 16) : static_cast<__mmask16>(0);
   __m512 acc[block_rows][2];
@@ -93,7 +93,7 @@ void attention_head_avx512(const AttentionHeadTask& bf16_or_fp32_task) {
   const std::size_t length = task.length;
   const std::size_t padded = (length + 15) / 16 * 16;
   Scratch& scratch = thread_scratch();
-  scratch.keys_transposed.assign(d * padded, 0.0F);
+  scratch.keys_transposed.resize(d * padded);
   scratch.queries.resize(block_rows * d);
   scratch.scores.resize(block_rows * padded);
   float* keys_transposed = scratch.keys_transposed.data();
@@ -108,9 +108,26 @@ void attention_head_avx512(const AttentionHeadTask& bf16_or_fp32_task) {
                     scratch.rotated.data());
     return static_cast<const float*>(scratch.rotated.data());
   };
-  for (std::size_t j = 0; j < length; ++j) {
-    const float* k = head_row(task.k, j);
-    for (std::size_t c = 0; c < d; ++c) keys_transposed[c * padded + j] = k[c];
+  // Kᵀ, 16 keys × 16 channels per dword transpose in registers (a scalar store per value was a fifth
+  // of the kernel); the transpose writes the padding keys of the last block as zeros. Rotated keys go
+  // to 16 rows first.
+  scratch.key_rows.resize(16 * d);
+  for (std::size_t j0 = 0; j0 < length; j0 += 16) {
+    const std::size_t valid = std::min<std::size_t>(16, length - j0);
+    const float* rows = task.k + j0 * task.qkv_stride;
+    std::size_t row_stride = task.qkv_stride;
+    if (task.rope_cosines != nullptr) {
+      for (std::size_t r = 0; r < valid; ++r) std::copy_n(head_row(task.k, j0 + r), d, scratch.key_rows.data() + r * d);
+      rows = scratch.key_rows.data();
+      row_stride = d;
+    }
+    std::size_t c = 0;
+    for (; c + 16 <= d; c += 16)
+      transpose_dwords_16x16(reinterpret_cast<const std::uint8_t*>(rows + c), row_stride * sizeof(float), valid,
+                             reinterpret_cast<std::uint32_t*>(keys_transposed + c * padded + j0), padded);
+    for (; c < d; ++c)
+      for (std::size_t r = 0; r < 16; ++r)
+        keys_transposed[c * padded + j0 + r] = r < valid ? rows[r * row_stride + c] : 0.0F;
   }
 
   const std::size_t query_stop = std::min(task.query_stop(), length);
@@ -118,9 +135,14 @@ void attention_head_avx512(const AttentionHeadTask& bf16_or_fp32_task) {
   for (std::size_t i0 = task.query_begin; i0 < query_stop; i0 += block_rows) {
     const std::size_t rows = std::min(block_rows, query_stop - i0);
     std::fill(scratch.queries.begin(), scratch.queries.end(), 0.0F);
+    const __m512 scale = _mm512_set1_ps(task.scale);
     for (std::size_t r = 0; r < rows; ++r) {
       const float* q = head_row(task.q, i0 + r);
-      for (std::size_t c = 0; c < d; ++c) scratch.queries[r * d + c] = q[c] * task.scale;
+      for (std::size_t c = 0; c < d; c += 16) {
+        const __mmask16 lanes = first_lanes(d - c);
+        _mm512_mask_storeu_ps(scratch.queries.data() + r * d + c, lanes,
+                              _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, q + c), scale));
+      }
     }
 
     // Keys this block can see, [begin, end), widened to whole vectors (padding keys are zero, then

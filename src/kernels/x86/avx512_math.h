@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 
 namespace s1::kernels::x86 {
@@ -33,8 +34,8 @@ inline __m512 exp_vector(__m512 x) {
 // directly, so there is no cancellation in the negative tail.
 inline __m512 gelu_vector(__m512 x) {
   const __m512 z = _mm512_mul_ps(_mm512_abs_ps(x), _mm512_set1_ps(0.70710678118654752F));
-  const __m512 t = _mm512_div_ps(_mm512_set1_ps(1.0F),
-                                 _mm512_fmadd_ps(z, _mm512_set1_ps(0.3275911F), _mm512_set1_ps(1.0F)));
+  const __m512 t =
+      _mm512_div_ps(_mm512_set1_ps(1.0F), _mm512_fmadd_ps(z, _mm512_set1_ps(0.3275911F), _mm512_set1_ps(1.0F)));
   __m512 p = _mm512_set1_ps(1.061405429F);
   p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.453152027F));
   p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741F));
@@ -68,6 +69,48 @@ inline void rotate_half_row(const float* x, std::size_t d, const float* cosines,
   }
 }
 
+// Writes dword l of row p, for 16 rows of 16 dwords (rows source_stride bytes apart, only the first
+// `valid` of them read, the rest taken as zeros), to destination[p·destination_stride + l]: a 16×16
+// transpose in registers: the attention kernels' key layouts (fp32 keys as they are, bf16 keys as
+// channel pairs), where one gather per output row, or one scalar store per value, was the kernel's
+// hottest spot.
+inline void transpose_dwords_16x16(const std::uint8_t* source, std::size_t source_stride, std::size_t valid,
+                                   std::uint32_t* destination, std::size_t destination_stride) {
+  // All lanes kept: the same instructions as the unmasked forms, whose GCC 12 definitions pass
+  // _mm512_undefined_epi32() and fail -Werror=uninitialized once inlined (GCC bug 105593).
+  constexpr __mmask16 every_dword = 0xFFFF;
+  constexpr __mmask8 every_qword = 0xFF;
+  __m512i row[16];
+  for (std::size_t l = 0; l < 16; ++l)
+    row[l] = l < valid ? _mm512_loadu_si512(source + l * source_stride) : _mm512_setzero_si512();
+  // Within each 128-bit lane k: pairs of rows, then quadruples, interleaved, so that
+  // quad[4g + e] lane k holds dword 4k + e of rows 4g..4g+3.
+  __m512i pair[16];
+  for (std::size_t r = 0; r < 16; r += 2) {
+    pair[r] = _mm512_maskz_unpacklo_epi32(every_dword, row[r], row[r + 1]);
+    pair[r + 1] = _mm512_maskz_unpackhi_epi32(every_dword, row[r], row[r + 1]);
+  }
+  __m512i quad[16];
+  for (std::size_t g = 0; g < 16; g += 4) {
+    quad[g] = _mm512_maskz_unpacklo_epi64(every_qword, pair[g], pair[g + 2]);
+    quad[g + 1] = _mm512_maskz_unpackhi_epi64(every_qword, pair[g], pair[g + 2]);
+    quad[g + 2] = _mm512_maskz_unpacklo_epi64(every_qword, pair[g + 1], pair[g + 3]);
+    quad[g + 3] = _mm512_maskz_unpackhi_epi64(every_qword, pair[g + 1], pair[g + 3]);
+  }
+  // Output row 4k + e gathers lane k of quad[e], quad[4 + e], quad[8 + e], quad[12 + e].
+  for (std::size_t e = 0; e < 4; ++e) {
+    const __m512i low01 = _mm512_maskz_shuffle_i32x4(every_dword, quad[e], quad[4 + e], 0x44);
+    const __m512i low23 = _mm512_maskz_shuffle_i32x4(every_dword, quad[e], quad[4 + e], 0xEE);
+    const __m512i high01 = _mm512_maskz_shuffle_i32x4(every_dword, quad[8 + e], quad[12 + e], 0x44);
+    const __m512i high23 = _mm512_maskz_shuffle_i32x4(every_dword, quad[8 + e], quad[12 + e], 0xEE);
+    std::uint32_t* out = destination + e * destination_stride;
+    _mm512_storeu_si512(out, _mm512_maskz_shuffle_i32x4(every_dword, low01, high01, 0x88));
+    _mm512_storeu_si512(out + 4 * destination_stride, _mm512_maskz_shuffle_i32x4(every_dword, low01, high01, 0xDD));
+    _mm512_storeu_si512(out + 8 * destination_stride, _mm512_maskz_shuffle_i32x4(every_dword, low23, high23, 0x88));
+    _mm512_storeu_si512(out + 12 * destination_stride, _mm512_maskz_shuffle_i32x4(every_dword, low23, high23, 0xDD));
+  }
+}
+
 inline float sum_vector(__m512 v) { return _mm512_reduce_add_ps(v); }
 
 // Mask selecting the first `count` (≤ 16) lanes.
@@ -85,8 +128,7 @@ inline float softmax_numerators(float* scores, std::size_t visible, std::size_t 
   __m512 sum = _mm512_setzero_ps();
   for (std::size_t j = 0; j < end; j += 16) {
     const __mmask16 valid = j < visible ? first_lanes(visible - j) : static_cast<__mmask16>(0);
-    const __m512 e =
-        _mm512_maskz_mov_ps(valid, exp_vector(_mm512_sub_ps(_mm512_loadu_ps(scores + j), row_max)));
+    const __m512 e = _mm512_maskz_mov_ps(valid, exp_vector(_mm512_sub_ps(_mm512_loadu_ps(scores + j), row_max)));
     _mm512_storeu_ps(scores + j, e);
     sum = _mm512_add_ps(sum, e);
   }
