@@ -14,6 +14,7 @@
 #include "decide/prompt.h"
 #include "support/engine_runs.h"
 #include "support/fixtures.h"
+#include "support/reference_answers.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 
@@ -131,21 +132,7 @@ TEST(CuaS1Engine, AnswersLikeTheTransformersReference) {
   EXPECT_EQ(info.question_types, std::vector{api::QuestionType::choice});
   EXPECT_EQ(info.max_choice_options, 26U);
   EXPECT_EQ(info.confidence_method, "entropy");
-  for (const api::Json& line : read_jsonl(fixture_dir() / "expected.jsonl")) {
-    const api::DecisionRequest request = typed_request(line["request"]);
-    const auto [input_tokens, answers] = test::run_engine(*model.engine, request);
-    EXPECT_EQ(input_tokens, line["input_tokens"].get<int64_t>());
-    for (std::size_t q = 0; q < request.questions.size(); ++q) {
-      const api::Json& expected = line["answers"][request.questions[q].key];
-      const api::Answer& got = answers[q];
-      EXPECT_EQ(request.questions[q].options[got.choice_index].name, expected["choice"].get<std::string>());
-      EXPECT_NEAR(got.confidence, expected["confidence"].get<double>(), 1e-5);
-      std::size_t i = 0;
-      for (const auto& [name, p] : expected["probabilities"].items()) {
-        EXPECT_NEAR(got.probabilities.at(i++), p.get<double>(), 1e-5) << request.questions[q].key << "/" << name;
-      }
-    }
-  }
+  EXPECT_GT(test::expect_reference_answers(*model.engine, fixture_dir() / "expected.jsonl", 1e-5), 0U);
 }
 
 TEST(CuaS1Engine, RefusesOtherQuestionTypesAndTooManyOptions) {

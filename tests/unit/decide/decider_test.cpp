@@ -13,6 +13,7 @@
 #include "decide/contract_table.h"
 #include "support/engine_runs.h"
 #include "support/fixtures.h"
+#include "support/reference_answers.h"
 #include "text/tokenizer.h"
 
 namespace s1::decide {
@@ -272,27 +273,7 @@ TEST(DeciderEngine, AnswersLikeTheTransformersReference) {
   const runtime::ModelInfo info = model.engine->info();
   EXPECT_EQ(info.question_types.size(), 3U);
   EXPECT_EQ(info.max_choice_options, 255U);
-  for (const api::Json& line : read_jsonl(fixture_dir() / "expected.jsonl")) {
-    const api::DecisionRequest request = typed_request(line["request"]);
-    const auto [input_tokens, answers] = test::run_engine(*model.engine, request);
-    EXPECT_EQ(input_tokens, line["input_tokens"].get<int64_t>());
-    for (std::size_t q = 0; q < request.questions.size(); ++q) {
-      const api::Json& expected = line["answers"][request.questions[q].key];
-      const api::Answer& got = answers[q];
-      if (got.type == api::QuestionType::noul) {
-        EXPECT_NEAR(got.probabilities[0], expected["noul"].get<double>(), 1e-4) << request.questions[q].key;
-        continue;
-      }
-      EXPECT_NEAR(got.confidence, expected["confidence"].get<double>(), 1e-4) << request.questions[q].key;
-      std::size_t i = 0;
-      for (const auto& [name, p] : expected["probabilities"].items()) {
-        EXPECT_NEAR(got.probabilities[i++], p.get<double>(), 1e-4) << request.questions[q].key << " " << name;
-      }
-      if (got.type == api::QuestionType::score) {
-        EXPECT_NEAR(got.score, expected["score"].get<double>(), 1e-4);
-      }
-    }
-  }
+  EXPECT_GT(test::expect_reference_answers(*model.engine, fixture_dir() / "expected.jsonl", 1e-4), 0U);
 }
 
 TEST(DeciderEngine, RefusesLongRowsAndUnrenderableQuestions) {

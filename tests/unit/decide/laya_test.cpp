@@ -20,6 +20,7 @@
 #include "model/checkpoint/load_error.h"
 #include "support/engine_runs.h"
 #include "support/fixtures.h"
+#include "support/reference_answers.h"
 #include "text/tokenizer.h"
 
 namespace s1::decide {
@@ -170,30 +171,7 @@ TEST(LayaEngine, AnswersLikeLaya) {
   LoadedModel model = load_model(fixture_dir().string());
   EXPECT_EQ(model.name, "tiny-laya");
   EXPECT_EQ(model.engine->info().confidence_method, "entropy");
-  for (const api::Json& line : read_jsonl(fixture_dir() / "expected.jsonl")) {
-    const api::DecisionRequest request = typed_request(line["request"]);
-    const auto [input_tokens, answers] = test::run_engine(*model.engine, request);
-    EXPECT_EQ(input_tokens, line["input_tokens"].get<int64_t>());
-    for (std::size_t q = 0; q < request.questions.size(); ++q) {
-      const api::Question& question = request.questions[q];
-      const api::Json& expected = line["answers"][question.key];
-      const api::Answer& got = answers[q];
-      if (question.type == api::QuestionType::noul) {
-        EXPECT_NEAR(got.probabilities[0], expected["noul"].get<double>(), wire_tolerance) << question.key;
-        continue;
-      }
-      if (question.type == api::QuestionType::choice) {
-        EXPECT_EQ(question.options[got.choice_index].name, expected["choice"].get<std::string>()) << question.key;
-      } else {
-        EXPECT_NEAR(got.score, expected["score"].get<double>(), wire_tolerance) << question.key;
-      }
-      EXPECT_NEAR(got.confidence, expected["confidence"].get<double>(), wire_tolerance) << question.key;
-      std::size_t i = 0;
-      for (const auto& [label, p] : expected["probabilities"].items()) {
-        EXPECT_NEAR(got.probabilities.at(i++), p.get<double>(), wire_tolerance) << question.key << "/" << label;
-      }
-    }
-  }
+  EXPECT_GT(test::expect_reference_answers(*model.engine, fixture_dir() / "expected.jsonl", wire_tolerance), 0U);
 }
 
 TEST(LayaEngine, RefusesTooManyQuestionsAndMarkers) {

@@ -15,6 +15,7 @@
 #include "model/checkpoint/load_error.h"
 #include "support/engine_runs.h"
 #include "support/fixtures.h"
+#include "support/reference_answers.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 
@@ -111,26 +112,6 @@ TEST(Lfm2CandidatesReadout, SoftmaxOfLogLikelihoodsAndEntropyConfidence) {
   }
 }
 
-void expect_reference_answers(runtime::Engine& engine) {
-  std::size_t questions = 0;
-  for (const api::Json& line : read_jsonl(fixture_dir() / "expected.jsonl")) {
-    const api::DecisionRequest request = typed_request(line["request"]);
-    const auto [input_tokens, answers] = test::run_engine(engine, request);
-    EXPECT_EQ(input_tokens, line["input_tokens"].get<int64_t>());
-    for (std::size_t q = 0; q < request.questions.size(); ++q, ++questions) {
-      const api::Json& expected = line["answers"][request.questions[q].key];
-      const api::Answer& got = answers[q];
-      EXPECT_EQ(request.questions[q].options[got.choice_index].name, expected["choice"].get<std::string>());
-      EXPECT_NEAR(got.confidence, expected["confidence"].get<double>(), 1e-5);
-      std::size_t i = 0;
-      for (const auto& [name, p] : expected["probabilities"].items()) {
-        EXPECT_NEAR(got.probabilities.at(i++), p.get<double>(), 1e-5) << request.questions[q].key << "/" << name;
-      }
-    }
-  }
-  EXPECT_EQ(questions, 6U);
-}
-
 TEST(Lfm2CandidatesEngine, AnswersLikeTheTransformersReference) {
   LoadedModel model = load_model(fixture_dir().string());
   EXPECT_EQ(model.name, "tiny-lfm2");
@@ -138,17 +119,17 @@ TEST(Lfm2CandidatesEngine, AnswersLikeTheTransformersReference) {
   EXPECT_EQ(info.question_types, std::vector{api::QuestionType::choice});
   EXPECT_EQ(info.max_choice_options, 255U);
   EXPECT_EQ(info.confidence_method, "entropy");
-  expect_reference_answers(*model.engine);
+  EXPECT_EQ(test::expect_reference_answers(*model.engine, fixture_dir() / "expected.jsonl", 1e-5), 6U);
 }
 
 TEST(Lfm2CandidatesEngine, BatchSizeDoesNotChangeAnswers) {
   Lfm2CandidatesSettings settings;
   settings.candidate_batch_size = 1;
   const auto one_by_one = make_lfm2_candidates_engine(fixture_dir(), settings);
-  expect_reference_answers(*one_by_one);
+  EXPECT_EQ(test::expect_reference_answers(*one_by_one, fixture_dir() / "expected.jsonl", 1e-5), 6U);
   settings.candidate_batch_size = 5;
   const auto in_fives = make_lfm2_candidates_engine(fixture_dir(), settings);
-  expect_reference_answers(*in_fives);
+  EXPECT_EQ(test::expect_reference_answers(*in_fives, fixture_dir() / "expected.jsonl", 1e-5), 6U);
 }
 
 TEST(Lfm2CandidatesEngine, RefusesOtherQuestionTypes) {
@@ -179,25 +160,7 @@ TEST(Lfm2ChatCheckpoint, ServedByTheLabelTokenContractLikeTransformers) {
   }
   std::ofstream(dir / "s1serve.json") << R"({"contract": "label-token", "name": "tiny-lfm2-chat", "precision": "fp32"})";
   LoadedModel model = load_model(dir.string());
-  std::size_t questions = 0;
-  for (const api::Json& line : read_jsonl(fixture_dir() / "label_token_expected.jsonl")) {
-    const api::DecisionRequest request = typed_request(line["request"]);
-    const auto [input_tokens, answers] = test::run_engine(*model.engine, request);
-    EXPECT_EQ(input_tokens, line["input_tokens"].get<int64_t>());
-    for (std::size_t q = 0; q < request.questions.size(); ++q, ++questions) {
-      const api::Json& expected = line["answers"][request.questions[q].key];
-      const api::Answer& got = answers[q];
-      if (expected["type"].get<std::string>() == "noul") {
-        EXPECT_NEAR(got.probabilities.at(0), expected["noul"].get<double>(), 1e-5);
-        continue;
-      }
-      std::size_t i = 0;
-      for (const auto& [name, p] : expected["probabilities"].items()) {
-        EXPECT_NEAR(got.probabilities.at(i++), p.get<double>(), 1e-5) << request.questions[q].key << "/" << name;
-      }
-    }
-  }
-  EXPECT_EQ(questions, 4U);
+  EXPECT_EQ(test::expect_reference_answers(*model.engine, fixture_dir() / "label_token_expected.jsonl", 1e-5), 4U);
   std::filesystem::remove_all(dir);
 }
 

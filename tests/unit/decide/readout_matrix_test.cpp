@@ -15,6 +15,7 @@
 #include "decide/contract_table.h"
 #include "model/checkpoint/load_error.h"
 #include "support/fixtures.h"
+#include "support/reference_answers.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 
@@ -234,43 +235,6 @@ TEST(CodeReadoutReadout, TemperatureOnceNoulSidesAndConfidence) {
   EXPECT_EQ(code_readout_answer(api::QuestionType::choice, broken, 1.0).error().code, api::ErrorCode::internal_error);
 }
 
-// Every request of expected.jsonl through prepare → run → finish against the Transformers reference.
-std::size_t expect_reference_answers(runtime::Engine& engine, const std::filesystem::path& expected_file,
-                                     double tolerance) {
-  std::size_t compared = 0;
-  for (const api::Json& line : read_jsonl(expected_file)) {
-    const api::DecisionRequest request = typed_request(line["request"]);
-    auto plan = engine.prepare(request, {});
-    if (!plan) {
-      ADD_FAILURE() << plan.error().message;
-      continue;
-    }
-    EXPECT_EQ(plan.value()->input_tokens, line["input_tokens"].get<int64_t>());
-    auto raw = engine.run(*plan.value());
-    auto answers = engine.finish(request, *plan.value(), std::move(raw.value()));
-    EXPECT_TRUE(answers);
-    for (std::size_t q = 0; answers && q < request.questions.size(); ++q) {
-      const api::Json& expected = line["answers"][request.questions[q].key];
-      const api::Answer& got = answers.value()[q];
-      const std::string where = request.questions[q].key;
-      ++compared;
-      if (got.type == api::QuestionType::noul) {
-        EXPECT_NEAR(got.probabilities.at(0), expected["noul"].get<double>(), tolerance) << where;
-        continue;
-      }
-      EXPECT_NEAR(got.confidence, expected["confidence"].get<double>(), tolerance) << where;
-      std::size_t i = 0;
-      for (const auto& [name, p] : expected["probabilities"].items()) {
-        EXPECT_NEAR(got.probabilities.at(i++), p.get<double>(), tolerance) << where << "/" << name;
-      }
-      if (got.type == api::QuestionType::score) {
-        EXPECT_NEAR(got.score, expected["score"].get<double>(), tolerance) << where;
-      }
-    }
-  }
-  return compared;
-}
-
 TEST(CodeReadoutEngine, AnswersLikeTheTransformersReference) {
   for (const auto& [fixture, questions] : {std::pair{"tiny-d3", 18U}, std::pair{"tiny-pplx", 9U}}) {
     LoadedModel model = load_model(fixture_dir(fixture).string());
@@ -280,7 +244,7 @@ TEST(CodeReadoutEngine, AnswersLikeTheTransformersReference) {
     EXPECT_EQ(info.max_choice_options, 255U);
     EXPECT_EQ(info.confidence_method, "linear");
     // fp32 both sides; what is left is summation order over ~200-token rows (about 3e-6 at most).
-    EXPECT_EQ(expect_reference_answers(*model.engine, fixture_dir(fixture) / "expected.jsonl", 1e-5), questions);
+    EXPECT_EQ(test::expect_reference_answers(*model.engine, fixture_dir(fixture) / "expected.jsonl", 1e-5), questions);
   }
 }
 

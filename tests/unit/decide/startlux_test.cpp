@@ -18,6 +18,7 @@
 #include "model/checkpoint/load_error.h"
 #include "support/engine_runs.h"
 #include "support/fixtures.h"
+#include "support/reference_answers.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 
@@ -313,33 +314,7 @@ TEST(StartLuxEngine, AnswersLikeTheTransformersReference) {
   EXPECT_EQ(info.question_types.size(), 3U);
   EXPECT_EQ(info.max_choice_options, 255U);
   EXPECT_EQ(info.release_date, "2026-10-01");
-  std::size_t checked = 0;
-  for (const api::Json& line : read_jsonl(fixture_dir() / "expected.jsonl")) {
-    const api::DecisionRequest request = typed_request(line["request"]);
-    const auto [input_tokens, answers] = test::run_engine(*model.engine, request);
-    EXPECT_EQ(input_tokens, line["input_tokens"].get<int64_t>());
-    for (std::size_t q = 0; q < request.questions.size(); ++q) {
-      const api::Question& question = request.questions[q];
-      const api::Json& expected = line["answers"][question.key];
-      const api::Answer& got = answers[q];
-      ++checked;
-      if (question.type == api::QuestionType::noul) {
-        EXPECT_NEAR(got.probabilities.at(0), expected["noul"].get<double>(), 1e-5) << question.key;
-        continue;
-      }
-      if (question.type == api::QuestionType::choice) {
-        EXPECT_EQ(question.options[got.choice_index].name, expected["choice"].get<std::string>()) << question.key;
-      } else {
-        EXPECT_NEAR(got.score, expected["score"].get<double>(), 1e-5) << question.key;
-      }
-      EXPECT_NEAR(got.confidence, expected["confidence"].get<double>(), 1e-5) << question.key;
-      std::size_t i = 0;
-      for (const auto& [name, p] : expected["probabilities"].items()) {
-        EXPECT_NEAR(got.probabilities.at(i++), p.get<double>(), 1e-5) << question.key << "/" << name;
-      }
-    }
-  }
-  EXPECT_EQ(checked, 21U);
+  EXPECT_EQ(test::expect_reference_answers(*model.engine, fixture_dir() / "expected.jsonl", 1e-5), 21U);
 }
 
 TEST(StartLuxEngine, RefusesQuestionsTheRendererCannotShow) {

@@ -19,6 +19,7 @@
 
 #include "decide/contract_table.h"
 #include "support/fixtures.h"
+#include "support/reference_answers.h"
 #include "text/tokenizer.h"
 
 namespace s1::decide {
@@ -186,25 +187,7 @@ TEST(VelaEngine, AnswersLikeTheReference) {
     }
     auto answers = model.engine->finish(request, *plan.value(), std::move(raw.value()));
     ASSERT_TRUE(answers);
-    for (std::size_t q = 0; q < request.questions.size(); ++q) {
-      const api::Question& question = request.questions[q];
-      const api::Json& expected = line["answers"][question.key];
-      const api::Answer& got = answers.value()[q];
-      if (question.type == api::QuestionType::noul) {
-        EXPECT_NEAR(got.probabilities[0], expected["noul"].get<double>(), answer_tolerance) << question.key;
-        continue;
-      }
-      if (question.type == api::QuestionType::choice) {
-        EXPECT_EQ(question.options[got.choice_index].name, expected["choice"].get<std::string>()) << question.key;
-      } else {
-        EXPECT_NEAR(got.score, expected["score"].get<double>(), answer_tolerance) << question.key;
-      }
-      EXPECT_NEAR(got.confidence, expected["confidence"].get<double>(), answer_tolerance) << question.key;
-      std::size_t i = 0;
-      for (const auto& [label, p] : expected["probabilities"].items()) {
-        EXPECT_NEAR(got.probabilities.at(i++), p.get<double>(), answer_tolerance) << question.key << "/" << label;
-      }
-    }
+    test::expect_answers_match(request, answers.value(), line["answers"], answer_tolerance);
   }
 }
 
