@@ -261,7 +261,6 @@ struct PendingReceive::State {
   bool completed = false;  // the completion ran
   error_code error;
   size_t bytes = 0;
-  size_t asked = 0;
   std::optional<Waiter> waiter;
 };
 
@@ -293,13 +292,10 @@ void PendingReceive::start(tcp::socket& socket, boost::beast::flat_buffer& buffe
   state.performed = state.completed = false;
   state.error = {};
   state.bytes = 0;
-  state.asked = most;
   async_receive(socket, buffer.prepare(most), first, ReceiveCompletion{state_}, &state.performed);
 }
 
 bool PendingReceive::finished() const { return state_->performed; }
-
-bool PendingReceive::drained() const { return !state_->error && state_->bytes < state_->asked; }
 
 asio::awaitable<error_code> PendingReceive::wait(tcp::socket& socket, boost::beast::flat_buffer& buffer,
                                                  Clock::time_point deadline) {

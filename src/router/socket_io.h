@@ -102,8 +102,8 @@ class PendingReceive {
   PendingReceive& operator=(const PendingReceive&) = delete;
 
   // Starts a receive of at most `most` bytes into `buffer`, which must be left alone until wait()
-  // returns. `first` as for read_some: after_event only when the socket was just seen empty and the
-  // event loop has not run since.
+  // returns. `first` as for read_some: after_event only when a read just found the socket empty
+  // (would block, not merely fewer bytes than asked) and the event loop has not run since.
   void start(boost::asio::ip::tcp::socket& socket, boost::beast::flat_buffer& buffer, size_t most, FirstRead first);
   // The started receive's system call has completed (bytes, the end, an error or a cancellation),
   // as far as this thread's event loop has been told.
@@ -111,8 +111,6 @@ class PendingReceive {
   // Waits for the started receive and appends its bytes to `buffer`; errors as read_some.
   boost::asio::awaitable<boost::system::error_code> wait(boost::asio::ip::tcp::socket& socket,
                                                          boost::beast::flat_buffer& buffer, Clock::time_point deadline);
-  // The last receive, waited for, got fewer bytes than it asked: the socket was then empty.
-  bool drained() const;
 
   struct State;
 

@@ -60,6 +60,8 @@ class Stub:
                     self.send_header("Content-Length", str(len(payload)))
                     self.end_headers()
                     self.wfile.write(payload)
+                    if behaviour.get("close_after"):
+                        self.close_connection = True  # closed while the router keeps it pooled
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the router gave up on an oversize or late reply, as it should
 
@@ -129,6 +131,32 @@ def post(port, body, model=None, key="k-test", path="/v1/systemone", timeout=30,
 
 
 SAMPLE = {"state": "Ticket: I was charged twice.", "questions": {"q": {"type": "noul", "instructions": "Refund?"}}}
+
+
+def raw_request(body):
+    payload = json.dumps(body).encode()
+    return (b"POST /v1/systemone HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k-test\r\n"
+            b"Content-Type: application/json\r\nContent-Length: " + str(len(payload)).encode() + b"\r\n\r\n" + payload)
+
+
+def read_replies(sock, count, timeout=10):
+    """`count` replies framed by Content-Length from one kept-alive connection: (status, body) each."""
+    sock.settimeout(timeout)
+    data, replies = b"", []
+    while len(replies) < count:
+        end = data.find(b"\r\n\r\n")
+        if end >= 0:
+            head = data[:end].decode("latin-1")
+            length = int(re.search(r"(?im)^content-length:\s*(\d+)", head).group(1))
+            if len(data) >= end + 4 + length:
+                replies.append((int(head.split()[1]), data[end + 4:end + 4 + length]))
+                data = data[end + 4 + length:]
+                continue
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return replies
 
 
 def main():
@@ -250,6 +278,40 @@ def main():
 
             status, _, data, _, _ = post(port, SAMPLE, "mock-ramp")
             check("local models are served beside pools", status == 200 and json.loads(data)["model"] == "mock-ramp", data)
+
+            # One client connection kept alive across forwarded requests (the next request is read by
+            # a receive started while the previous one is forwarded), then two pipelined in one write.
+            stub.program(body=b'{"ok":2}')
+            with socket.create_connection(("127.0.0.1", port)) as client:
+                replies = []
+                for _ in range(3):
+                    client.sendall(raw_request({**SAMPLE, "model": "remote"}))
+                    replies += read_replies(client, 1)
+                client.sendall(raw_request({**SAMPLE, "model": "remote"}) + raw_request({**SAMPLE, "model": "remote"}))
+                replies += read_replies(client, 2)
+                client.sendall(raw_request({**SAMPLE, "model": "mock-ramp"}))
+                replies += read_replies(client, 1)
+            check("a kept-alive client connection carries forwarded, pipelined and local requests",
+                  [r[0] for r in replies] == [200] * 6 and all(r[1] == b'{"ok":2}' for r in replies[:5])
+                  and json.loads(replies[5][1])["model"] == "mock-ramp" and len(stub.posts()) == 5, replies)
+
+            # A client that leaves while its request is forwarded: the router stays well.
+            stub.program(body=b'{"ok":3}', sleep=0.3)
+            with socket.create_connection(("127.0.0.1", port)) as client:
+                client.sendall(raw_request({**SAMPLE, "model": "remote"}))
+            time.sleep(0.5)
+            stub.program(body=b'{"ok":3}')
+            check("a client gone during forwarding leaves the router serving", post(port, SAMPLE, "remote")[0] == 200)
+
+            # The worker closes each connection after its reply, while the router keeps it pooled: the
+            # close is seen before the next request, which goes over a new connection and succeeds.
+            stub.program(body=b'{"ok":4}', close_after=True)
+            outcomes = []
+            for _ in range(3):
+                outcomes.append(post(port, SAMPLE, "remote")[:3:2])
+                time.sleep(0.1)
+            check("connections the worker closed while pooled are replaced, never a 502",
+                  outcomes == [(200, b'{"ok":4}')] * 3 and len(stub.posts()) == 3, outcomes)
         finally:
             process.terminate()
             try:
