@@ -205,25 +205,30 @@ auto async_receive(tcp::socket& socket, asio::mutable_buffer buffer, FirstRead, 
 
 }  // namespace
 
+std::optional<error_code> write_now(tcp::socket& socket, std::array<asio::const_buffer, 2>& buffers) {
+  error_code error;
+  size_t written = socket.write_some(buffers, error);
+  for (asio::const_buffer& buffer : buffers) {
+    const size_t taken = std::min(written, buffer.size());
+    buffer += taken;
+    written -= taken;
+  }
+  if (buffers[0].size() == 0 && buffers[1].size() == 0) return error_code{};
+  if (error && !would_block(error)) return error;
+  return std::nullopt;
+}
+
 asio::awaitable<error_code> write_all(tcp::socket& socket, std::array<asio::const_buffer, 2> buffers,
                                       Clock::time_point deadline) {
   std::optional<DeadlineWatch::Scope> scope;
   while (true) {
+    if (const auto done = write_now(socket, buffers)) co_return *done;
+    // Partly written or would block: the socket's send buffer is full until the peer reads.
+    if (!scope) scope.emplace(DeadlineWatch::of(socket.get_executor()), socket, deadline);
     error_code error;
-    size_t written = socket.write_some(buffers, error);
-    for (asio::const_buffer& buffer : buffers) {
-      const size_t taken = std::min(written, buffer.size());
-      buffer += taken;
-      written -= taken;
-    }
-    if (buffers[0].size() == 0 && buffers[1].size() == 0) co_return error_code{};
-    if (error && !would_block(error)) co_return error;
-    if (error) {
-      if (!scope) scope.emplace(DeadlineWatch::of(socket.get_executor()), socket, deadline);
-      co_await socket.async_wait(tcp::socket::wait_write, asio::redirect_error(asio::use_awaitable, error));
-      if (scope->expired()) co_return boost::beast::error::timeout;
-      if (error) co_return error;
-    }
+    co_await socket.async_wait(tcp::socket::wait_write, asio::redirect_error(asio::use_awaitable, error));
+    if (scope->expired()) co_return boost::beast::error::timeout;
+    if (error) co_return error;
   }
 }
 

@@ -289,8 +289,10 @@ asio::awaitable<std::optional<api::ApiError>> UpstreamPool::forward(const Upstre
     connection->head.clear();
     append_request_head(connection->head, RequestHead{connection->target, replica->host, request.headers.fields(),
                                                       request.request_id, settings_.credential, request.body.size()});
-    error_code error = co_await write_all(connection->socket, {asio::buffer(connection->head), asio::buffer(request.body)},
-                                          request.deadline);
+    std::array<asio::const_buffer, 2> out{asio::buffer(connection->head), asio::buffer(request.body)};
+    std::optional<error_code> written = write_now(connection->socket, out);
+    if (!written) written = co_await write_all(connection->socket, out, request.deadline);
+    error_code error = *written;
     reply.body.clear();
     ReplyParser parser(std::piecewise_construct, std::make_tuple(std::move(reply.body)),
                        std::make_tuple(ArenaAllocator<char>(connection->arena)));

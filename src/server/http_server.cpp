@@ -180,6 +180,9 @@ struct HttpServer::Impl {
   asio::awaitable<Reply> handle(Connection& connection, RequestParser& parser,
                                 beast::flat_buffer& buffer, Clock::time_point deadline, const std::string& request_id,
                                 Route& route, bool& head_only);
+  // Feeds the parser the body bytes `buffer` holds (the body limit set): true when the request is whole.
+  bool body_from_buffer(RequestParser& parser, beast::flat_buffer& buffer, error_code& error) const;
+  static Reply body_failure(const error_code& error, Route route);
   asio::awaitable<bool> read_body(Connection& connection, RequestParser& parser,
                                   beast::flat_buffer& buffer, Clock::time_point deadline, Route route, Reply& failure);
   asio::awaitable<Reply> decide(Connection& connection, Route route, Request request,
@@ -366,8 +369,10 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn
                                                         reply.headers.fields(), keep_alive,
                                                         has_body ? reply.body.size() : 0});
       const std::string_view body = has_body && !head_only ? std::string_view(reply.body) : std::string_view();
-      error = co_await router::write_all(connection->stream.socket(), {asio::buffer(connection->head), asio::buffer(body)},
-                                         Clock::now() + write_timeout);
+      std::array<asio::const_buffer, 2> out{asio::buffer(connection->head), asio::buffer(body)};
+      std::optional<error_code> written = router::write_now(connection->stream.socket(), out);
+      if (!written) written = co_await router::write_all(connection->stream.socket(), out, Clock::now() + write_timeout);
+      error = *written;
     }
     --in_flight;
     // The reply's storage serves the next one.
@@ -387,10 +392,8 @@ asio::awaitable<bool> HttpServer::Impl::read_body(Connection& connection, Reques
                                                   beast::flat_buffer& buffer, Clock::time_point deadline,
                                                   Route route, Reply& failure) {
   if (parser.is_done()) co_return true;
-  parser.body_limit(options.max_body_bytes);
   error_code error;
-  router::parse_buffered(parser, buffer, error);
-  if (!error && !parser.is_done()) {
+  if (!body_from_buffer(parser, buffer, error) && !error) {
     // A separate timer rather than the stream's expiry, which would close the socket before the 504.
     connection.stream.expires_never();
     auto timed_out = std::make_shared<bool>(false);
@@ -406,6 +409,18 @@ asio::awaitable<bool> HttpServer::Impl::read_body(Connection& connection, Reques
     if (*timed_out && error) error = beast::error::timeout;
   }
   if (!error) co_return true;
+  failure = body_failure(error, route);
+  co_return false;
+}
+
+bool HttpServer::Impl::body_from_buffer(RequestParser& parser, beast::flat_buffer& buffer, error_code& error) const {
+  parser.body_limit(options.max_body_bytes);
+  router::parse_buffered(parser, buffer, error);
+  return !error && parser.is_done();
+}
+
+Reply HttpServer::Impl::body_failure(const error_code& error, Route route) {
+  Reply failure;
   if (error == http::error::body_limit) {
     failure = error_reply(api::ApiError::make(api::ErrorCode::payload_too_large, "Request body too large"), route);
   } else if (error == beast::error::timeout) {
@@ -417,7 +432,7 @@ asio::awaitable<bool> HttpServer::Impl::read_body(Connection& connection, Reques
     failure.send = false;  // the client went away or sent a malformed body; nothing sensible to say
   }
   failure.close = true;
-  co_return false;
+  return failure;
 }
 
 asio::awaitable<Reply> HttpServer::Impl::handle(Connection& connection, RequestParser& parser,
@@ -501,8 +516,13 @@ asio::awaitable<Reply> HttpServer::Impl::handle(Connection& connection, RequestP
     error_code error;
     co_await http::async_write(connection.stream, interim, asio::redirect_error(asio::use_awaitable, error));
   }
-  Reply failure;
-  if (!co_await read_body(connection, parser, buffer, deadline, route, failure)) co_return failure;
+  // The body usually came with its header: taken without a coroutine (a frame is a malloc).
+  error_code body_error;
+  if (!body_from_buffer(parser, buffer, body_error)) {
+    if (body_error) co_return body_failure(body_error, route);
+    Reply failure;
+    if (!co_await read_body(connection, parser, buffer, deadline, route, failure)) co_return failure;
+  }
   co_return co_await decide(connection, route, parser.release(), deadline, request_id);
 }
 

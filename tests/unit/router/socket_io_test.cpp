@@ -196,6 +196,27 @@ TEST(SocketIo, WriteAllSendsEveryByteToASlowReader) {
   EXPECT_TRUE(received == head + body);
 }
 
+// A write the socket takes whole completes without waiting; one it cannot take whole is left,
+// advanced past what was taken, for write_all.
+TEST(SocketIo, WriteNowTakesWhatTheSocketTakesAtOnce) {
+  asio::io_context io;
+  Loopback pair(io);
+  const std::string head = "head ", small = "body";
+  std::array<asio::const_buffer, 2> buffers{asio::buffer(head), asio::buffer(small)};
+  const auto written = write_now(pair.near, buffers);
+  ASSERT_TRUE(written.has_value());
+  EXPECT_FALSE(*written);
+  std::string received(9, '\0');
+  asio::read(pair.far, asio::buffer(received));
+  EXPECT_EQ(received, "head body");
+
+  const std::string large(64 << 20, 'x');
+  std::array<asio::const_buffer, 2> rest{asio::buffer(large), asio::const_buffer()};
+  EXPECT_FALSE(write_now(pair.near, rest).has_value());
+  EXPECT_GT(rest[0].size(), 0u);
+  EXPECT_LT(rest[0].size(), large.size());
+}
+
 TEST(SocketIo, WriteAllTimesOutWhenNobodyReads) {
   asio::io_context io;
   Loopback pair(io);
