@@ -202,6 +202,19 @@ void layer_norm_to_bf16(std::span<const float> x, std::span<const float> gamma, 
                });
 }
 
+void layer_norm_to_bf16(std::span<const float> x, std::span<const float> gamma, std::span<const float> beta, float eps,
+                        std::span<float> y, std::span<Bf16Bits> y_bf16) {
+  const std::size_t width = gamma.size();
+  assert(width > 0 && x.size() % width == 0 && y.size() == x.size() && y_bf16.size() == x.size());
+  LayerNormFn* norm = selected_variants().layer_norm.run;
+  rows_to_bf16(
+      x.size() / width, width, min_layer_norm_elements_per_thread, y_bf16,
+      [&](std::size_t row, std::span<float> block) {
+        norm(x.subspan(row * width, block.size()), {}, gamma, beta, eps, block);
+      },
+      y);
+}
+
 void gelu(std::span<const float> x, std::span<float> y) {
   assert(y.size() == x.size());
   GeluFn* run = selected_variants().gelu.run;

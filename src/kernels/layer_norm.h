@@ -21,5 +21,9 @@ void add_layer_norm(std::span<const float> x, std::span<const float> residual, s
 // or a second parallel pass.
 void layer_norm_to_bf16(std::span<const float> x, std::span<const float> gamma, std::span<const float> beta,
                         float eps, std::span<Bf16Bits> y);
+// Both: y in fp32 (may be x; a post-norm residual stream) and y_bf16, its rounding (the next bf16
+// matmul's input), in one pass instead of layer_norm then convert_fp32_to_bf16; the same bits as those.
+void layer_norm_to_bf16(std::span<const float> x, std::span<const float> gamma, std::span<const float> beta,
+                        float eps, std::span<float> y, std::span<Bf16Bits> y_bf16);
 
 }  // namespace s1::kernels

@@ -17,18 +17,26 @@ namespace s1::kernels {
 
 // Computes y's `rows` rows of `width` values with op(first_row, block), block an fp32 buffer for the
 // rows first_row… (block.size() / width of them), split across threads in pieces of at least
-// `min_elements_per_thread` values.
+// `min_elements_per_thread` values. With `kept` (rows · width values), the blocks are kept's rows, so
+// the fp32 rows stay as well (a residual stream that a bf16 matmul also reads), converted while in L1.
 template <class Op>
 void rows_to_bf16(std::size_t rows, std::size_t width, std::size_t min_elements_per_thread, std::span<Bf16Bits> y,
-                  Op&& op) {
+                  Op&& op, std::span<float> kept = {}) {
+  assert(kept.empty() || kept.size() == rows * width);
   ConvertFp32ToBf16Fn* convert = selected_variants().convert_fp32_to_bf16.run;
   parallel_for(rows, (min_elements_per_thread + width - 1) / width, [&](std::size_t begin, std::size_t end) {
     constexpr std::size_t rows_per_block = 8;
-    thread_local std::vector<float> block;
+    thread_local std::vector<float> scratch;
     for (std::size_t row = begin; row < end; row += rows_per_block) {
       const std::size_t size = std::min(rows_per_block, end - row) * width;
-      block.resize(size);
-      op(row, std::span<float>(block));
+      std::span<float> block;
+      if (kept.empty()) {
+        scratch.resize(size);
+        block = scratch;
+      } else {
+        block = kept.subspan(row * width, size);
+      }
+      op(row, block);
       convert(block, y.subspan(row * width, size));
     }
   });

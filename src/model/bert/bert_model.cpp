@@ -200,18 +200,22 @@ void BertEncoder::run_layers(kernels::Team& team, size_t rows, size_t per_thread
                                      precision_);
       layer.attention_output.forward_accumulate(own(context_, width), hidden);
     }
-    kernels::layer_norm(hidden, layer.attention_norm_weight, layer.attention_norm_bias, eps, hidden);
     // The GELU activations go to the down projection in its own precision, bf16 straight from the store.
     if (bf16) {
-      kernels::convert_fp32_to_bf16(hidden, hidden_bf16);
+      kernels::layer_norm_to_bf16(hidden, layer.attention_norm_weight, layer.attention_norm_bias, eps, hidden,
+                                  hidden_bf16);
       layer.intermediate.forward(hidden_bf16, own(intermediate_bf16_, inner));
       layer.output.forward_accumulate(own(intermediate_bf16_, inner), hidden);
     } else {
+      kernels::layer_norm(hidden, layer.attention_norm_weight, layer.attention_norm_bias, eps, hidden);
       layer.intermediate.forward(hidden, own(intermediate_, inner));
       layer.output.forward_accumulate(own(intermediate_, inner), hidden);
     }
-    kernels::layer_norm(hidden, layer.output_norm_weight, layer.output_norm_bias, eps, hidden);
-    if (bf16 && l + 1 < layers_.size()) kernels::convert_fp32_to_bf16(hidden, hidden_bf16);
+    if (bf16 && l + 1 < layers_.size()) {
+      kernels::layer_norm_to_bf16(hidden, layer.output_norm_weight, layer.output_norm_bias, eps, hidden, hidden_bf16);
+    } else {
+      kernels::layer_norm(hidden, layer.output_norm_weight, layer.output_norm_bias, eps, hidden);
+    }
   }
 }
 

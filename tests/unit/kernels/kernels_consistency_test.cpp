@@ -762,9 +762,9 @@ TEST(KernelsConsistency, PoolingMatchesHandComputed) {
   EXPECT_FLOAT_EQ(normalised[3], 2.0F / std::sqrt(20.0F));
 }
 
-// The bf16-output forms of LayerNorm, RMSNorm, GeGLU and SwiGLU (a bf16 matmul's input written directly) give the same
-// bits as the op followed by the conversion, at sizes that split across threads and leave partial
-// row blocks.
+// The bf16-output forms of LayerNorm (also keeping its fp32 rows), RMSNorm, GeGLU and SwiGLU (a bf16 matmul's input
+// written directly) give the same bits as the op followed by the conversion, at sizes that split across threads and
+// leave partial row blocks.
 TEST_F(ThreadCounts, Bf16OutputOpsEqualTheOpThenTheConversion) {
   unsigned seed = 900;
   for (const int threads : {1, 2}) {
@@ -779,6 +779,14 @@ TEST_F(ThreadCounts, Bf16OutputOpsEqualTheOpThenTheConversion) {
       convert_fp32_to_bf16(normed, expected);
       layer_norm_to_bf16(x, gamma, beta, 1e-5F, got);
       EXPECT_EQ(got, expected) << "layer_norm_to_bf16 rows " << rows << " width " << width << " threads " << threads;
+      // Keeping the fp32 rows too, in place as a residual stream: the same fp32 bits and the same bf16 bits.
+      std::vector<float> kept = x;
+      std::fill(got.begin(), got.end(), Bf16Bits{0});
+      layer_norm_to_bf16(kept, gamma, beta, 1e-5F, kept, got);
+      EXPECT_EQ(kept, normed) << "layer_norm_to_bf16 (kept) rows " << rows << " width " << width << " threads "
+                              << threads;
+      EXPECT_EQ(got, expected) << "layer_norm_to_bf16 (kept) rows " << rows << " width " << width << " threads "
+                               << threads;
 
       const auto fused = random_values(rows * 2 * width, 3.0F, ++seed);
       std::vector<float> gated(rows * width);
