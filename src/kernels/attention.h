@@ -1,7 +1,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
+#include <vector>
 
 #include "kernels/convert.h"
 #include "kernels/precision.h"
@@ -72,5 +74,44 @@ void packed_attention_rows(std::span<const PackedSequence> layout, std::span<con
                            std::size_t head_dim, std::size_t half_window, std::size_t row_begin, std::size_t row_end,
                            std::span<Bf16Bits> out, Precision precision = Precision::bf16,
                            const RopeTable* rope = nullptr);
+
+// The keys and values of a bf16 packed projection laid out for the AMX attention kernel (channel pairs
+// of 16 keys; key pairs of 16 channels) by the kernels::Team thread that projected the rows, before
+// the layer's barrier, so that no thread lays out every head's keys and values again after it, from
+// rows another core has just written. Use it only where available(head_dim); packed_attention_rows
+// over plain bf16 rows computes the same bits elsewhere.
+class StagedKeyValues {
+ public:
+  // Whether the bf16 attention kernel in use reads staged keys and values at this head_dim (AMX, head_dim
+  // a multiple of 32).
+  [[nodiscard]] static bool available(std::size_t head_dim);
+
+  // Sizes the storage for a layout; once per forward, before the threads stage into it.
+  void reset(std::span<const PackedSequence> layout, std::size_t heads, std::size_t head_dim);
+  // Lays out the keys and values of every head for rows [row_begin, row_end) of qkv ([rows,
+  // 3·heads·head_dim] bf16, as packed_attention_rows reads it), and the padding after every sequence
+  // whose last row is in the range. Threads may stage disjoint ranges at once; together the ranges
+  // must cover every sequence's rows before attention reads them.
+  void stage(std::span<const PackedSequence> layout, std::span<const Bf16Bits> qkv, std::size_t row_begin,
+             std::size_t row_end);
+
+  // Sequence s's head h, as AttentionHeadTask::staged_keys_values reads it.
+  [[nodiscard]] const std::uint32_t* head(std::size_t sequence, std::size_t h) const {
+    return data_.data() + offsets_[sequence] + h * head_sizes_[sequence];
+  }
+
+ private:
+  std::size_t heads_ = 0;
+  std::size_t head_dim_ = 0;
+  std::vector<std::size_t> offsets_, head_sizes_;  // per sequence, in dwords
+  std::vector<std::uint32_t> data_;
+};
+
+// packed_attention_rows (bf16 Q/K/V, bf16 output) with the keys and values read from `staged` (its
+// stage() calls, for this layout, covering every sequence's rows): the same bits.
+void packed_attention_rows(std::span<const PackedSequence> layout, std::span<const Bf16Bits> qkv,
+                           const StagedKeyValues& staged, std::size_t heads, std::size_t head_dim,
+                           std::size_t half_window, std::size_t row_begin, std::size_t row_end,
+                           std::span<Bf16Bits> out);
 
 }  // namespace s1::kernels

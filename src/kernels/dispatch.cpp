@@ -297,9 +297,8 @@ namespace {
 // as fp32 (out) or bf16 (out_bf16) rows of width heads·head_dim.
 void attention_rows(std::span<const PackedSequence> layout, const float* qkv, const Bf16Bits* qkv_bf16,
                     [[maybe_unused]] std::size_t qkv_size, std::size_t heads, std::size_t head_dim,
-                    std::size_t half_window,
-                    std::size_t row_begin, std::size_t row_end, float* out, Bf16Bits* out_bf16, Precision precision,
-                    const RopeTable* rope) {
+                    std::size_t half_window, std::size_t row_begin, std::size_t row_end, float* out, Bf16Bits* out_bf16,
+                    Precision precision, const RopeTable* rope, const StagedKeyValues* staged = nullptr) {
   assert(rope == nullptr || rope->rotary_dim == head_dim);
   AttentionHeadFn* run = precision == Precision::bf16 ? selected_variants().attention_head_bf16.run
                                                       : selected_variants().attention_head.run;
@@ -339,6 +338,8 @@ void attention_rows(std::span<const PackedSequence> layout, const float* qkv, co
           .q_bf16 = rows_bf16 == nullptr ? nullptr : rows_bf16 + h * head_dim,
           .k_bf16 = rows_bf16 == nullptr ? nullptr : rows_bf16 + (heads + h) * head_dim,
           .v_bf16 = rows_bf16 == nullptr ? nullptr : rows_bf16 + (2 * heads + h) * head_dim,
+          .staged_keys_values =
+              staged == nullptr ? nullptr : staged->head(static_cast<std::size_t>(&sequence - layout.data()), h),
       });
     }
   }
@@ -368,6 +369,53 @@ void packed_attention_rows(std::span<const PackedSequence> layout, std::span<con
   assert(out.size() >= row_end * heads * head_dim);
   attention_rows(layout, nullptr, qkv.data(), qkv.size(), heads, head_dim, half_window, row_begin, row_end, nullptr,
                  out.data(), precision, rope);
+}
+
+bool StagedKeyValues::available(std::size_t head_dim) {
+  return selected_variants().attention_head_bf16.run == &x86::attention_head_amx_bf16 && head_dim % 32 == 0;
+}
+
+void StagedKeyValues::reset(std::span<const PackedSequence> layout, std::size_t heads, std::size_t head_dim) {
+  assert(available(head_dim));
+  heads_ = heads;
+  head_dim_ = head_dim;
+  offsets_.clear();
+  head_sizes_.clear();
+  std::size_t size = 0;
+  for (const PackedSequence& sequence : layout) {
+    offsets_.push_back(size);
+    head_sizes_.push_back(x86::staged_head_size_amx_bf16(sequence.length, head_dim));
+    size += heads * head_sizes_.back();
+  }
+  data_.resize(size);
+}
+
+void StagedKeyValues::stage(std::span<const PackedSequence> layout, std::span<const Bf16Bits> qkv,
+                            std::size_t row_begin, std::size_t row_end) {
+  assert(layout.size() == offsets_.size());
+  const std::size_t width = heads_ * head_dim_;
+  for (std::size_t s = 0; s < layout.size(); ++s) {
+    const PackedSequence& sequence = layout[s];
+    const std::size_t first = std::max(row_begin, sequence.offset);
+    const std::size_t last = std::min(row_end, sequence.offset + sequence.length);
+    if (first >= last) continue;
+    assert(qkv.size() >= (sequence.offset + sequence.length) * 3 * width);
+    const Bf16Bits* rows = qkv.data() + sequence.offset * 3 * width;
+    for (std::size_t h = 0; h < heads_; ++h) {
+      x86::stage_keys_values_amx_bf16(rows + (heads_ + h) * head_dim_, rows + (2 * heads_ + h) * head_dim_, 3 * width,
+                                      sequence.length, head_dim_, first - sequence.offset, last - sequence.offset,
+                                      data_.data() + offsets_[s] + h * head_sizes_[s]);
+    }
+  }
+}
+
+void packed_attention_rows(std::span<const PackedSequence> layout, std::span<const Bf16Bits> qkv,
+                           const StagedKeyValues& staged, std::size_t heads, std::size_t head_dim,
+                           std::size_t half_window, std::size_t row_begin, std::size_t row_end,
+                           std::span<Bf16Bits> out) {
+  assert(out.size() >= row_end * heads * head_dim);
+  attention_rows(layout, nullptr, qkv.data(), qkv.size(), heads, head_dim, half_window, row_begin, row_end, nullptr,
+                 out.data(), Precision::bf16, nullptr, &staged);
 }
 
 void attention(std::span<const float> qkv, std::span<const std::size_t> lengths, AttentionShape shape,

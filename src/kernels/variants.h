@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string_view>
 
@@ -67,6 +68,10 @@ struct AttentionHeadTask {
   const Bf16Bits* q_bf16 = nullptr;
   const Bf16Bits* k_bf16 = nullptr;
   const Bf16Bits* v_bf16 = nullptr;
+  // When set (with q_bf16): this head's keys and values already laid out for the AMX kernel
+  // (kernels::StagedKeyValues), read instead of k_bf16 and v_bf16. Only the amx_bf16 variant takes
+  // them (StagedKeyValues::available).
+  const std::uint32_t* staged_keys_values = nullptr;
 
   [[nodiscard]] std::size_t query_stop() const { return std::min(query_end, seq); }
 

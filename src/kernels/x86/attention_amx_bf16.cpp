@@ -47,8 +47,7 @@ class TileScope {
 
 struct Scratch {
   std::vector<std::uint16_t> queries;       // [16][d] bf16, pre-scaled
-  std::vector<std::uint32_t> keys_pairs;    // [d/2][padded] pairs (k[j][2p], k[j][2p+1])
-  std::vector<std::uint32_t> values_pairs;  // [padded/2][d] pairs (v[2q][c], v[2q+1][c])
+  std::vector<std::uint32_t> keys_values;   // [d/2][padded] key pairs, then [padded/2][d] value pairs
   std::vector<float> scores;                // [16][padded]
   std::vector<std::uint16_t> weights;       // [16][padded] bf16 softmax numerators
   std::vector<float> block_out;             // [16][d]
@@ -154,6 +153,113 @@ inline void store_accumulators(float* c, std::size_t c_stride, std::size_t count
 
 }  // namespace
 
+std::size_t staged_head_size_amx_bf16(std::size_t length, std::size_t head_dim) {
+  return (length + tile_depth - 1) / tile_depth * tile_depth * head_dim;
+}
+
+namespace {
+
+// The keys [first, last) of one head (bf16 rows `stride` values apart) into the B layout of Q·Kᵀ: row
+// p of a tile holds the channel pair (2p, 2p+1) of 16 keys, so 16 keys × 16 pairs is a dword
+// transpose (d a multiple of 32: whole blocks of 16 pairs). Only the range's lanes of a block are
+// read and written, and with owns_end (last == length) the padding keys up to `padded` as zeros: a
+// zero weight times a stale NaN is still NaN.
+void lay_out_keys(const Bf16Bits* k, std::size_t stride, std::size_t length, std::size_t padded, std::size_t d,
+                  std::size_t first, std::size_t last, std::uint32_t* keys_pairs) {
+  const bool owns_end = first < last && last == length;
+  for (std::size_t j0 = first / 16 * 16; j0 < last; j0 += 16) {
+    const std::size_t begin = std::max(first, j0) - j0;
+    const std::size_t end = std::min(last, j0 + 16) - j0;
+    const std::size_t stored_end = owns_end && j0 + 16 >= length ? 16 : end;
+    const auto lanes = static_cast<__mmask16>(first_lanes(stored_end) & ~first_lanes(begin));
+    for (std::size_t c = 0; c < d; c += 32)
+      transpose_dwords_16x16(reinterpret_cast<const std::uint8_t*>(k + j0 * stride + c), stride * sizeof(Bf16Bits),
+                             begin, end, keys_pairs + (c / 2) * padded + j0, padded, lanes);
+  }
+  const std::size_t laid_out_keys = (length + 15) / 16 * 16;
+  for (std::size_t p = 0; owns_end && laid_out_keys < padded && p < d / 2; ++p)
+    std::fill_n(keys_pairs + p * padded + laid_out_keys, padded - laid_out_keys, 0U);
+}
+
+// The values [first, last) of one head into the B layout of P·V: row q of a tile holds keys (2q,
+// 2q+1) of 16 channels interleaved, even words key 2q and odd words key 2q + 1, so a pair split
+// between two ranges is written by halves; with owns_end, the padding as zeros.
+void lay_out_values(const Bf16Bits* v, std::size_t stride, std::size_t length, std::size_t padded, std::size_t d,
+                    std::size_t first, std::size_t last, std::uint32_t* values_pairs) {
+  const bool owns_end = first < last && last == length;
+  const __m512i interleave = _mm512_loadu_si512(interleave_pairs.data());
+  constexpr __mmask32 even_words = 0x55555555U;
+  constexpr __mmask32 odd_words = 0xAAAAAAAAU;
+  for (std::size_t j = first / 2 * 2; j < last; j += 2) {
+    const bool has_first = j >= first;
+    const bool has_second = j + 1 < last;
+    const __mmask32 words =
+        (has_first ? even_words : 0U) | (has_second || (owns_end && j + 1 == length) ? odd_words : 0U);
+    const Bf16Bits* v0 = v + j * stride;
+    const Bf16Bits* v1 = v0 + stride;
+    for (std::size_t c = 0; c < d; c += 16) {
+      const __m256i low =
+          has_first ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v0 + c)) : _mm256_setzero_si256();
+      const __m256i high =
+          has_second ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v1 + c)) : _mm256_setzero_si256();
+      const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+      _mm512_mask_storeu_epi16(values_pairs + (j / 2) * d + c, words, _mm512_permutexvar_epi16(interleave, both));
+    }
+  }
+  if (owns_end) std::fill(values_pairs + (length + 1) / 2 * d, values_pairs + padded / 2 * d, 0U);
+}
+
+// Keys and values that are not bf16 rows as they stand (fp32, or keys rotated by a fused RoPE) into
+// the same layouts: keys rounded to 16 bf16 rows at a time (head_row gives row t of q or k as fp32),
+// then transposed; scattering pair by pair wrote 32 cache lines per key.
+template <class HeadRow>
+void lay_out_converted_keys_values(const AttentionHeadTask& task, std::size_t length, std::size_t padded,
+                                   std::uint32_t* laid_out, Scratch& scratch, HeadRow&& head_row) {
+  const std::size_t d = task.head_dim;
+  scratch.key_rows.resize(16 * d);
+  for (std::size_t j0 = 0; j0 < length; j0 += 16) {
+    const std::size_t valid = std::min<std::size_t>(16, length - j0);
+    for (std::size_t r = 0; r < valid; ++r) {
+      const float* k = head_row(task.k, task.k_bf16, j0 + r);
+      for (std::size_t c = 0; c < d; c += 32)
+        store_bf16_32(scratch.key_rows.data() + r * d + c, _mm512_loadu_ps(k + c), _mm512_loadu_ps(k + c + 16));
+    }
+    for (std::size_t c = 0; c < d; c += 32)
+      transpose_dwords_16x16(reinterpret_cast<const std::uint8_t*>(scratch.key_rows.data() + c),
+                             d * sizeof(std::uint16_t), 0, valid, laid_out + (c / 2) * padded + j0, padded);
+  }
+  const std::size_t laid_out_keys = (length + 15) / 16 * 16;
+  for (std::size_t p = 0; laid_out_keys < padded && p < d / 2; ++p)
+    std::fill_n(laid_out + p * padded + laid_out_keys, padded - laid_out_keys, 0U);
+  std::uint32_t* values_pairs = laid_out + d / 2 * padded;
+  if (task.v_bf16 != nullptr) {
+    lay_out_values(task.v_bf16, task.qkv_stride, length, padded, d, 0, length, values_pairs);
+    return;
+  }
+  const __m512i interleave = _mm512_loadu_si512(interleave_pairs.data());
+  for (std::size_t j = 0; j < length; j += 2) {
+    const float* v0 = task.v + j * task.qkv_stride;
+    const float* v1 = v0 + task.qkv_stride;
+    for (std::size_t c = 0; c < d; c += 16) {
+      const __m512 first = _mm512_loadu_ps(v0 + c);
+      const __m512 second = j + 1 < length ? _mm512_loadu_ps(v1 + c) : _mm512_setzero_ps();
+      const __m512i both = std::bit_cast<__m512i>(_mm512_cvtne2ps_pbh(second, first));
+      _mm512_storeu_si512(values_pairs + (j / 2) * d + c, _mm512_permutexvar_epi16(interleave, both));
+    }
+  }
+  std::fill(values_pairs + (length + 1) / 2 * d, values_pairs + padded / 2 * d, 0U);
+}
+
+}  // namespace
+
+void stage_keys_values_amx_bf16(const Bf16Bits* k, const Bf16Bits* v, std::size_t stride, std::size_t length,
+                                std::size_t head_dim, std::size_t first, std::size_t last, std::uint32_t* staged) {
+  assert(head_dim % tile_depth == 0 && first <= last && last <= length);
+  const std::size_t padded = (length + tile_depth - 1) / tile_depth * tile_depth;
+  lay_out_keys(k, stride, length, padded, head_dim, first, last, staged);
+  lay_out_values(v, stride, length, padded, head_dim, first, last, staged + head_dim / 2 * padded);
+}
+
 void attention_head_amx_bf16(const AttentionHeadTask& task) {
   const std::size_t d = task.head_dim;
   if (d % tile_depth != 0) {
@@ -165,18 +271,9 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
   const std::size_t padded = (length + tile_depth - 1) / tile_depth * tile_depth;
   Scratch& scratch = thread_scratch();
   scratch.queries.resize(tile_rows * d);
-  // Only the padding past the last key is zeroed below: the layout loops write everything else.
-  scratch.keys_pairs.resize(d / 2 * padded);
-  scratch.values_pairs.resize(padded / 2 * d);
   scratch.scores.resize(tile_rows * padded);
   scratch.weights.resize(tile_rows * padded);
   scratch.block_out.resize(tile_rows * d);
-
-  // K into the B layout of Q·Kᵀ: row p of a tile holds the channel pair (2p, 2p+1) of 16 keys, so
-  // 16 keys × 16 pairs is a dword transpose (d is a multiple of 32: whole blocks of 16 pairs).
-  // Keys already in bf16 and not rotated are transposed straight from their source rows; the others
-  // go to 16 bf16 rows first (scattering pair by pair wrote 32 cache lines per key).
-  scratch.key_rows.resize(16 * d);
   // Row t of q or k as fp32 (widened from bf16 rows), rotated into scratch.rotated when RoPE is fused.
   scratch.rotated.resize(d);
   scratch.widened.resize(d);
@@ -191,54 +288,22 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
     rotate_half_row(row, d, task.rope_cosines + t * (d / 2), task.rope_sines + t * (d / 2), scratch.rotated.data());
     return static_cast<const float*>(scratch.rotated.data());
   };
-  const bool keys_in_place = task.k_bf16 != nullptr && task.rope_cosines == nullptr;
-  for (std::size_t j0 = 0; j0 < length; j0 += 16) {
-    const std::size_t valid = std::min<std::size_t>(16, length - j0);
-    const std::uint16_t* rows = scratch.key_rows.data();
-    std::size_t row_stride = d;
-    if (keys_in_place) {
-      rows = task.k_bf16 + j0 * task.qkv_stride;
-      row_stride = task.qkv_stride;
+
+  // Keys and values in the B layouts, [d/2][padded] key pairs then [padded/2][d] value pairs: staged by
+  // the caller, or laid out here.
+  const std::uint32_t* keys_pairs = task.staged_keys_values;
+  assert(keys_pairs == nullptr || task.q_bf16 != nullptr);
+  if (keys_pairs == nullptr) {
+    scratch.keys_values.resize(staged_head_size_amx_bf16(length, d));
+    std::uint32_t* laid_out = scratch.keys_values.data();
+    if (task.k_bf16 != nullptr && task.v_bf16 != nullptr && task.rope_cosines == nullptr) {
+      stage_keys_values_amx_bf16(task.k_bf16, task.v_bf16, task.qkv_stride, length, d, 0, length, laid_out);
     } else {
-      for (std::size_t r = 0; r < valid; ++r) {
-        const float* k = head_row(task.k, task.k_bf16, j0 + r);
-        for (std::size_t c = 0; c < d; c += 32)
-          store_bf16_32(scratch.key_rows.data() + r * d + c, _mm512_loadu_ps(k + c), _mm512_loadu_ps(k + c + 16));
-      }
+      lay_out_converted_keys_values(task, length, padded, laid_out, scratch, head_row);
     }
-    for (std::size_t c = 0; c < d; c += 32)
-      transpose_dwords_16x16(reinterpret_cast<const std::uint8_t*>(rows + c), row_stride * sizeof(std::uint16_t), valid,
-                             scratch.keys_pairs.data() + (c / 2) * padded + j0, padded);
+    keys_pairs = laid_out;
   }
-  // Padding keys must be zeros, not stale values: a zero weight times a stale NaN is still NaN.
-  const std::size_t laid_out_keys = (length + 15) / 16 * 16;
-  for (std::size_t p = 0; laid_out_keys < padded && p < d / 2; ++p)
-    std::fill_n(scratch.keys_pairs.data() + p * padded + laid_out_keys, padded - laid_out_keys, 0U);
-  std::fill(scratch.values_pairs.begin() + static_cast<std::ptrdiff_t>((length + 1) / 2 * d),
-            scratch.values_pairs.end(), 0U);
-  // V into the B layout of P·V: row q of a tile holds keys (2q, 2q+1) of 16 channels, interleaved.
-  const __m512i interleave = _mm512_loadu_si512(interleave_pairs.data());
-  for (std::size_t j = 0; task.v_bf16 != nullptr && j < length; j += 2) {
-    const std::uint16_t* v0 = task.v_bf16 + j * task.qkv_stride;
-    const std::uint16_t* v1 = v0 + task.qkv_stride;
-    for (std::size_t c = 0; c < d; c += 16) {
-      const __m256i first = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v0 + c));
-      const __m256i second =
-          j + 1 < length ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v1 + c)) : _mm256_setzero_si256();
-      const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1);
-      _mm512_storeu_si512(scratch.values_pairs.data() + (j / 2) * d + c, _mm512_permutexvar_epi16(interleave, both));
-    }
-  }
-  for (std::size_t j = 0; task.v_bf16 == nullptr && j < length; j += 2) {
-    const float* v0 = task.v + j * task.qkv_stride;
-    const float* v1 = v0 + task.qkv_stride;
-    for (std::size_t c = 0; c < d; c += 16) {
-      const __m512 first = _mm512_loadu_ps(v0 + c);
-      const __m512 second = j + 1 < length ? _mm512_loadu_ps(v1 + c) : _mm512_setzero_ps();
-      const __m512i both = std::bit_cast<__m512i>(_mm512_cvtne2ps_pbh(second, first));
-      _mm512_storeu_si512(scratch.values_pairs.data() + (j / 2) * d + c, _mm512_permutexvar_epi16(interleave, both));
-    }
-  }
+  const std::uint32_t* values_pairs = keys_pairs + d / 2 * padded;
 
   const TileScope tiles;
   const __m512 scale = _mm512_set1_ps(task.scale);
@@ -278,7 +343,7 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
     for (std::size_t j0 = begin; j0 < end_padded; j0 += 64) {
       const std::size_t count = std::min<std::size_t>(4, (end_padded - j0) / 16);
       const auto keys = [&](std::size_t c) {
-        return reinterpret_cast<const std::uint8_t*>(scratch.keys_pairs.data() + (c / 2) * padded + j0);
+        return reinterpret_cast<const std::uint8_t*>(keys_pairs + (c / 2) * padded + j0);
       };
       zero_accumulators();
       if (queries_resident) {
@@ -312,7 +377,7 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
       zero_accumulators();
       for (std::size_t j = begin; j < end_padded; j += tile_depth) {
         _tile_loadd(0, scratch.weights.data() + j, static_cast<long>(padded * sizeof(std::uint16_t)));
-        multiply_accumulate(reinterpret_cast<const std::uint8_t*>(scratch.values_pairs.data() + (j / 2) * d + c0),
+        multiply_accumulate(reinterpret_cast<const std::uint8_t*>(values_pairs + (j / 2) * d + c0),
                             16 * sizeof(std::uint32_t), d * sizeof(std::uint32_t), count);
       }
       store_accumulators(scratch.block_out.data() + c0, d * sizeof(float), count);

@@ -123,7 +123,7 @@ void attention_head_avx512(const AttentionHeadTask& bf16_or_fp32_task) {
     }
     std::size_t c = 0;
     for (; c + 16 <= d; c += 16)
-      transpose_dwords_16x16(reinterpret_cast<const std::uint8_t*>(rows + c), row_stride * sizeof(float), valid,
+      transpose_dwords_16x16(reinterpret_cast<const std::uint8_t*>(rows + c), row_stride * sizeof(float), 0, valid,
                              reinterpret_cast<std::uint32_t*>(keys_transposed + c * padded + j0), padded);
     for (; c < d; ++c)
       for (std::size_t r = 0; r < 16; ++r)

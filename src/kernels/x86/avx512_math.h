@@ -69,20 +69,21 @@ inline void rotate_half_row(const float* x, std::size_t d, const float* cosines,
   }
 }
 
-// Writes dword l of row p, for 16 rows of 16 dwords (rows source_stride bytes apart, only the first
-// `valid` of them read, the rest taken as zeros), to destination[p·destination_stride + l]: a 16×16
-// transpose in registers: the attention kernels' key layouts (fp32 keys as they are, bf16 keys as
-// channel pairs), where one gather per output row, or one scalar store per value, was the kernel's
-// hottest spot.
-inline void transpose_dwords_16x16(const std::uint8_t* source, std::size_t source_stride, std::size_t valid,
-                                   std::uint32_t* destination, std::size_t destination_stride) {
+// Writes dword l of row p, for 16 rows of 16 dwords (rows source_stride bytes apart, only rows
+// [first_row, end_row) read, the others taken as zeros), to destination[p·destination_stride + l] for
+// the lanes l in `lanes`: a 16×16 transpose in registers. The attention kernels' key layouts (fp32 keys
+// as they are, bf16 keys as channel pairs), where one gather per output row, or one scalar store per
+// value, was the kernel's hottest spot; a row range and lanes let a thread lay out only its own keys.
+inline void transpose_dwords_16x16(const std::uint8_t* source, std::size_t source_stride, std::size_t first_row,
+                                   std::size_t end_row, std::uint32_t* destination, std::size_t destination_stride,
+                                   __mmask16 lanes = 0xFFFF) {
   // All lanes kept: the same instructions as the unmasked forms, whose GCC 12 definitions pass
   // _mm512_undefined_epi32() and fail -Werror=uninitialized once inlined (GCC bug 105593).
   constexpr __mmask16 every_dword = 0xFFFF;
   constexpr __mmask8 every_qword = 0xFF;
   __m512i row[16];
   for (std::size_t l = 0; l < 16; ++l)
-    row[l] = l < valid ? _mm512_loadu_si512(source + l * source_stride) : _mm512_setzero_si512();
+    row[l] = l >= first_row && l < end_row ? _mm512_loadu_si512(source + l * source_stride) : _mm512_setzero_si512();
   // Within each 128-bit lane k: pairs of rows, then quadruples, interleaved, so that
   // quad[4g + e] lane k holds dword 4k + e of rows 4g..4g+3.
   __m512i pair[16];
@@ -104,10 +105,13 @@ inline void transpose_dwords_16x16(const std::uint8_t* source, std::size_t sourc
     const __m512i high01 = _mm512_maskz_shuffle_i32x4(every_dword, quad[8 + e], quad[12 + e], 0x44);
     const __m512i high23 = _mm512_maskz_shuffle_i32x4(every_dword, quad[8 + e], quad[12 + e], 0xEE);
     std::uint32_t* out = destination + e * destination_stride;
-    _mm512_storeu_si512(out, _mm512_maskz_shuffle_i32x4(every_dword, low01, high01, 0x88));
-    _mm512_storeu_si512(out + 4 * destination_stride, _mm512_maskz_shuffle_i32x4(every_dword, low01, high01, 0xDD));
-    _mm512_storeu_si512(out + 8 * destination_stride, _mm512_maskz_shuffle_i32x4(every_dword, low23, high23, 0x88));
-    _mm512_storeu_si512(out + 12 * destination_stride, _mm512_maskz_shuffle_i32x4(every_dword, low23, high23, 0xDD));
+    _mm512_mask_storeu_epi32(out, lanes, _mm512_maskz_shuffle_i32x4(every_dword, low01, high01, 0x88));
+    _mm512_mask_storeu_epi32(out + 4 * destination_stride, lanes,
+                             _mm512_maskz_shuffle_i32x4(every_dword, low01, high01, 0xDD));
+    _mm512_mask_storeu_epi32(out + 8 * destination_stride, lanes,
+                             _mm512_maskz_shuffle_i32x4(every_dword, low23, high23, 0x88));
+    _mm512_mask_storeu_epi32(out + 12 * destination_stride, lanes,
+                             _mm512_maskz_shuffle_i32x4(every_dword, low23, high23, 0xDD));
   }
 }
 

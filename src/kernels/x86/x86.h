@@ -4,6 +4,7 @@
 // isa_supported() says so; dispatch.cpp makes that choice.
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 
 #include "kernels/variants.h"
@@ -21,5 +22,13 @@ void convert_fp32_to_bf16_avx512_bf16(std::span<const float> x, std::span<Bf16Bi
 void attention_head_avx512(const AttentionHeadTask& task);
 // bf16 products on AMX tiles; hands head_dim not a multiple of 32 to attention_head_avx512.
 void attention_head_amx_bf16(const AttentionHeadTask& task);
+// Dwords of one head's keys and values of a sequence of `length` laid out for attention_head_amx_bf16
+// (AttentionHeadTask::staged_keys_values).
+std::size_t staged_head_size_amx_bf16(std::size_t length, std::size_t head_dim);
+// Lays out keys and values [first, last) of one head (bf16 rows `stride` values apart, head_dim a
+// multiple of 32) into `staged` (staged_head_size_amx_bf16 dwords); the range ending at `length` also
+// writes the padding. Ranges of one head may be staged by different threads at once.
+void stage_keys_values_amx_bf16(const Bf16Bits* k, const Bf16Bits* v, std::size_t stride, std::size_t length,
+                                std::size_t head_dim, std::size_t first, std::size_t last, std::uint32_t* staged);
 
 }  // namespace s1::kernels::x86

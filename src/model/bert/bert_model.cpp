@@ -152,6 +152,13 @@ std::span<const float> BertEncoder::forward(std::span<const std::span<const int3
     context_bf16_.resize(rows * width);
     intermediate_bf16_.resize(rows * inner);
     std::fill(context_bf16_.begin() + static_cast<std::ptrdiff_t>(used * width), context_bf16_.end(), 0);
+    staged_attention_ = kernels::StagedKeyValues::available(static_cast<size_t>(config_.head_dim()));
+    for (kernels::StagedKeyValues& staged : staged_) {
+      if (staged_attention_) {
+        staged.reset(layout_, static_cast<size_t>(config_.num_attention_heads),
+                     static_cast<size_t>(config_.head_dim()));
+      }
+    }
   } else {
     for (std::vector<float>& qkv : qkv_) qkv.resize(rows * 3 * width);
     context_.resize(rows * width);
@@ -184,6 +191,7 @@ void BertEncoder::run_layers(kernels::Team& team, size_t rows, size_t per_thread
     if (mine.size() != 0) {
       if (bf16) {
         layer.qkv.forward(hidden_bf16, own(qkv_bf16, 3 * width));
+        if (staged_attention_) staged_[l % 2].stage(layout_, qkv_bf16, mine.begin, mine.end);
       } else {
         layer.qkv.forward(hidden, own(qkv, 3 * width));
       }
@@ -192,8 +200,13 @@ void BertEncoder::run_layers(kernels::Team& team, size_t rows, size_t per_thread
     if (mine.size() == 0) continue;
     // Post-norm: hidden = LayerNorm(hidden + attention output), the sum done by the matmul's store.
     if (bf16) {
-      kernels::packed_attention_rows(layout_, std::span<const kernels::Bf16Bits>(qkv_bf16), heads, head_dim, 0,
-                                     mine.begin, mine.end, std::span<kernels::Bf16Bits>(context_bf16_), precision_);
+      if (staged_attention_) {
+        kernels::packed_attention_rows(layout_, qkv_bf16, staged_[l % 2], heads, head_dim, 0, mine.begin, mine.end,
+                                       context_bf16_);
+      } else {
+        kernels::packed_attention_rows(layout_, std::span<const kernels::Bf16Bits>(qkv_bf16), heads, head_dim, 0,
+                                       mine.begin, mine.end, std::span<kernels::Bf16Bits>(context_bf16_), precision_);
+      }
       layer.attention_output.forward_accumulate(own(context_bf16_, width), hidden);
     } else {
       kernels::packed_attention_rows(layout_, qkv, heads, head_dim, 0, mine.begin, mine.end, std::span<float>(context_),

@@ -77,6 +77,10 @@ class BertEncoder {
   // bf16: what the matmuls and attention read, written in bf16 by the ops that produce them.
   std::vector<kernels::Bf16Bits> qkv_bf16_[2];
   std::vector<kernels::Bf16Bits> hidden_bf16_, context_bf16_, intermediate_bf16_;
+  // bf16 on AMX: each thread lays out its own rows' keys and values before the barrier (double-buffered
+  // as qkv_bf16_); empty where StagedKeyValues is not available.
+  bool staged_attention_ = false;
+  kernels::StagedKeyValues staged_[2];
 };
 
 }  // namespace s1::bert

@@ -430,6 +430,36 @@ TEST(KernelsConsistency, PackedAttentionRowsMatchPackedAttention) {
   }
 }
 
+// Keys and values staged by row ranges that split sequences anywhere (odd rows, mid key block, one row),
+// in any order and over storage that held NaN keys and values before: the same bits as attention over
+// the bf16 rows, for every row range of the output.
+TEST(KernelsConsistency, StagedKeyValuesMatchTheRowsTheyCameFrom) {
+  for (const std::size_t head_dim : {32UL, 64UL}) {
+    if (!StagedKeyValues::available(head_dim)) GTEST_SKIP() << "the bf16 attention kernel in use is not AMX";
+    const std::vector<PackedSequence> layout{{0, 37}, {37, 128}, {165, 5}, {170, 1}, {171, 53}};
+    const std::size_t rows = 240, heads = 3, width = heads * head_dim;
+    std::vector<Bf16Bits> qkv(rows * 3 * width), stale(rows * 3 * width, Bf16Bits{0x7fc0});  // NaN
+    reference::convert_fp32_to_bf16(random_values(qkv.size(), 1.5F, 720), qkv);
+    for (const std::size_t half_window : {0UL, 16UL}) {
+      std::vector<Bf16Bits> expected(rows * width, Bf16Bits{0x40e0}), got(rows * width, Bf16Bits{0x40e0});
+      packed_attention_rows(layout, std::span<const Bf16Bits>(qkv), heads, head_dim, half_window, 0, rows,
+                            std::span<Bf16Bits>(expected), Precision::bf16);
+      // Stale NaN keys and values everywhere, padding included (one sequence over all rows, then the layout).
+      StagedKeyValues staged;
+      const PackedSequence all_rows[] = {{0, rows}};
+      staged.reset(all_rows, heads, head_dim);
+      staged.stage(all_rows, stale, 0, rows);
+      staged.reset(layout, heads, head_dim);
+      staged.stage(layout, stale, 0, rows);
+      const std::pair<std::size_t, std::size_t> ranges[] = {{171, 172}, {80, 171}, {0, 19}, {172, rows}, {19, 80}};
+      for (const auto& [begin, end] : ranges) staged.stage(layout, qkv, begin, end);
+      for (const auto& [begin, end] : {std::pair{0UL, 100UL}, std::pair{100UL, rows}})
+        packed_attention_rows(layout, qkv, staged, heads, head_dim, half_window, begin, end, got);
+      EXPECT_EQ(got, expected) << "head_dim " << head_dim << " half_window " << half_window;
+    }
+  }
+}
+
 // Fused RoPE is apply_rope over the QKV rows, then attention.
 TEST(KernelsConsistency, AttentionWithFusedRopeMatchesRopeThenAttention) {
   const std::vector<std::size_t> lengths{40, 23};
