@@ -65,6 +65,10 @@ void linear_arguments(benchmark::internal::Benchmark* benchmark) {
         benchmark->Args({precision, 128, in, out, threads, 0});
       benchmark->Args({precision, 128, 384, 1536, threads, 1});
     }
+    // The same at 64 rows on one thread: each thread's share of a 128-token MiniLM forward in a team.
+    for (const auto& [in, out] : {std::pair{384, 1152}, {384, 384}, {384, 1536}, {1536, 384}})
+      benchmark->Args({precision, 64, in, out, 1, 0});
+    benchmark->Args({precision, 64, 384, 1536, 1, 1});
     // Per-call latency at small and large row counts.
     for (const int threads : {1, 2})
       for (const int rows : {8, 32, 512}) benchmark->Args({precision, rows, 384, 1152, threads, 0});
@@ -142,6 +146,44 @@ void modernbert_large_gemms(benchmark::State& state) {
   set_rate(state, 2.0 * 28 * static_cast<double>(rows) * (1024.0 * 3072 + 1024.0 * 1024 + 3 * 1024.0 * 2624));
 }
 BENCHMARK(modernbert_large_gemms)->ArgNames({"M", "threads"})->Args({512, 2})->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// The four matmuls of a Qwen3-0.6B layer (qkv 1024→4096, o 2048→1024 into the residual, gate|up
+// 1024→6144, down 3072→1024 into the residual) at M rows, bf16 activations in, through 28 layers
+// (cold weights), nothing between them.
+void qwen3_layer_gemms(benchmark::State& state) {
+  const auto rows = static_cast<std::size_t>(state.range(0));
+  set_thread_count(static_cast<int>(state.range(1)));
+  constexpr std::size_t hidden = 1024, q_width = 2048, qkv_width = 4096, inner = 3072;
+  struct Layer {
+    PackedLinear qkv, o, gate_up, down;
+  };
+  std::vector<Layer> layers;
+  for (int layer = 0; layer < 28; ++layer)
+    layers.push_back(Layer{PackedLinear(random_values(hidden * qkv_width, 0.05F), {}, hidden, qkv_width, Precision::bf16),
+                           PackedLinear(random_values(q_width * hidden, 0.05F), {}, q_width, hidden, Precision::bf16),
+                           PackedLinear(random_values(hidden * 2 * inner, 0.05F), {}, hidden, 2 * inner, Precision::bf16),
+                           PackedLinear(random_values(inner * hidden, 0.05F), {}, inner, hidden, Precision::bf16)});
+  std::vector<Bf16Bits> x(rows * inner), gate_up(rows * 2 * inner);
+  convert_fp32_to_bf16(random_values(rows * inner, 1.0F), x);
+  const std::span<const Bf16Bits> normed(x.data(), rows * hidden), context(x.data(), rows * q_width);
+  std::vector<float> qkv(rows * qkv_width), residual(rows * hidden);
+  const auto pass = [&] {
+    for (const Layer& layer : layers) {
+      layer.qkv.forward(normed, qkv);
+      layer.o.forward_accumulate(context, residual);
+      layer.gate_up.forward(normed, gate_up);
+      layer.down.forward_accumulate(x, residual);
+    }
+  };
+  pass();  // builds any matmul primitives outside the timed loop
+  for (auto _ : state) {
+    pass();
+    benchmark::DoNotOptimize(residual.data());
+  }
+  set_rate(state, 2.0 * 28 * static_cast<double>(rows) *
+                      static_cast<double>(hidden * qkv_width + q_width * hidden + hidden * 2 * inner + inner * hidden));
+}
+BENCHMARK(qwen3_layer_gemms)->ArgNames({"M", "threads"})->Args({256, 2})->UseRealTime()->Unit(benchmark::kMillisecond);
 
 BENCHMARK(linear_forward_cold)
     ->ArgNames({"bf16", "M", "K", "N", "threads", "bf16_io"})
