@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>
 #include <unordered_map>
@@ -20,6 +21,8 @@
 #include "kernels/convert.h"
 #include "kernels/cpu_features.h"
 #include "kernels/parallel.h"
+#include "kernels/team.h"
+#include "kernels/x86/linear_amx_bf16.h"
 
 namespace s1::kernels {
 namespace {
@@ -104,6 +107,13 @@ SharedPrimitive shared_primitive(const PrimitiveKey& key, const dnnl::memory::de
 constexpr std::int64_t max_serial_macs_bf16 = 24'000'000;
 constexpr std::int64_t max_serial_macs_fp32 = 5'000'000;
 
+// bf16 layers on AMX CPUs run our kernel (x86/linear_amx_bf16) instead of oneDNN 3.2's brgemm: at every
+// shape our models run it measured as fast or faster, most at MiniLM's small shapes (1.2–1.5× at
+// M = 64 and 128 on one thread) and on whole passes with cold weights (Qwen3-0.6B's layer matmuls
+// 1.3–1.5×, ModernBERT-large's 1.2×); docs/benchmarks/kernels.md, "Our AMX matmul". oneDNN stays for
+// fp32 and for CPUs without AMX.
+bool own_amx_kernel(Precision precision) { return precision == Precision::bf16 && cpu_features().amx_with_bf16(); }
+
 // The bf16 copy of the activations lives per calling thread, reused across calls.
 std::vector<Bf16Bits>& activation_buffer() {
   thread_local std::vector<Bf16Bits> buffer;
@@ -144,7 +154,8 @@ std::unique_ptr<std::byte, FreeDeleter> weight_allocation(std::size_t bytes) {
   return std::unique_ptr<std::byte, FreeDeleter>(static_cast<std::byte*>(data));
 }
 
-// A matmul's scratch space, per calling thread, grown to the largest any primitive asked for.
+// A matmul's scratch space (a oneDNN primitive's, or our AMX kernel's packed rows of x), per calling
+// thread, grown to the largest any call asked for.
 std::byte* scratchpad_buffer(std::size_t bytes) {
   constexpr std::size_t alignment = 64;
   thread_local std::unique_ptr<std::byte, FreeDeleter> buffer;
@@ -168,6 +179,11 @@ struct PackedLinear::Impl {
   std::unique_ptr<std::byte, FreeDeleter> weight_storage;  // owns what `weights` points to
   dnnl::memory weights;                                    // packed, in the layout the primitives expect
   dnnl::memory bias;                                       // empty handle when there is no bias
+  // Instead of the above when our AMX kernel runs the layer (own_amx_kernel): its packed weights.
+  std::unique_ptr<std::byte, FreeDeleter> amx_storage;
+  std::optional<x86::AmxWeightLayout> amx;
+  std::vector<float> amx_bias;
+  void run_amx(const void* x, bool x_fp32, std::size_t rows, Destination y, bool accumulate) const;
 };
 
 PackedLinear::PackedLinear(std::span<const float> weight, std::span<const float> bias, std::size_t in_features,
@@ -180,6 +196,15 @@ PackedLinear::PackedLinear(std::span<const float> weight, std::span<const float>
   impl_->out_features = out_features;
   impl_->precision = precision;
   impl_->activation = activation;
+  if (own_amx_kernel(precision)) {
+    const x86::AmxWeightLayout layout(in_features, out_features);
+    impl_->amx_storage = weight_allocation(layout.values() * sizeof(Bf16Bits));
+    x86::pack_weights_amx_bf16(weight, layout,
+                               {reinterpret_cast<Bf16Bits*>(impl_->amx_storage.get()), layout.values()});
+    impl_->amx = layout;
+    impl_->amx_bias.assign(bias.begin(), bias.end());
+    return;
+  }
   const auto in = static_cast<dnnl::memory::dim>(in_features);
   const auto out = static_cast<dnnl::memory::dim>(out_features);
   try {
@@ -248,6 +273,11 @@ void PackedLinear::run_fp32(std::span<const float> x, Destination y, bool accumu
     run(x.data(), rows, y, accumulate);
     return;
   }
+  if (impl_->amx) {
+    assert(y.size == rows * impl_->out_features);
+    impl_->run_amx(x.data(), true, rows, y, accumulate);
+    return;
+  }
   // oneDNN 3.2 has no f32-activation × bf16-weight matmul, so activations are rounded to bf16 first
   // (vcvtne2ps2bf16: ~1 µs per 128×384 rows, far below the matmul). Callers that can write bf16
   // themselves skip this pass with the Bf16Bits overloads.
@@ -257,9 +287,54 @@ void PackedLinear::run_fp32(std::span<const float> x, Destination y, bool accumu
   run(buffer.data(), rows, y, accumulate);
 }
 
+void PackedLinear::Impl::run_amx(const void* x, bool x_fp32, std::size_t rows, Destination y, bool accumulate) const {
+  const x86::AmxWeightLayout& layout = *amx;
+  auto* packed_x = reinterpret_cast<Bf16Bits*>(scratchpad_buffer(x86::packed_rows_values(layout, rows) * sizeof(Bf16Bits)));
+  x86::AmxLinearTask task{layout};
+  task.weights = reinterpret_cast<const Bf16Bits*>(amx_storage.get());
+  task.bias = amx_bias.empty() ? nullptr : amx_bias.data();
+  task.x = packed_x;
+  task.rows = rows;
+  task.gelu = activation == Activation::gelu;
+  task.accumulate = accumulate;
+  task.y = y.data;
+  task.y_bf16 = y.type == Output::bf16;
+  // Packs rows [32·first_block, 32·end_block) of x.
+  const auto pack = [&](std::size_t first_block, std::size_t end_block) {
+    const std::size_t first_row = first_block * x86::amx_block_rows;
+    const std::size_t count = std::min(rows, end_block * x86::amx_block_rows) - first_row;
+    Bf16Bits* destination = packed_x + x86::packed_rows_values(layout, first_row);
+    if (x_fp32) {
+      x86::pack_rows_amx_bf16(static_cast<const float*>(x) + first_row * in_features, count, layout, destination);
+    } else {
+      x86::pack_rows_amx_bf16(static_cast<const Bf16Bits*>(x) + first_row * in_features, count, layout, destination);
+    }
+  };
+  const std::size_t row_blocks = (rows + x86::amx_block_rows - 1) / x86::amx_block_rows;
+  const auto macs = static_cast<std::int64_t>(rows * in_features * out_features);
+  if (omp_in_parallel() != 0 || macs <= max_serial_macs_bf16) {
+    pack(0, row_blocks);
+    x86::linear_amx_bf16(task, 0, layout.panels);
+    return;
+  }
+  // Each thread packs its share of the rows, then computes its share of the output columns from all of
+  // them: it streams only its own panels of the weights.
+  run_team([&](Team& team) {
+    const Team::Range blocks = team.share(row_blocks);
+    if (blocks.size() != 0) pack(blocks.begin, blocks.end);
+    team.barrier();
+    const Team::Range panels = team.share(layout.panels);
+    x86::linear_amx_bf16(task, panels.begin, panels.end);
+  });
+}
+
 void PackedLinear::run(const void* x, std::size_t rows, Destination y, bool accumulate) const {
   const Impl& impl = *impl_;
   assert(rows > 0 && y.size == rows * impl.out_features);
+  if (impl.amx) {
+    impl.run_amx(x, false, rows, y, accumulate);
+    return;
+  }
   const DataType destination_type = y.type == Output::bf16 ? DataType::bf16 : DataType::f32;
   const auto m = static_cast<dnnl::memory::dim>(rows);
   const auto in = static_cast<dnnl::memory::dim>(impl.in_features);

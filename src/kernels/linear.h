@@ -20,9 +20,10 @@ enum class Activation { none, gelu };
 
 // A linear layer y[M,N] = activation(x[M,K] · Wᵀ + b) with fp32 (or, at bf16 precision, bf16) input
 // and output, GELU applied by the matmul as it stores, its weights reordered once, at construction,
-// into the blocked layout oneDNN's matmul prefers.
+// into the blocked layout its matmul prefers: our own AMX kernel's at bf16 on AMX CPUs (any M, no
+// primitives), otherwise oneDNN's.
 //
-// Matmul primitives are built per row count M (oneDNN 2.6 fell back from brgemm/AMX to a generic
+// oneDNN matmul primitives are built per row count M (oneDNN 2.6 fell back from brgemm/AMX to a generic
 // GEMM for a runtime M; 3.2 keeps brgemm there, not yet timed against a fixed M) and shared
 // process-wide between layers of the same shape; a new M costs 0.1–0.4 ms once, so callers should
 // keep the set of row counts small (pad sequence lengths). forward() may be called from several

@@ -879,7 +879,11 @@ TEST_F(ThreadCounts, LinearMatchesReference) {
   const Case cases[] = {{1, 7, 5, true, Activation::none},       {3, 384, 1152, true, Activation::none},
                         {17, 33, 65, true, Activation::gelu},    {128, 384, 1536, true, Activation::gelu},
                         {8, 1536, 384, false, Activation::none}, {1, 384, 384, true, Activation::none},
-                        {130, 384, 384, true, Activation::none}};
+                        {130, 384, 384, true, Activation::none},
+                        // K and N tails at odd row counts; the last two large enough for 2 threads, the
+                        // last with rows in two chunks and panels in three groups (AMX kernel).
+                        {100, 40, 200, true, Activation::gelu},  {100, 40, 200, false, Activation::none},
+                        {200, 1024, 200, true, Activation::none}, {200, 2624, 200, true, Activation::none}};
   unsigned seed = 600;
   for (const int threads : {1, 2}) {
     set_thread_count(threads);
