@@ -192,6 +192,7 @@ BENCHMARK(linear_forward_cold)
     ->Args({1, 512, 2624, 1024, 2, 1})
     ->Args({1, 256, 1024, 6144, 2, 0})
     ->Args({1, 256, 1024, 6144, 2, 1})
+    ->Args({1, 64, 1024, 6144, 2, 1})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 
