@@ -1,9 +1,13 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
+#include <vector>
 
+#include "kernels/convert.h"
 #include "kernels/precision.h"
+#include "kernels/team.h"
 
 namespace s1::kernels {
 
@@ -50,5 +54,39 @@ void cached_attention_branches(std::span<const float> q, std::size_t q_stride, s
                                std::span<const float> keys, std::span<const float> values, std::size_t kv_stride,
                                std::span<const AttentionBranch> branches, bool causal, CachedAttentionShape shape,
                                std::span<float> out);
+
+// cached_attention_branches' arguments, for the forms below.
+struct CachedAttentionBranches {
+  std::span<const float> q;
+  std::size_t q_stride = 0;
+  std::span<const float> prefix_keys, prefix_values;
+  std::size_t prefix_length = 0;
+  std::span<const float> keys, values;
+  std::size_t kv_stride = 0;
+  std::span<const AttentionBranch> branches;
+  bool causal = true;
+  CachedAttentionShape shape;
+};
+
+// The memory the threads of a team share during cached_attention_branches (keys and values laid
+// out for the tiles once per kv head, read by every query head and row block); kept between calls so
+// that a forward pass allocates it once. Its contents are the kernel's own.
+struct CachedAttentionWorkspace {
+  std::vector<std::uint32_t> tiles;
+  std::vector<float> keys, values;  // [prefix | one branch] rows where the kernel needs them contiguous
+};
+
+// cached_attention_branches with out written in bf16 (the input of a bf16 output projection, with no
+// conversion pass): the same bits as rounding the fp32 form's out.
+void cached_attention_branches(const CachedAttentionBranches& attention, std::span<Bf16Bits> out);
+
+// The same work shared by the threads of a kernels::Team, every thread calling it with the same
+// arguments (inside one region with the ops around it, instead of regions of its own). It starts and
+// ends with team.barrier(): it reads q/k/v rows that other threads wrote before the call, and every
+// row of out is written when it returns. Results equal the forms above.
+void cached_attention_branches(Team& team, CachedAttentionWorkspace& workspace,
+                               const CachedAttentionBranches& attention, std::span<float> out);
+void cached_attention_branches(Team& team, CachedAttentionWorkspace& workspace,
+                               const CachedAttentionBranches& attention, std::span<Bf16Bits> out);
 
 }  // namespace s1::kernels

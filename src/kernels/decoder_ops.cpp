@@ -13,6 +13,7 @@
 #include "kernels/rope.h"
 #include "kernels/rows_to_bf16.h"
 #include "kernels/swiglu.h"
+#include "kernels/team.h"
 #include "kernels/variants.h"
 #include "kernels/x86/decoder.h"
 
@@ -85,6 +86,13 @@ RopeTable rope_table(std::size_t rotary_dim, float theta, std::size_t positions)
   return table;
 }
 
+void apply_rope(std::span<float> x, std::size_t rows, std::size_t row_stride, std::size_t heads, std::size_t head_dim,
+                const RopeTable& table, std::span<const int64_t> positions) {
+  assert(table.rotary_dim <= head_dim && positions.size() == rows);
+  reference::apply_rope(x, rows, row_stride, heads, head_dim, table.rotary_dim / 2, table.cosines, table.sines,
+                        positions);
+}
+
 void silu_mul(std::span<const float> gate, std::span<const float> up, std::span<float> y) {
   assert(up.size() == gate.size() && y.size() == gate.size());
   SiluMulFn* run = selected_variants().silu_mul.run;
@@ -155,94 +163,268 @@ void cached_attention(std::span<const float> q, std::size_t q_stride, std::size_
                });
 }
 
+namespace {
+
+// Where cached_attention_branches writes: fp32 rows, or the same rounded to bf16.
+struct AttentionOutput {
+  float* fp32 = nullptr;
+  Bf16Bits* bf16 = nullptr;
+};
+
+// One head task of a fp32-output kernel, its rows stored at `offset` of out in either form (bf16
+// through a block of this thread's: the kernel's rows, then rounded).
+void run_head(CachedAttentionHeadFn* run, CachedAttentionHeadTask task, AttentionOutput out, std::size_t offset) {
+  if (out.bf16 == nullptr) {
+    task.out = out.fp32 + offset;
+    run(task);
+    return;
+  }
+  thread_local std::vector<float> rows;
+  const std::size_t d = task.head_dim;
+  const std::size_t stride = task.out_stride;
+  rows.resize(task.m * d);
+  task.out = rows.data();
+  task.out_stride = d;
+  run(task);
+  ConvertFp32ToBf16Fn* convert = selected_variants().convert_fp32_to_bf16.run;
+  for (std::size_t i = 0; i < task.m; ++i)
+    convert(std::span<const float>(rows).subspan(i * d, d), std::span(out.bf16 + offset + i * stride, d));
+}
+
+// Blocks of query rows of every branch: the row dimension of the work items.
+struct RowBlock {
+  std::size_t branch, first_row;
+};
+
+std::vector<RowBlock> row_blocks(std::span<const AttentionBranch> branches) {
+  std::vector<RowBlock> blocks;
+  for (std::size_t b = 0; b < branches.size(); ++b)
+    for (std::size_t row = 0; row < branches[b].length; row += rows_per_attention_item) blocks.push_back({b, row});
+  return blocks;
+}
+
+// Off the tiles (fp32, or head sizes and CPUs without them): the per-head kernels read one
+// contiguous key block per branch, so with a prefix each branch's [prefix rows | its rows] is
+// assembled in the workspace in turn (the prefix part once); without one they read the branch's
+// rows in place.
+void attend_per_head(Team& team, CachedAttentionWorkspace& workspace, const CachedAttentionBranches& a,
+                     AttentionOutput out) {
+  const CachedAttentionShape& shape = a.shape;
+  const std::size_t d = shape.head_dim;
+  const std::size_t kv_width = shape.kv_heads * d;
+  const std::size_t out_stride = shape.heads * d;
+  const std::size_t group = shape.heads / shape.kv_heads;
+  CachedAttentionHeadFn* run = shape.precision == Precision::bf16 ? selected_variants().cached_attention_head_bf16.run
+                                                                   : selected_variants().cached_attention_head.run;
+  // Items (query head, block of rows) of branch_count branches from first_branch; in_place: keys and
+  // values are the branches' own rows (kv_stride apart), else one [prefix | branch] block.
+  const auto attend_items = [&](std::size_t first_branch, std::size_t branch_count, const float* keys,
+                                const float* values, std::size_t kv_stride, bool in_place) {
+    std::vector<RowBlock> blocks = row_blocks(a.branches.subspan(first_branch, branch_count));
+    const Team::Range mine = team.share(shape.heads * blocks.size());
+    for (std::size_t item = mine.begin; item < mine.end; ++item) {
+      const std::size_t h = item / blocks.size();
+      const RowBlock& block = blocks[item % blocks.size()];
+      const AttentionBranch& branch = a.branches[first_branch + block.branch];
+      const std::size_t row = branch.offset + block.first_row;
+      const std::size_t kv_offset = (in_place ? branch.offset * kv_stride : 0) + h / group * d;
+      run_head(run,
+               CachedAttentionHeadTask{
+                   .q = a.q.data() + row * a.q_stride + h * d,
+                   .q_stride = a.q_stride,
+                   .m = std::min(rows_per_attention_item, branch.length - block.first_row),
+                   .keys = keys + kv_offset,
+                   .values = values + kv_offset,
+                   .kv_stride = kv_stride,
+                   .n = a.prefix_length + branch.length,
+                   .first_query_position = a.prefix_length + block.first_row,
+                   .causal = a.causal,
+                   .head_dim = d,
+                   .scale = shape.scale,
+                   .out = nullptr,
+                   .out_stride = out_stride,
+               },
+               out, row * out_stride + h * d);
+    }
+  };
+  if (a.prefix_length == 0) {
+    team.barrier();
+    attend_items(0, a.branches.size(), a.keys.data(), a.values.data(), a.kv_stride, true);
+    team.barrier();
+    return;
+  }
+  std::size_t longest = 0;
+  for (const AttentionBranch& branch : a.branches) longest = std::max(longest, branch.length);
+  if (team.index() == 0) {
+    workspace.keys.resize((a.prefix_length + longest) * kv_width);
+    workspace.values.resize(workspace.keys.size());
+  }
+  team.barrier();
+  float* const keys = workspace.keys.data();
+  float* const values = workspace.values.data();
+  const Team::Range prefix_rows = team.share(a.prefix_length);
+  std::copy(a.prefix_keys.begin() + static_cast<std::ptrdiff_t>(prefix_rows.begin * kv_width),
+            a.prefix_keys.begin() + static_cast<std::ptrdiff_t>(prefix_rows.end * kv_width), keys + prefix_rows.begin * kv_width);
+  std::copy(a.prefix_values.begin() + static_cast<std::ptrdiff_t>(prefix_rows.begin * kv_width),
+            a.prefix_values.begin() + static_cast<std::ptrdiff_t>(prefix_rows.end * kv_width),
+            values + prefix_rows.begin * kv_width);
+  for (std::size_t b = 0; b < a.branches.size(); ++b) {
+    const AttentionBranch& branch = a.branches[b];
+    const Team::Range own_rows = team.share(branch.length);
+    for (std::size_t t = own_rows.begin; t < own_rows.end; ++t) {
+      std::copy_n(a.keys.data() + (branch.offset + t) * a.kv_stride, kv_width, keys + (a.prefix_length + t) * kv_width);
+      std::copy_n(a.values.data() + (branch.offset + t) * a.kv_stride, kv_width,
+                  values + (a.prefix_length + t) * kv_width);
+    }
+    team.barrier();
+    attend_items(b, 1, keys, values, kv_width, false);
+    team.barrier();  // the next branch overwrites the rows after the prefix
+  }
+}
+
+// On AMX tiles: every kv head's prefix and each branch's own keys and values laid out once, shared
+// by all the query heads of the group and all row blocks (a causal prefill's blocks would otherwise
+// lay out the keys before them again, and each query head of a group again).
+void attend_on_tiles(Team& team, CachedAttentionWorkspace& workspace, const CachedAttentionBranches& a,
+                     AttentionOutput out) {
+  const CachedAttentionShape& shape = a.shape;
+  const std::size_t d = shape.head_dim;
+  const std::size_t kv_width = shape.kv_heads * d;
+  const std::size_t out_stride = shape.heads * d;
+  const std::size_t group = shape.heads / shape.kv_heads;
+  const auto padded = [](std::size_t count) { return (count + 31) / 32 * 32; };
+  // Per kv head, [prefix | branch 0 | branch 1 | …], each part's keys pairs then values pairs
+  // (`columns` padded keys · d values in all).
+  const std::size_t prefix_padded = padded(a.prefix_length);
+  std::vector<std::size_t> own_first(a.branches.size());  // column of each branch's first key
+  std::size_t columns = prefix_padded;
+  for (std::size_t b = 0; b < a.branches.size(); ++b) {
+    own_first[b] = columns;
+    columns += padded(a.branches[b].length);
+  }
+  if (team.index() == 0) workspace.tiles.resize(shape.kv_heads * columns * d);
+  team.barrier();
+  std::uint32_t* const tiles = workspace.tiles.data();
+  const auto part = [&](std::size_t kv, std::size_t first_column) { return tiles + (kv * columns + first_column) * d; };
+
+  const std::size_t parts = a.branches.size() + 1;  // the prefix, then each branch
+  const Team::Range layouts = team.share(shape.kv_heads * parts);
+  for (std::size_t item = layouts.begin; item < layouts.end; ++item) {
+    const std::size_t kv = item / parts;
+    if (item % parts == 0) {
+      if (a.prefix_length == 0) continue;
+      std::uint32_t* layout = part(kv, 0);
+      x86::amx_bf16_key_value_layout(a.prefix_keys.data() + kv * d, a.prefix_values.data() + kv * d, kv_width,
+                                     a.prefix_length, prefix_padded, d, layout, layout + prefix_padded * d / 2);
+      continue;
+    }
+    const std::size_t b = item % parts - 1;
+    const AttentionBranch& branch = a.branches[b];
+    const std::size_t own_padded = padded(branch.length);
+    std::uint32_t* layout = part(kv, own_first[b]);
+    x86::amx_bf16_key_value_layout(a.keys.data() + branch.offset * a.kv_stride + kv * d,
+                                   a.values.data() + branch.offset * a.kv_stride + kv * d, a.kv_stride, branch.length,
+                                   own_padded, d, layout, layout + own_padded * d / 2);
+  }
+  team.barrier();
+
+  const std::vector<RowBlock> blocks = row_blocks(a.branches);
+  const Team::Range mine = team.share(shape.heads * blocks.size());
+  for (std::size_t item = mine.begin; item < mine.end; ++item) {
+    const std::size_t h = item / blocks.size();
+    const RowBlock& block = blocks[item % blocks.size()];
+    const AttentionBranch& branch = a.branches[block.branch];
+    const std::size_t kv = h / group;
+    const std::size_t row = branch.offset + block.first_row;
+    const std::size_t own_padded = padded(branch.length);
+    const std::uint32_t* prefix = part(kv, 0);
+    const std::uint32_t* own = part(kv, own_first[block.branch]);
+    const std::size_t offset = row * out_stride + h * d;
+    x86::cached_attention_branch_head_amx_bf16(x86::CachedAttentionBranchHeadTask{
+        .q = a.q.data() + row * a.q_stride + h * d,
+        .q_stride = a.q_stride,
+        .m = std::min(rows_per_attention_item, branch.length - block.first_row),
+        .prefix_keys_pairs = prefix,
+        .prefix_values_pairs = prefix + prefix_padded * d / 2,
+        .prefix_length = a.prefix_length,
+        .prefix_padded = prefix_padded,
+        .own_keys_pairs = own,
+        .own_values_pairs = own + own_padded * d / 2,
+        .own_padded = own_padded,
+        .first_row = block.first_row,
+        .own_count = branch.length,
+        .causal = a.causal,
+        .head_dim = d,
+        .scale = shape.scale,
+        .out = out.bf16 == nullptr ? out.fp32 + offset : nullptr,
+        .out_bf16 = out.bf16 == nullptr ? nullptr : out.bf16 + offset,
+        .out_stride = out_stride,
+    });
+  }
+  team.barrier();
+}
+
+void attend_branches(Team& team, CachedAttentionWorkspace& workspace, const CachedAttentionBranches& a,
+                     AttentionOutput out) {
+  const CachedAttentionShape& shape = a.shape;
+  assert(shape.heads > 0 && shape.kv_heads > 0 && shape.heads % shape.kv_heads == 0 && shape.head_dim > 0);
+  [[maybe_unused]] const std::size_t kv_width = shape.kv_heads * shape.head_dim;
+  assert(a.prefix_keys.size() >= a.prefix_length * kv_width && a.prefix_values.size() >= a.prefix_length * kv_width);
+  const bool tiles = shape.precision == Precision::bf16 && shape.head_dim % 32 == 0 &&
+                     selected_variants().cached_attention_head_bf16.run == &x86::cached_attention_head_amx_bf16;
+  if (tiles) {
+    attend_on_tiles(team, workspace, a, out);
+  } else {
+    attend_per_head(team, workspace, a, out);
+  }
+}
+
+// The forms without a team: a region of their own, on one thread when the work is too small to be
+// worth waking another.
+void attend_branches_alone(const CachedAttentionBranches& a, AttentionOutput out) {
+  std::size_t products = 0;
+  for (const AttentionBranch& branch : a.branches)
+    products += branch.length * (a.prefix_length + branch.length) * a.shape.head_dim * a.shape.heads;
+  const auto threads = static_cast<int>(
+      std::clamp<std::size_t>(products / min_attention_products_per_thread, 1, static_cast<std::size_t>(thread_count())));
+  thread_local CachedAttentionWorkspace workspace;
+  CachedAttentionWorkspace& shared = workspace;  // the calling thread's, reached by the team's threads
+  run_team([&](Team& team) { attend_branches(team, shared, a, out); }, threads);
+}
+
+}  // namespace
+
 void cached_attention_branches(std::span<const float> q, std::size_t q_stride, std::span<const float> prefix_keys,
                                std::span<const float> prefix_values, std::size_t prefix_length,
                                std::span<const float> keys, std::span<const float> values, std::size_t kv_stride,
                                std::span<const AttentionBranch> branches, bool causal, CachedAttentionShape shape,
                                std::span<float> out) {
-  const std::size_t kv_width = shape.kv_heads * shape.head_dim;
-  const std::size_t out_stride = shape.heads * shape.head_dim;
-  const std::size_t d = shape.head_dim;
-  assert(prefix_keys.size() >= prefix_length * kv_width && prefix_values.size() >= prefix_length * kv_width);
-  const bool tiles = shape.precision == Precision::bf16 && d % 32 == 0 &&
-                     selected_variants().cached_attention_head_bf16.run == &x86::cached_attention_head_amx_bf16;
-  if (!tiles) {
-    // [prefix rows | a branch's rows] per branch for cached_attention: the prefix part is copied
-    // once, each branch overwrites only the rows after it.
-    std::size_t longest = 0;
-    for (const AttentionBranch& branch : branches) longest = std::max(longest, branch.length);
-    std::vector<float> all_keys((prefix_length + longest) * kv_width), all_values(all_keys.size());
-    std::copy_n(prefix_keys.begin(), prefix_length * kv_width, all_keys.begin());
-    std::copy_n(prefix_values.begin(), prefix_length * kv_width, all_values.begin());
-    for (const AttentionBranch& branch : branches) {
-      for (std::size_t t = 0; t < branch.length; ++t) {
-        std::copy_n(keys.data() + (branch.offset + t) * kv_stride, kv_width,
-                    all_keys.data() + (prefix_length + t) * kv_width);
-        std::copy_n(values.data() + (branch.offset + t) * kv_stride, kv_width,
-                    all_values.data() + (prefix_length + t) * kv_width);
-      }
-      cached_attention(q.subspan(branch.offset * q_stride), q_stride, branch.length, all_keys, all_values,
-                       prefix_length + branch.length, prefix_length, causal, shape,
-                       out.subspan(branch.offset * out_stride, branch.length * out_stride));
-    }
-    return;
-  }
+  attend_branches_alone({.q = q,
+                         .q_stride = q_stride,
+                         .prefix_keys = prefix_keys,
+                         .prefix_values = prefix_values,
+                         .prefix_length = prefix_length,
+                         .keys = keys,
+                         .values = values,
+                         .kv_stride = kv_stride,
+                         .branches = branches,
+                         .causal = causal,
+                         .shape = shape},
+                        {.fp32 = out.data()});
+}
 
-  // The prefix of every kv head in tile layout, once: [kv head][keys pairs | values pairs].
-  const std::size_t prefix_padded = (prefix_length + 31) / 32 * 32;
-  const std::size_t head_layout = prefix_padded * d;
-  // Thread-local storage of the calling thread; the pool's workers reach it through this pointer.
-  thread_local std::vector<std::uint32_t> prefix_layout_storage;
-  prefix_layout_storage.resize(shape.kv_heads * head_layout);
-  std::uint32_t* const prefix_layout = prefix_layout_storage.data();
-  parallel_for(prefix_length == 0 ? 0 : shape.kv_heads, 1, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t kv = begin; kv < end; ++kv) {
-      std::uint32_t* layout = prefix_layout + kv * head_layout;
-      x86::amx_bf16_key_value_layout(prefix_keys.data() + kv * d, prefix_values.data() + kv * d, kv_width,
-                                     prefix_length, prefix_padded, d, layout, layout + head_layout / 2);
-    }
-  });
+void cached_attention_branches(const CachedAttentionBranches& attention, std::span<Bf16Bits> out) {
+  attend_branches_alone(attention, {.bf16 = out.data()});
+}
 
-  // Items are (query head, branch, block of its rows), as in cached_attention.
-  struct Block {
-    std::size_t branch, first_row;
-  };
-  std::vector<Block> blocks;
-  for (std::size_t b = 0; b < branches.size(); ++b)
-    for (std::size_t row = 0; row < branches[b].length; row += rows_per_attention_item) blocks.push_back({b, row});
-  const std::size_t group = shape.heads / shape.kv_heads;
-  const std::size_t item_work =
-      std::max<std::size_t>(rows_per_attention_item * (prefix_length + rows_per_attention_item) * d, 1);
-  parallel_for(shape.heads * blocks.size(), (min_attention_products_per_thread + item_work - 1) / item_work,
-               [&](std::size_t begin, std::size_t end) {
-                 for (std::size_t item = begin; item < end; ++item) {
-                   const std::size_t h = item / blocks.size();
-                   const Block& block = blocks[item % blocks.size()];
-                   const AttentionBranch& branch = branches[block.branch];
-                   const std::size_t kv_head = h / group;
-                   const std::size_t row = branch.offset + block.first_row;
-                   const std::uint32_t* layout = prefix_layout + kv_head * head_layout;
-                   x86::cached_attention_branch_head_amx_bf16(x86::CachedAttentionBranchHeadTask{
-                       .q = q.data() + row * q_stride + h * d,
-                       .q_stride = q_stride,
-                       .m = std::min(rows_per_attention_item, branch.length - block.first_row),
-                       .prefix_keys_pairs = layout,
-                       .prefix_values_pairs = layout + head_layout / 2,
-                       .prefix_length = prefix_length,
-                       .prefix_padded = prefix_padded,
-                       .keys = keys.data() + branch.offset * kv_stride + kv_head * d,
-                       .values = values.data() + branch.offset * kv_stride + kv_head * d,
-                       .kv_stride = kv_stride,
-                       .first_row = block.first_row,
-                       .own_count = branch.length,
-                       .causal = causal,
-                       .head_dim = d,
-                       .scale = shape.scale,
-                       .out = out.data() + row * out_stride + h * d,
-                       .out_stride = out_stride,
-                   });
-                 }
-               });
+void cached_attention_branches(Team& team, CachedAttentionWorkspace& workspace,
+                               const CachedAttentionBranches& attention, std::span<float> out) {
+  attend_branches(team, workspace, attention, {.fp32 = out.data()});
+}
+
+void cached_attention_branches(Team& team, CachedAttentionWorkspace& workspace,
+                               const CachedAttentionBranches& attention, std::span<Bf16Bits> out) {
+  attend_branches(team, workspace, attention, {.bf16 = out.data()});
 }
 
 }  // namespace s1::kernels

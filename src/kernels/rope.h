@@ -26,4 +26,10 @@ struct RopeTable {
 };
 [[nodiscard]] RopeTable rope_table(std::size_t rotary_dim, float theta, std::size_t positions);
 
+// apply_rope with the angles of `table` (rotary_dim = table.rotary_dim, every position below
+// table.positions), on the calling thread (e.g. a kernels::Team thread's rows): the same values,
+// with no angle computed again.
+void apply_rope(std::span<float> x, std::size_t rows, std::size_t row_stride, std::size_t heads,
+                std::size_t head_dim, const RopeTable& table, std::span<const int64_t> positions);
+
 }  // namespace s1::kernels

@@ -115,7 +115,28 @@ inline void transpose_dwords_16x16(const std::uint8_t* source, std::size_t sourc
   }
 }
 
-inline float sum_vector(__m512 v) { return _mm512_reduce_add_ps(v); }
+// _mm512_reduce_add_ps / _mm512_reduce_max_ps in GCC's order of operations, with masked extracts
+// of the halves: GCC 12's unmasked forms (and _mm512_castps512_ps256) pass _mm256_undefined_pd() and fail
+// -Werror=uninitialized once inlined into some callers (GCC bug 105593).
+template <class Op256, class Op128>
+inline float reduce_vector(__m512 v, Op256 op256, Op128 op128) {
+  const __m512d both = _mm512_castps_pd(v);
+  const __m256 half = op256(_mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xFF, both, 1)),
+                            _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xFF, both, 0)));
+  const __m128 quarter = op128(_mm256_extractf128_ps(half, 1), _mm256_castps256_ps128(half));
+  const __m128 eighth = op128(quarter, _mm_shuffle_ps(quarter, quarter, _MM_SHUFFLE(1, 0, 3, 2)));
+  return _mm_cvtss_f32(op128(eighth, _mm_shuffle_ps(eighth, eighth, _MM_SHUFFLE(0, 0, 0, 1))));
+}
+
+inline float sum_vector(__m512 v) {
+  return reduce_vector(
+      v, [](__m256 a, __m256 b) { return _mm256_add_ps(a, b); }, [](__m128 a, __m128 b) { return _mm_add_ps(a, b); });
+}
+
+inline float max_vector(__m512 v) {
+  return reduce_vector(
+      v, [](__m256 a, __m256 b) { return _mm256_max_ps(a, b); }, [](__m128 a, __m128 b) { return _mm_max_ps(a, b); });
+}
 
 // Mask selecting the first `count` (≤ 16) lanes.
 inline __mmask16 first_lanes(std::size_t count) {

@@ -190,7 +190,7 @@ float split_softmax_numerators(float* scores, std::size_t shared_visible, std::s
   float* own = scores + shared_end;
   for (std::size_t j = 0; j < own_visible; j += 16)
     largest = _mm512_max_ps(largest, _mm512_mask_loadu_ps(lowest, first_lanes(own_visible - j), own + j));
-  const __m512 row_max = _mm512_set1_ps(_mm512_reduce_max_ps(largest));
+  const __m512 row_max = _mm512_set1_ps(max_vector(largest));
   __m512 sum = _mm512_setzero_ps();
   const auto numerators = [&](float* part, std::size_t visible, std::size_t end) {
     for (std::size_t j = 0; j < end; j += 16) {
@@ -208,9 +208,11 @@ float split_softmax_numerators(float* scores, std::size_t shared_visible, std::s
 // m query rows against an optional shared prefix (all `shared_count` keys visible to every row,
 // laid out once for all branches) and the rows' own keys: row i sees own keys
 // [0, own_first_visible + i) when causal, else all own_count. The tiles must be configured.
+// Output row i goes to out_rows + i·out_stride, or rounded to bf16 to out_bf16 + i·out_stride when
+// out_bf16 is set.
 void attend(const float* q, std::size_t q_stride, std::size_t m, float scale_factor, std::size_t d,
             LaidOutKeys shared, std::size_t shared_count, LaidOutKeys own, std::size_t own_count,
-            std::size_t own_first_visible, bool causal, float* out_rows, std::size_t out_stride) {
+            std::size_t own_first_visible, bool causal, float* out_rows, Bf16Bits* out_bf16, std::size_t out_stride) {
   Scratch& scratch = thread_scratch();
   const std::size_t width = shared.padded + own.padded;  // columns of the score and weight rows
   scratch.queries.resize(tile_rows * d);
@@ -284,10 +286,18 @@ void attend(const float* q, std::size_t q_stride, std::size_t m, float scale_fac
       store_accumulators(scratch.block_out.data() + c0, d * sizeof(float), count);
     }
     for (std::size_t r = 0; r < rows; ++r) {
-      float* out = out_rows + (i0 + r) * out_stride;
+      const float* block = scratch.block_out.data() + r * d;
       const __m512 normaliser = _mm512_set1_ps(inverse_sum[r]);
+      if (out_bf16 != nullptr) {
+        Bf16Bits* out = out_bf16 + (i0 + r) * out_stride;
+        for (std::size_t c = 0; c < d; c += 32)
+          store_bf16_32(out + c, _mm512_mul_ps(_mm512_loadu_ps(block + c), normaliser),
+                        _mm512_mul_ps(_mm512_loadu_ps(block + c + 16), normaliser));
+        continue;
+      }
+      float* out = out_rows + (i0 + r) * out_stride;
       for (std::size_t c = 0; c < d; c += 16)
-        _mm512_storeu_ps(out + c, _mm512_mul_ps(_mm512_loadu_ps(scratch.block_out.data() + r * d + c), normaliser));
+        _mm512_storeu_ps(out + c, _mm512_mul_ps(_mm512_loadu_ps(block + c), normaliser));
     }
   }
 }
@@ -308,19 +318,20 @@ void cached_attention_head_amx_bf16(const CachedAttentionHeadTask& task) {
   const LaidOutKeys own = lay_out_in_scratch(task.keys, task.values, task.kv_stride, key_count, d);
   const TileScope tiles;
   attend(task.q, task.q_stride, task.m, task.scale, d, {}, 0, own, key_count, task.first_query_position, task.causal,
-         task.out, task.out_stride);
+         task.out, nullptr, task.out_stride);
 }
 
 void cached_attention_branch_head_amx_bf16(const CachedAttentionBranchHeadTask& task) {
   const std::size_t d = task.head_dim;
-  assert(d % tile_depth == 0 && task.prefix_padded % tile_depth == 0);
-  assert(!task.causal || task.first_row + task.m <= task.own_count);
-  const std::size_t key_count = task.causal ? task.first_row + task.m : task.own_count;
-  const LaidOutKeys own = lay_out_in_scratch(task.keys, task.values, task.kv_stride, key_count, d);
+  assert(d % tile_depth == 0 && task.prefix_padded % tile_depth == 0 && task.own_padded % tile_depth == 0);
+  assert(task.own_count <= task.own_padded && (!task.causal || task.first_row + task.m <= task.own_count));
+  // Keys past a row's limit are laid out too (the whole branch, once for all row blocks): the
+  // softmax gives them weight exactly 0, so the sums are those of a layout that stops at the limit.
   const TileScope tiles;
   attend(task.q, task.q_stride, task.m, task.scale, d,
-         {task.prefix_keys_pairs, task.prefix_values_pairs, task.prefix_padded}, task.prefix_length, own, key_count,
-         task.first_row, task.causal, task.out, task.out_stride);
+         {task.prefix_keys_pairs, task.prefix_values_pairs, task.prefix_padded}, task.prefix_length,
+         {task.own_keys_pairs, task.own_values_pairs, task.own_padded}, task.own_count, task.first_row, task.causal,
+         task.out, task.out_bf16, task.out_stride);
 }
 
 }  // namespace s1::kernels::x86

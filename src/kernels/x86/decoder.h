@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 
+#include "kernels/convert.h"
 #include "kernels/variants.h"
 
 namespace s1::kernels::x86 {
@@ -23,9 +24,10 @@ void amx_bf16_key_value_layout(const float* keys, const float* values, std::size
                                std::size_t padded, std::size_t d, std::uint32_t* keys_pairs,
                                std::uint32_t* values_pairs);
 
-// One query head of a branch after a shared prefix whose keys and values were laid out once (by
-// amx_bf16_key_value_layout) for every branch and query head reading them: m query rows, the
-// block's first at row first_row of the branch, against the whole prefix and the branch's own keys.
+// One query head of a branch after a shared prefix, the prefix's and the branch's own keys and
+// values laid out once (by amx_bf16_key_value_layout) for every query head and row block reading
+// them: m query rows, the block's first at row first_row of the branch, against the whole prefix and
+// the branch's own keys.
 struct CachedAttentionBranchHeadTask {
   const float* q = nullptr;  // query row i at q + i·q_stride
   std::size_t q_stride = 0;
@@ -34,18 +36,19 @@ struct CachedAttentionBranchHeadTask {
   const std::uint32_t* prefix_values_pairs = nullptr;  // [prefix_padded/2][d]
   std::size_t prefix_length = 0;
   std::size_t prefix_padded = 0;  // a multiple of 32 (0 without a prefix)
-  const float* keys = nullptr;    // the branch's own key row j at keys + j·kv_stride (j = 0: its first token)
-  const float* values = nullptr;
-  std::size_t kv_stride = 0;
+  const std::uint32_t* own_keys_pairs = nullptr;  // [d/2][own_padded], the branch's keys from its first token
+  const std::uint32_t* own_values_pairs = nullptr;  // [own_padded/2][d]
+  std::size_t own_padded = 0;  // a multiple of 32, ≥ own_count
   std::size_t first_row = 0;
   std::size_t own_count = 0;  // the branch's rows
   bool causal = true;         // row i sees own keys 0..first_row + i, else all own_count
   std::size_t head_dim = 0;   // a multiple of 32
   float scale = 1.0F;
-  float* out = nullptr;  // row i at out + i·out_stride
+  float* out = nullptr;  // row i at out + i·out_stride, unless out_bf16 is set
+  Bf16Bits* out_bf16 = nullptr;  // when set: row i rounded to bf16 at out_bf16 + i·out_stride
   std::size_t out_stride = 0;
 };
-// Q·Kᵀ and P·V on AMX tiles in bf16, any m ≥ 1 (the prefix is laid out already, so short branches
+// Q·Kᵀ and P·V on AMX tiles in bf16, any m ≥ 1 (the keys are laid out already, so short branches
 // stay on tiles too).
 void cached_attention_branch_head_amx_bf16(const CachedAttentionBranchHeadTask& task);
 void rms_norm_avx512(std::span<const float> x, std::span<const float> weight, float eps, std::span<float> y);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -14,11 +15,13 @@
 #include <vector>
 
 #include "kernels/cached_attention.h"
+#include "kernels/convert.h"
 #include "kernels/parallel.h"
 #include "kernels/reference/decoder.h"
 #include "kernels/rms_norm.h"
 #include "kernels/rope.h"
 #include "kernels/swiglu.h"
+#include "kernels/team.h"
 
 namespace s1::kernels {
 namespace {
@@ -294,6 +297,70 @@ TEST_P(DecoderKernels, CachedAttentionBranchesEqualEachBranchAlone) {
       } else {
         EXPECT_LE(relative_max_error(got, expected), bf16_attention_tolerance) << what;
       }
+    }
+  }
+}
+
+// The bf16-output form and the forms inside a kernels::Team make the same computation: bit for bit
+// the fp32 form's result (rounded to bf16 for the bf16 output), on and off the tiles, with a prefix
+// and without, a team of this test's thread count.
+TEST_P(DecoderKernels, CachedAttentionBranchesInATeamOrInBf16AreTheFp32FormsBits) {
+  struct Case {
+    std::size_t heads, kv_heads, head_dim, prefix;
+    bool causal;
+  };
+  const Case cases[] = {{4, 2, 32, 37, true}, {8, 2, 64, 200, true}, {4, 4, 16, 50, true},
+                        {2, 1, 32, 0, true},  {4, 2, 32, 0, false},  {8, 4, 128, 0, true}};
+  const std::vector<std::size_t> lengths = {1, 40, 3, 130, 16};
+  for (const Case& c : cases) {
+    const std::size_t q_width = c.heads * c.head_dim;
+    const std::size_t kv_width = c.kv_heads * c.head_dim;
+    const std::size_t stride = q_width + 2 * kv_width;
+    std::vector<AttentionBranch> branches;
+    std::size_t total = 0;
+    for (const std::size_t length : lengths) {
+      branches.push_back({total, length});
+      total += length;
+    }
+    const auto qkv = random_values(total * stride, 1.0F, 21);
+    const auto prefix_keys = random_values(c.prefix * kv_width, 1.0F, 22);
+    const auto prefix_values = random_values(c.prefix * kv_width, 1.0F, 23);
+    for (const Precision precision : {Precision::fp32, Precision::bf16}) {
+      const CachedAttentionBranches attention{
+          .q = qkv,
+          .q_stride = stride,
+          .prefix_keys = prefix_keys,
+          .prefix_values = prefix_values,
+          .prefix_length = c.prefix,
+          .keys = std::span<const float>(qkv).subspan(q_width),
+          .values = std::span<const float>(qkv).subspan(q_width + kv_width),
+          .kv_stride = stride,
+          .branches = branches,
+          .causal = c.causal,
+          .shape = {c.heads, c.kv_heads, c.head_dim, 1.0F / std::sqrt(static_cast<float>(c.head_dim)), precision}};
+      std::vector<float> fp32(total * q_width, NAN);
+      cached_attention_branches(attention.q, stride, prefix_keys, prefix_values, c.prefix, attention.keys,
+                                attention.values, stride, branches, c.causal, attention.shape, fp32);
+      std::vector<Bf16Bits> rounded(fp32.size());
+      convert_fp32_to_bf16(fp32, rounded);
+
+      std::vector<Bf16Bits> bf16(fp32.size(), 0xFFFF);
+      cached_attention_branches(attention, bf16);
+      std::vector<float> team_fp32(fp32.size(), NAN);
+      std::vector<Bf16Bits> team_bf16(fp32.size(), 0xFFFF);
+      CachedAttentionWorkspace workspace;
+      run_team([&](Team& team) {
+        cached_attention_branches(team, workspace, attention, team_fp32);
+        cached_attention_branches(team, workspace, attention, team_bf16);
+      });
+      const std::string what = "heads " + std::to_string(c.heads) + " head_dim " + std::to_string(c.head_dim) +
+                               " prefix " + std::to_string(c.prefix) + (c.causal ? " causal" : " full") +
+                               (precision == Precision::bf16 ? " bf16" : " fp32");
+      EXPECT_EQ(bf16, rounded) << what;
+      EXPECT_EQ(team_bf16, rounded) << what;
+      EXPECT_TRUE(std::equal(fp32.begin(), fp32.end(), team_fp32.begin(),
+                             [](float a, float b) { return std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b); }))
+          << what;
     }
   }
 }
