@@ -14,6 +14,7 @@
 #include "kernels/parallel.h"
 #include "kernels/rms_norm.h"
 #include "kernels/rope.h"
+#include "kernels/team.h"
 #include "model/decoder/causal_decoder.h"
 
 namespace s1::decoder {
@@ -70,6 +71,27 @@ inline void qk_norm_rope(std::span<float> qkv, std::size_t rows, const Attention
     kernels::apply_rope(block.subspan(q_width), end - begin, stride, shape.kv_heads, shape.head_dim, shape.head_dim,
                         block_positions, theta);
   });
+}
+
+// qk_norm_rope on rows [rows.begin, rows.end) on the calling thread (a kernels::Team thread's share),
+// the angles read from `rope` (covering every position): the same values.
+inline void qk_norm_rope_rows(std::span<float> qkv, kernels::Team::Range rows, const AttentionHeads& shape,
+                              std::span<const float> q_norm, std::span<const float> k_norm, float eps,
+                              std::span<const int64_t> positions, const kernels::RopeTable& rope) {
+  if (rows.size() == 0) return;
+  const std::size_t stride = shape.row_width();
+  const std::size_t q_width = shape.q_width();
+  const std::size_t kv_width = shape.kv_width();
+  for (std::size_t r = rows.begin; r < rows.end; ++r) {
+    const std::span<float> row = qkv.subspan(r * stride, stride);
+    kernels::rms_norm(row.first(q_width), q_norm, eps, row.first(q_width));
+    kernels::rms_norm(row.subspan(q_width, kv_width), k_norm, eps, row.subspan(q_width, kv_width));
+  }
+  const std::span<float> block = qkv.subspan(rows.begin * stride, rows.size() * stride);
+  const std::span<const int64_t> block_positions = positions.subspan(rows.begin, rows.size());
+  kernels::apply_rope(block, rows.size(), stride, shape.heads, shape.head_dim, rope, block_positions);
+  kernels::apply_rope(block.subspan(q_width), rows.size(), stride, shape.kv_heads, shape.head_dim, rope,
+                      block_positions);
 }
 
 // A forward pass's branches after a prefix of `start` tokens: each non-empty, within max_positions,

@@ -58,6 +58,15 @@ void MatmulInput::gated_rms_norm(std::span<const float> x, std::span<const float
   }
 }
 
+void MatmulInput::attention(kernels::Team& team, kernels::CachedAttentionWorkspace& workspace,
+                            const kernels::CachedAttentionBranches& attention) {
+  if (bf16_) {
+    kernels::cached_attention_branches(team, workspace, attention, std::span(bf16_rows_));
+  } else {
+    kernels::cached_attention_branches(team, workspace, attention, std::span(fp32_));
+  }
+}
+
 void MatmulInput::project(const kernels::PackedLinear& linear, std::span<float> y) const {
   if (bf16_) {
     linear.forward(std::span<const kernels::Bf16Bits>(bf16_rows_), y);

@@ -7,9 +7,11 @@
 #include <span>
 #include <vector>
 
+#include "kernels/cached_attention.h"
 #include "kernels/convert.h"
 #include "kernels/linear.h"
 #include "kernels/precision.h"
+#include "kernels/team.h"
 
 namespace s1::decoder {
 
@@ -32,6 +34,11 @@ class MatmulInput {
   // Gated RMSNorm (Qwen3.5's GDN output) of the first x.size() / width rows of x, over groups of
   // weight.size() values.
   void gated_rms_norm(std::span<const float> x, std::span<const float> gate, std::span<const float> weight, float eps);
+
+  // The attention's output rows (as resized: heads·head_dim wide), the output projection's input,
+  // written by the threads of `team` (kernels::cached_attention_branches' team form).
+  void attention(kernels::Team& team, kernels::CachedAttentionWorkspace& workspace,
+                 const kernels::CachedAttentionBranches& attention);
 
   // y = these rows · Wᵀ, or y += them · Wᵀ.
   void project(const kernels::PackedLinear& linear, std::span<float> y) const;

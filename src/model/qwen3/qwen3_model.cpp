@@ -1,6 +1,7 @@
 #include "model/qwen3/qwen3_model.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -10,6 +11,7 @@
 #include "kernels/linear.h"
 #include "kernels/rms_norm.h"
 #include "kernels/rope.h"
+#include "kernels/team.h"
 #include "model/checkpoint/checkpoint.h"
 #include "model/checkpoint/load_error.h"
 #include "model/decoder/layer_helpers.h"
@@ -131,9 +133,9 @@ class Qwen3Decoder final : public decoder::CausalDecoder {
   [[nodiscard]] std::size_t kv_width() const { return kv_heads_ * head_dim_; }
   [[nodiscard]] std::size_t qkv_width() const { return q_width() + 2 * kv_width(); }
 
-  void attention_block(const Layer& layer, std::size_t layer_index, const Qwen3State* prefix,
+  // Everything between the q/k/v and the output projection, in one parallel region.
+  void attention_block(kernels::Team& team, std::size_t layer_index, const Qwen3State* prefix,
                        std::span<const BranchRows> rows, std::span<const std::shared_ptr<KvSegment>> own_segments);
-  void mlp_block(const Layer& layer);
 
   Qwen3Config config_;
   decoder::DecoderInfo info_;
@@ -150,13 +152,15 @@ class Qwen3Decoder final : public decoder::CausalDecoder {
 
   // Scratch reused between calls (the decoder is not thread-safe).
   std::vector<int64_t> positions_;
+  kernels::RopeTable rope_;  // angles of positions [0, rope_.positions), grown as prompts need
   std::vector<float> hidden_rows_;
   decoder::MatmulInput normed_;
   std::vector<float> qkv_;
-  std::vector<float> context_;
+  decoder::MatmulInput context_;  // attention's output, o_proj's input
   decoder::MatmulInput activated_;
   std::vector<float> prefix_keys_;
   std::vector<float> prefix_values_;
+  kernels::CachedAttentionWorkspace attention_workspace_;
 };
 
 decoder::OutputMatrix make_lm_head(const Qwen3Config& config, const Checkpoint& weights, const WeightNames& names,
@@ -185,6 +189,7 @@ Qwen3Decoder::Qwen3Decoder(const Qwen3Config& config, const Checkpoint& weights,
       eps_(static_cast<float>(config.rms_norm_eps)),
       lm_head_(make_lm_head(config, weights, WeightNames(weights), precision)),
       normed_(precision),
+      context_(precision),
       activated_(precision) {
   if (!kernels::linear_supported(precision)) {
     throw LoadError(weights.source().string() + ": bf16 needs a CPU with AVX-512 (AMX preferred); use fp32");
@@ -227,57 +232,62 @@ Qwen3Decoder::Qwen3Decoder(const Qwen3Config& config, const Checkpoint& weights,
   final_norm_ = names.get("norm.weight", {h});
 }
 
-void Qwen3Decoder::attention_block(const Layer& layer, std::size_t layer_index, const Qwen3State* prefix,
+void Qwen3Decoder::attention_block(kernels::Team& team, std::size_t layer_index, const Qwen3State* prefix,
                                    std::span<const BranchRows> rows,
                                    std::span<const std::shared_ptr<KvSegment>> own_segments) {
-  const std::size_t total = positions_.size();
+  const Layer& layer = layers_[layer_index];
   const std::size_t qkv_stride = qkv_width();
-  normed_.rms_norm(hidden_rows_, layer.input_norm, eps_);
-  normed_.project(layer.qkv, qkv_);
-  decoder::qk_norm_rope(qkv_, total, {.heads = heads_, .kv_heads = kv_heads_, .head_dim = head_dim_}, layer.q_norm,
-                        layer.k_norm, eps_, positions_, static_cast<float>(config_.rope_theta));
-
-  const std::size_t start = prefix == nullptr ? 0 : prefix->length();
-  const kernels::CachedAttentionShape shape{.heads = heads_,
-                                            .kv_heads = kv_heads_,
-                                            .head_dim = head_dim_,
-                                            .scale = 1.0F / std::sqrt(static_cast<float>(head_dim_)),
-                                            .precision = info_.precision};
   const std::size_t width = kv_width();
-  // The prefix's keys and values in one block (its segments gathered once per layer); every branch
-  // attends to it in place, and to its own rows inside qkv_.
-  prefix_keys_.resize(start * width);
-  prefix_values_.resize(start * width);
+  const kernels::Team::Range real = team.share(positions_.size());  // this thread's rows (no padding)
+  decoder::qk_norm_rope_rows(qkv_, real, {.heads = heads_, .kv_heads = kv_heads_, .head_dim = head_dim_},
+                             layer.q_norm, layer.k_norm, eps_, positions_, rope_);
+  // Each branch's keys and values (after k_norm and RoPE) into its new segment, from this thread's rows.
+  for (std::size_t b = 0; b < own_segments.size(); ++b) {
+    float* keys = own_segments[b]->keys[layer_index].data();
+    float* values = own_segments[b]->values[layer_index].data();
+    for (std::size_t r = std::max(real.begin, rows[b].offset); r < std::min(real.end, rows[b].offset + rows[b].length);
+         ++r) {
+      const float* row = qkv_.data() + r * qkv_stride;
+      std::copy_n(row + q_width(), width, keys + (r - rows[b].offset) * width);
+      std::copy_n(row + q_width() + width, width, values + (r - rows[b].offset) * width);
+    }
+  }
+  // The prefix's keys and values in one block (its segments gathered once per layer, rows shared
+  // out); every branch attends to it in place, and to its own rows inside qkv_.
+  const std::size_t start = prefix == nullptr ? 0 : prefix->length();
   if (prefix != nullptr) {
-    auto key_out = prefix_keys_.begin();
-    auto value_out = prefix_values_.begin();
+    const kernels::Team::Range gathered = team.share(start);
+    std::size_t first = 0;  // the segment's first position
     for (const auto& segment : prefix->segments()) {
-      key_out = std::copy(segment->keys[layer_index].begin(), segment->keys[layer_index].end(), key_out);
-      value_out = std::copy(segment->values[layer_index].begin(), segment->values[layer_index].end(), value_out);
+      const std::size_t begin = std::max(gathered.begin, first);
+      const std::size_t end = std::min(gathered.end, first + segment->length);
+      if (begin < end) {
+        const auto from = static_cast<std::ptrdiff_t>((begin - first) * width);
+        const auto count = static_cast<std::ptrdiff_t>((end - begin) * width);
+        std::copy_n(segment->keys[layer_index].begin() + from, count, prefix_keys_.begin() + static_cast<std::ptrdiff_t>(begin * width));
+        std::copy_n(segment->values[layer_index].begin() + from, count,
+                    prefix_values_.begin() + static_cast<std::ptrdiff_t>(begin * width));
+      }
+      first += segment->length;
     }
   }
   const std::span<const float> own_rows(qkv_);
-  kernels::cached_attention_branches(qkv_, qkv_stride, prefix_keys_, prefix_values_, start,
-                                     own_rows.subspan(q_width()), own_rows.subspan(q_width() + width), qkv_stride,
-                                     rows, /*causal=*/true, shape, context_);
-  for (std::size_t b = 0; b < own_segments.size(); ++b) {
-    std::vector<float>& keys = own_segments[b]->keys[layer_index];
-    std::vector<float>& values = own_segments[b]->values[layer_index];
-    keys.resize(rows[b].length * width);
-    values.resize(rows[b].length * width);
-    for (std::size_t t = 0; t < rows[b].length; ++t) {
-      const float* row = qkv_.data() + (rows[b].offset + t) * qkv_stride;
-      std::copy_n(row + q_width(), width, keys.data() + t * width);
-      std::copy_n(row + q_width() + width, width, values.data() + t * width);
-    }
-  }
-  layer.attention_output.forward_accumulate(context_, hidden_rows_);
-}
-
-void Qwen3Decoder::mlp_block(const Layer& layer) {
-  normed_.rms_norm(hidden_rows_, layer.post_attention_norm, eps_);
-  activated_.swiglu_of(normed_, layer.gate_up);
-  activated_.project_accumulate(layer.down, hidden_rows_);
+  context_.attention(team, attention_workspace_,
+                     {.q = qkv_,
+                      .q_stride = qkv_stride,
+                      .prefix_keys = prefix_keys_,
+                      .prefix_values = prefix_values_,
+                      .prefix_length = start,
+                      .keys = own_rows.subspan(q_width()),
+                      .values = own_rows.subspan(q_width() + width),
+                      .kv_stride = qkv_stride,
+                      .branches = rows,
+                      .causal = true,
+                      .shape = {.heads = heads_,
+                                .kv_heads = kv_heads_,
+                                .head_dim = head_dim_,
+                                .scale = 1.0F / std::sqrt(static_cast<float>(head_dim_)),
+                                .precision = info_.precision}});
 }
 
 std::vector<decoder::BranchOutput> Qwen3Decoder::forward(const decoder::SequenceState* prefix_state,
@@ -313,21 +323,39 @@ std::vector<decoder::BranchOutput> Qwen3Decoder::forward(const decoder::Sequence
     }
   normed_.resize(padded, hidden_);
   qkv_.resize(padded * qkv_width());
-  context_.assign(padded * q_width(), 0.0F);
+  context_.resize(padded, q_width());
   activated_.resize(padded, intermediate_);
+  prefix_keys_.resize(start * kv_width());
+  prefix_values_.resize(start * kv_width());
+  std::size_t longest = 0;
+  for (const BranchRows& branch : rows) longest = std::max(longest, branch.length);
+  if (rope_.positions < start + longest) {
+    rope_ = kernels::rope_table(head_dim_, static_cast<float>(config_.rope_theta),
+                                std::min(std::bit_ceil(start + longest), info_.max_positions));
+  }
 
   std::vector<std::shared_ptr<KvSegment>> own_segments;
   if (keep_states)
     for (const BranchRows& branch : rows) {
       auto segment = std::make_shared<KvSegment>();
       segment->length = branch.length;
-      segment->keys.resize(layers_.size());
-      segment->values.resize(layers_.size());
+      segment->keys.assign(layers_.size(), std::vector<float>(branch.length * kv_width()));
+      segment->values.assign(layers_.size(), std::vector<float>(branch.length * kv_width()));
       own_segments.push_back(std::move(segment));
     }
   for (std::size_t l = 0; l < layers_.size(); ++l) {
-    attention_block(layers_[l], l, prefix, rows, own_segments);
-    mlp_block(layers_[l]);
+    const Layer& layer = layers_[l];
+    normed_.rms_norm(hidden_rows_, layer.input_norm, eps_);
+    normed_.project(layer.qkv, qkv_);
+    // QK-norm, RoPE, the K/V cache writes and the attention in one region: under
+    // OMP_WAIT_POLICY=passive each region costs a futex wake-up of the other threads
+    // (docs/benchmarks/decoder-prefill.md). The matmuls stay oneDNN's own regions: a row split of
+    // them inside one team region was no faster (same document).
+    kernels::run_team([&](kernels::Team& team) { attention_block(team, l, prefix, rows, own_segments); });
+    context_.project_accumulate(layer.attention_output, hidden_rows_);
+    normed_.rms_norm(hidden_rows_, layer.post_attention_norm, eps_);
+    activated_.swiglu_of(normed_, layer.gate_up);
+    activated_.project_accumulate(layer.down, hidden_rows_);
   }
 
   for (std::size_t b = 0; b < branches.size(); ++b) {
