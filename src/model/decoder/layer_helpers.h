@@ -48,33 +48,19 @@ struct AttentionHeads {
   [[nodiscard]] std::size_t row_width() const { return q_width() + 2 * kv_width(); }
 };
 
-// QK-norm then RoPE on the first `rows` packed rows of `qkv`: q_norm/k_norm normalise each query
-// and key head separately (a row's heads are contiguous head_dim-wide blocks, so each is a row for
-// rms_norm), then both are rotated at `positions`, all in one parallel region (the nested kernels
-// run serially): one wake-up of the pool instead of three.
-inline void qk_norm_rope(std::span<float> qkv, std::size_t rows, const AttentionHeads& shape,
-                         std::span<const float> q_norm, std::span<const float> k_norm, float eps,
-                         std::span<const int64_t> positions, float theta) {
-  const std::size_t stride = shape.row_width();
-  const std::size_t q_width = shape.q_width();
-  const std::size_t kv_width = shape.kv_width();
-  kernels::parallel_for(rows, 16, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t r = begin; r < end; ++r) {
-      const std::span<float> row = qkv.subspan(r * stride, stride);
-      kernels::rms_norm(row.first(q_width), q_norm, eps, row.first(q_width));
-      kernels::rms_norm(row.subspan(q_width, kv_width), k_norm, eps, row.subspan(q_width, kv_width));
-    }
-    const std::span<float> block = qkv.subspan(begin * stride, (end - begin) * stride);
-    const std::span<const int64_t> block_positions = positions.subspan(begin, end - begin);
-    kernels::apply_rope(block, end - begin, stride, shape.heads, shape.head_dim, shape.head_dim, block_positions,
-                        theta);
-    kernels::apply_rope(block.subspan(q_width), end - begin, stride, shape.kv_heads, shape.head_dim, shape.head_dim,
-                        block_positions, theta);
-  });
+// Makes `table` (RoPE angles for rotary_dim at theta) cover positions [0, needed): rebuilt to the next
+// power of two (at most max_positions) when it falls short, so a server's growing prompts rebuild it
+// a few times, not per request.
+inline void cover_positions(kernels::RopeTable& table, std::size_t rotary_dim, float theta, std::size_t needed,
+                            std::size_t max_positions) {
+  if (table.positions >= needed) return;
+  table = kernels::rope_table(rotary_dim, theta, std::max(needed, std::min(std::bit_ceil(needed), max_positions)));
 }
 
-// qk_norm_rope on rows [rows.begin, rows.end) on the calling thread (a kernels::Team thread's share),
-// the angles read from `rope` (covering every position): the same values.
+// QK-norm then RoPE on rows [rows.begin, rows.end) of packed `qkv`, on the calling thread (a
+// kernels::Team thread's share): q_norm/k_norm normalise each query and key head separately (a row's
+// heads are contiguous head_dim-wide blocks, so each is a row for rms_norm), then both are rotated at
+// `positions`, the angles read from `rope` (covering every position).
 inline void qk_norm_rope_rows(std::span<float> qkv, kernels::Team::Range rows, const AttentionHeads& shape,
                               std::span<const float> q_norm, std::span<const float> k_norm, float eps,
                               std::span<const int64_t> positions, const kernels::RopeTable& rope) {

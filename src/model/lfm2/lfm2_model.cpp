@@ -12,6 +12,7 @@
 #include "kernels/linear.h"
 #include "kernels/rms_norm.h"
 #include "kernels/rope.h"
+#include "kernels/team.h"
 #include "kernels/short_conv.h"
 #include "model/checkpoint/checkpoint.h"
 #include "model/checkpoint/load_error.h"
@@ -151,9 +152,12 @@ class Lfm2Decoder final : public decoder::CausalDecoder {
   // Scratch reused between calls (the decoder is not thread-safe).
   std::size_t rows_ = 0;  // real rows of the current batch
   std::vector<int64_t> positions_;
-  std::vector<float> hidden_rows_, projected_, context_, conv_out_;
+  kernels::RopeTable rope_;  // angles of positions [0, rope_.positions), grown as prompts need
+  std::vector<float> hidden_rows_, projected_, conv_out_;
   decoder::MatmulInput normed_;
+  decoder::MatmulInput context_;  // attention's output, out_proj's input
   decoder::MatmulInput activated_;
+  kernels::CachedAttentionWorkspace attention_workspace_;
 };
 
 Lfm2Decoder::Lfm2Decoder(const Lfm2Config& config, const Checkpoint& weights, kernels::Precision precision)
@@ -166,6 +170,7 @@ Lfm2Decoder::Lfm2Decoder(const Lfm2Config& config, const Checkpoint& weights, ke
       kernel_(static_cast<std::size_t>(config.conv_kernel)),
       eps_(static_cast<float>(config.norm_eps)),
       normed_(precision),
+      context_(precision),
       activated_(precision) {
   if (!kernels::linear_supported(precision)) {
     throw LoadError(weights.source().string() + ": bf16 needs a CPU with AVX-512 (AMX preferred); use fp32");
@@ -284,6 +289,10 @@ std::vector<decoder::BranchOutput> Lfm2Decoder::forward(const decoder::SequenceS
   }
   normed_.resize(padded, hidden_);
   activated_.resize(padded, intermediate_);
+  std::size_t longest = 0;
+  for (const BranchRows& branch : rows) longest = std::max(longest, branch.length);
+  decoder::cover_positions(rope_, head_dim_, static_cast<float>(config_.rope_theta), start + longest,
+                           info_.max_positions);
 
   std::vector<std::unique_ptr<Lfm2State>> states(keep_states ? branches.size() : 0);
   for (std::size_t b = 0; b < states.size(); ++b) {
@@ -326,24 +335,34 @@ void Lfm2Decoder::attention_layer(const Layer& layer, const Lfm2State* base, std
   const std::size_t stride = qkv_width();
   projected_.resize(padded * stride);
   normed_.project(weights.qkv, projected_);
-  decoder::qk_norm_rope(projected_, rows_, {.heads = heads_, .kv_heads = kv_heads_, .head_dim = head_dim_},
-                        weights.q_norm, weights.k_norm, eps_, positions_, static_cast<float>(config_.rope_theta));
-
   const std::size_t start = base == nullptr ? 0 : base->length();
-  const kernels::CachedAttentionShape shape{.heads = heads_,
-                                            .kv_heads = kv_heads_,
-                                            .head_dim = head_dim_,
-                                            .scale = 1.0F / std::sqrt(static_cast<float>(head_dim_)),
-                                            .precision = info_.precision};
   const std::size_t width = kv_width();
   // Every branch attends to the prefix's keys in place and to its own rows inside projected_.
   const std::span<const float> no_rows;
   const std::span<const float> own_rows(projected_);
-  context_.assign(padded * q_width(), 0.0F);
-  kernels::cached_attention_branches(projected_, stride, base == nullptr ? no_rows : base->keys[layer.slot],
-                                     base == nullptr ? no_rows : base->values[layer.slot], start,
-                                     own_rows.subspan(q_width()), own_rows.subspan(q_width() + width), stride, rows,
-                                     /*causal=*/true, shape, context_);
+  context_.resize(padded, q_width());
+  // QK-norm, RoPE and the attention in one parallel region (one pool wake-up, not two).
+  kernels::run_team([&](kernels::Team& team) {
+    decoder::qk_norm_rope_rows(projected_, team.share(rows_),
+                               {.heads = heads_, .kv_heads = kv_heads_, .head_dim = head_dim_}, weights.q_norm,
+                               weights.k_norm, eps_, positions_, rope_);
+    context_.attention(team, attention_workspace_,
+                       {.q = projected_,
+                        .q_stride = stride,
+                        .prefix_keys = base == nullptr ? no_rows : base->keys[layer.slot],
+                        .prefix_values = base == nullptr ? no_rows : base->values[layer.slot],
+                        .prefix_length = start,
+                        .keys = own_rows.subspan(q_width()),
+                        .values = own_rows.subspan(q_width() + width),
+                        .kv_stride = stride,
+                        .branches = rows,
+                        .causal = true,
+                        .shape = {.heads = heads_,
+                                  .kv_heads = kv_heads_,
+                                  .head_dim = head_dim_,
+                                  .scale = 1.0F / std::sqrt(static_cast<float>(head_dim_)),
+                                  .precision = info_.precision}});
+  });
   for (std::size_t b = 0; b < states.size(); ++b) {
     // A kept state holds the whole sequence's rows: the prefix's, then the branch's.
     std::vector<float>& keys = states[b]->keys[layer.slot];
@@ -360,7 +379,7 @@ void Lfm2Decoder::attention_layer(const Layer& layer, const Lfm2State* base, std
       std::copy_n(row + q_width() + width, width, values.data() + (start + t) * width);
     }
   }
-  weights.output.forward_accumulate(context_, hidden_rows_);
+  context_.project_accumulate(weights.output, hidden_rows_);
 }
 
 void Lfm2Decoder::conv_layer(const Layer& layer, const Lfm2State* base, std::span<const BranchRows> rows,

@@ -1,7 +1,6 @@
 #include "model/qwen3/qwen3_model.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -329,10 +328,8 @@ std::vector<decoder::BranchOutput> Qwen3Decoder::forward(const decoder::Sequence
   prefix_values_.resize(start * kv_width());
   std::size_t longest = 0;
   for (const BranchRows& branch : rows) longest = std::max(longest, branch.length);
-  if (rope_.positions < start + longest) {
-    rope_ = kernels::rope_table(head_dim_, static_cast<float>(config_.rope_theta),
-                                std::min(std::bit_ceil(start + longest), info_.max_positions));
-  }
+  decoder::cover_positions(rope_, head_dim_, static_cast<float>(config_.rope_theta), start + longest,
+                           info_.max_positions);
 
   std::vector<std::shared_ptr<KvSegment>> own_segments;
   if (keep_states)
