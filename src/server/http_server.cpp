@@ -180,11 +180,17 @@ struct HttpServer::Impl {
   asio::awaitable<Reply> handle(Connection& connection, RequestParser& parser,
                                 beast::flat_buffer& buffer, Clock::time_point deadline, const std::string& request_id,
                                 Route& route, bool& head_only);
-  // Feeds the parser the body bytes `buffer` holds (the body limit set): true when the request is whole.
+  // Sets the body limit and feeds the parser the body bytes `buffer` holds: true when the request is
+  // whole. Once per request: the parser counts the limit down as it takes chunks, so setting it again
+  // would grant a chunked body a second allowance.
   bool body_from_buffer(RequestParser& parser, beast::flat_buffer& buffer, error_code& error) const;
   static Reply body_failure(const error_code& error, Route route);
+  // The whole body: body_from_buffer, then read_rest_of_body for what has not arrived.
   asio::awaitable<bool> read_body(Connection& connection, RequestParser& parser,
                                   beast::flat_buffer& buffer, Clock::time_point deadline, Route route, Reply& failure);
+  // The body's remaining bytes, after body_from_buffer; `failure` is the reply when it fails.
+  asio::awaitable<bool> read_rest_of_body(Connection& connection, RequestParser& parser, beast::flat_buffer& buffer,
+                                          Clock::time_point deadline, Route route, Reply& failure);
   asio::awaitable<Reply> decide(Connection& connection, Route route, Request request,
                                 Clock::time_point deadline, const std::string& request_id);
   asio::awaitable<Reply> run_locally(Connection& connection, Route route, std::shared_ptr<api::DecisionRequest> request,
@@ -393,21 +399,29 @@ asio::awaitable<bool> HttpServer::Impl::read_body(Connection& connection, Reques
                                                   Route route, Reply& failure) {
   if (parser.is_done()) co_return true;
   error_code error;
-  if (!body_from_buffer(parser, buffer, error) && !error) {
-    // A separate timer rather than the stream's expiry, which would close the socket before the 504.
-    connection.stream.expires_never();
-    auto timed_out = std::make_shared<bool>(false);
-    asio::steady_timer timer(co_await asio::this_coro::executor, deadline);
-    timer.async_wait([timed_out, owner = connection.shared_from_this()](const error_code& wait_error) {
-      if (wait_error) return;
-      *timed_out = true;
-      error_code ignored;
-      owner->stream.socket().cancel(ignored);
-    });
-    co_await http::async_read(connection.stream, buffer, parser, asio::redirect_error(asio::use_awaitable, error));
-    timer.cancel();
-    if (*timed_out && error) error = beast::error::timeout;
-  }
+  if (body_from_buffer(parser, buffer, error)) co_return true;
+  if (!error) co_return co_await read_rest_of_body(connection, parser, buffer, deadline, route, failure);
+  failure = body_failure(error, route);
+  co_return false;
+}
+
+asio::awaitable<bool> HttpServer::Impl::read_rest_of_body(Connection& connection, RequestParser& parser,
+                                                          beast::flat_buffer& buffer, Clock::time_point deadline,
+                                                          Route route, Reply& failure) {
+  // A separate timer rather than the stream's expiry, which would close the socket before the 504.
+  connection.stream.expires_never();
+  auto timed_out = std::make_shared<bool>(false);
+  asio::steady_timer timer(co_await asio::this_coro::executor, deadline);
+  timer.async_wait([timed_out, owner = connection.shared_from_this()](const error_code& wait_error) {
+    if (wait_error) return;
+    *timed_out = true;
+    error_code ignored;
+    owner->stream.socket().cancel(ignored);
+  });
+  error_code error;
+  co_await http::async_read(connection.stream, buffer, parser, asio::redirect_error(asio::use_awaitable, error));
+  timer.cancel();
+  if (*timed_out && error) error = beast::error::timeout;
   if (!error) co_return true;
   failure = body_failure(error, route);
   co_return false;
@@ -521,7 +535,7 @@ asio::awaitable<Reply> HttpServer::Impl::handle(Connection& connection, RequestP
   if (!body_from_buffer(parser, buffer, body_error)) {
     if (body_error) co_return body_failure(body_error, route);
     Reply failure;
-    if (!co_await read_body(connection, parser, buffer, deadline, route, failure)) co_return failure;
+    if (!co_await read_rest_of_body(connection, parser, buffer, deadline, route, failure)) co_return failure;
   }
   co_return co_await decide(connection, route, parser.release(), deadline, request_id);
 }
