@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/x86/amx_tiles.h"
 #include "kernels/x86/avx512_math.h"
 #include "kernels/x86/x86.h"
 
@@ -17,33 +18,6 @@ namespace {
 // layout) and 16×16 fp32 accumulators. Tiles: 0 = A, 1 and 2 = B (alternating, so a load can
 // overlap the previous product), 4–7 = four independent accumulators: with a single accumulator
 // every tdpbf16ps waited for the one before it.
-constexpr std::size_t tile_rows = 16;
-constexpr std::size_t tile_depth = 32;  // bf16 values per A row / pairs×2 per B row
-
-struct alignas(64) TileConfig {
-  std::uint8_t palette = 1;
-  std::uint8_t start_row = 0;
-  std::uint8_t reserved[14] = {};
-  std::uint16_t bytes_per_row[16] = {};
-  std::uint8_t rows[16] = {};
-};
-static_assert(sizeof(TileConfig) == 64);
-
-// RAII: configure the tiles for this call, release them (and the AMX state) on return.
-class TileScope {
- public:
-  TileScope() {
-    TileConfig config;
-    for (int tile = 0; tile < 8; ++tile) {
-      config.bytes_per_row[tile] = 64;
-      config.rows[tile] = tile_rows;
-    }
-    _tile_loadconfig(&config);
-  }
-  ~TileScope() { _tile_release(); }
-  TileScope(const TileScope&) = delete;
-  TileScope& operator=(const TileScope&) = delete;
-};
 
 struct Scratch {
   std::vector<std::uint16_t> queries;       // [16][d] bf16, pre-scaled

@@ -8,45 +8,20 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/x86/amx_tiles.h"
 #include "kernels/x86/avx512_math.h"
 
 namespace s1::kernels::x86 {
 namespace {
 
-constexpr std::size_t tile_rows = 16;            // rows of every tile
-constexpr std::size_t tile_depth = 32;           // bf16 values of K per A tile row
 constexpr std::size_t tile_bytes = 1024;         // 16 rows × 64 bytes
 constexpr std::size_t panel_columns = 32;        // two B tiles side by side
 constexpr std::size_t block_rows = amx_block_rows;  // two A tiles stacked
 constexpr std::size_t k_block_bytes = 2 * tile_bytes;  // one K slice of a panel
 constexpr std::size_t cache_line = 64;
 
-struct alignas(64) TileConfig {
-  std::uint8_t palette = 1;
-  std::uint8_t start_row = 0;
-  std::uint8_t reserved[14] = {};
-  std::uint16_t bytes_per_row[16] = {};
-  std::uint8_t rows[16] = {};
-};
-static_assert(sizeof(TileConfig) == 64);
-
-// Tiles 0–3: the 32×32 fp32 block of C (0, 1 upper rows; 2, 3 lower); 4, 5: A (upper, lower 16
-// rows × 32 K); 6, 7: B (left, right 16 columns × 32 K). All 16 rows × 64 bytes. Configured for the
-// call and released on return, so the thread carries no AMX state outside it.
-class TileScope {
- public:
-  TileScope() {
-    TileConfig config;
-    for (int tile = 0; tile < 8; ++tile) {
-      config.bytes_per_row[tile] = 64;
-      config.rows[tile] = tile_rows;
-    }
-    _tile_loadconfig(&config);
-  }
-  ~TileScope() { _tile_release(); }
-  TileScope(const TileScope&) = delete;
-  TileScope& operator=(const TileScope&) = delete;
-};
+// Tiles 0–3: the 32×32 fp32 block of C (0, 1 upper rows; 2, 3 lower); 4, 5: A (upper, lower 16 rows ×
+// 32 K); 6, 7: B (left, right 16 columns × 32 K).
 
 // Pulls the next panel into the cache a little at each step of the current one, so a panel's first
 // use finds it there and the memory stream never stalls the tiles (cold weights: a forward pass reads
