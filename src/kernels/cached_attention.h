@@ -18,6 +18,10 @@ struct CachedAttentionShape {
   float scale = 1.0F;  // multiplies Q·K before the softmax (usually 1/√head_dim)
   // bf16 lets Q·Kᵀ and P·V round their operands to bf16 (on AMX); the softmax stays fp32.
   Precision precision = Precision::fp32;
+
+  [[nodiscard]] std::size_t q_width() const { return heads * head_dim; }    // one row of queries or output
+  [[nodiscard]] std::size_t kv_width() const { return kv_heads * head_dim; }  // one row of keys or values
+  [[nodiscard]] std::size_t group() const { return heads / kv_heads; }       // query heads per kv head
 };
 
 // Grouped-query attention of m query rows against n cached key/value rows of ONE sequence: a

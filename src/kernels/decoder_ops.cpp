@@ -124,15 +124,15 @@ void cached_attention(std::span<const float> q, std::size_t q_stride, std::size_
                       std::span<const float> values, std::size_t n, std::size_t first_query_position, bool causal,
                       CachedAttentionShape shape, std::span<float> out) {
   assert(shape.heads > 0 && shape.kv_heads > 0 && shape.heads % shape.kv_heads == 0 && shape.head_dim > 0);
-  const std::size_t kv_stride = shape.kv_heads * shape.head_dim;
-  const std::size_t out_stride = shape.heads * shape.head_dim;
+  const std::size_t kv_stride = shape.kv_width();
+  const std::size_t out_stride = shape.q_width();
   assert(keys.size() >= n * kv_stride && values.size() >= n * kv_stride && out.size() >= m * out_stride);
   assert(m == 0 || q.size() >= (m - 1) * q_stride + out_stride);
   assert(!causal || first_query_position + m <= n);
   if (m == 0) return;
   CachedAttentionHeadFn* run = shape.precision == Precision::bf16 ? selected_variants().cached_attention_head_bf16.run
                                                                    : selected_variants().cached_attention_head.run;
-  const std::size_t group = shape.heads / shape.kv_heads;
+  const std::size_t group = shape.group();
   // Items are (head, block of query rows): a long prefill spreads over threads even with few heads,
   // while each item still reuses its transposed keys for many rows.
   const std::size_t row_blocks = (m + rows_per_attention_item - 1) / rows_per_attention_item;
@@ -211,9 +211,9 @@ void attend_per_head(Team& team, CachedAttentionWorkspace& workspace, const Cach
                      AttentionOutput out) {
   const CachedAttentionShape& shape = a.shape;
   const std::size_t d = shape.head_dim;
-  const std::size_t kv_width = shape.kv_heads * d;
-  const std::size_t out_stride = shape.heads * d;
-  const std::size_t group = shape.heads / shape.kv_heads;
+  const std::size_t kv_width = shape.kv_width();
+  const std::size_t out_stride = shape.q_width();
+  const std::size_t group = shape.group();
   CachedAttentionHeadFn* run = shape.precision == Precision::bf16 ? selected_variants().cached_attention_head_bf16.run
                                                                    : selected_variants().cached_attention_head.run;
   // Items (query head, block of rows) of branch_count branches from first_branch; in_place: keys and
@@ -289,9 +289,9 @@ void attend_on_tiles(Team& team, CachedAttentionWorkspace& workspace, const Cach
                      AttentionOutput out) {
   const CachedAttentionShape& shape = a.shape;
   const std::size_t d = shape.head_dim;
-  const std::size_t kv_width = shape.kv_heads * d;
-  const std::size_t out_stride = shape.heads * d;
-  const std::size_t group = shape.heads / shape.kv_heads;
+  const std::size_t kv_width = shape.kv_width();
+  const std::size_t out_stride = shape.q_width();
+  const std::size_t group = shape.group();
   const auto padded = [](std::size_t count) { return (count + 31) / 32 * 32; };
   // Per kv head, [prefix | branch 0 | branch 1 | …], each part's keys pairs then values pairs
   // (`columns` padded keys · d values in all).
@@ -368,7 +368,7 @@ void attend_branches(Team& team, CachedAttentionWorkspace& workspace, const Cach
                      AttentionOutput out) {
   const CachedAttentionShape& shape = a.shape;
   assert(shape.heads > 0 && shape.kv_heads > 0 && shape.heads % shape.kv_heads == 0 && shape.head_dim > 0);
-  [[maybe_unused]] const std::size_t kv_width = shape.kv_heads * shape.head_dim;
+  [[maybe_unused]] const std::size_t kv_width = shape.kv_width();
   assert(a.prefix_keys.size() >= a.prefix_length * kv_width && a.prefix_values.size() >= a.prefix_length * kv_width);
   const bool tiles = shape.precision == Precision::bf16 && shape.head_dim % 32 == 0 &&
                      selected_variants().cached_attention_head_bf16.run == &x86::cached_attention_head_amx_bf16;
