@@ -14,6 +14,9 @@
 #include <boost/asio/detail/reactor.hpp>
 #include <boost/asio/detail/reactor_op.hpp>
 #include <boost/asio/detail/socket_ops.hpp>
+#if defined(BOOST_ASIO_HAS_EPOLL)
+#include <sys/epoll.h>
+#endif
 #endif
 
 namespace s1::router {
@@ -160,6 +163,38 @@ struct SocketInternals : tcp::socket {
   static auto& of(tcp::socket& socket) { return (socket.*(&SocketInternals::impl_)).get_implementation(); }
 };
 
+#if defined(BOOST_ASIO_HAS_EPOLL)
+// What Asio keeps private and report_peer_end needs: the reactor's epoll descriptor, the events a
+// socket is registered for, and the events epoll last reported for it (stored where the event loop
+// passes them to the socket's operations). An explicit instantiation may name a private member;
+// the friend function it defines hands the member's address out.
+template <typename Tag, typename Tag::type member>
+struct ExposeMember {
+  friend typename Tag::type exposed(Tag) { return member; }
+};
+struct EpollDescriptor {
+  using type = int asio::detail::epoll_reactor::*;
+  friend type exposed(EpollDescriptor);
+};
+struct RegisteredEvents {
+  using type = uint32_t asio::detail::epoll_reactor::descriptor_state::*;
+  friend type exposed(RegisteredEvents);
+};
+struct ReportedEvents {
+  using type = unsigned int asio::detail::scheduler_operation::*;
+  friend type exposed(ReportedEvents);
+};
+template struct ExposeMember<EpollDescriptor, &asio::detail::epoll_reactor::epoll_fd_>;
+template struct ExposeMember<RegisteredEvents, &asio::detail::epoll_reactor::descriptor_state::registered_events_>;
+template struct ExposeMember<ReportedEvents, &asio::detail::scheduler_operation::task_result_>;
+
+// A socket's epoll state is its reactor registration, an operation the event loop queues with the
+// events epoll reported (a private base: the cast names it regardless).
+unsigned int reported_events(asio::detail::epoll_reactor::descriptor_state* state) {
+  return ((asio::detail::scheduler_operation*)state)->*exposed(ReportedEvents{});  // NOLINT: private base
+}
+#endif
+
 struct InitiateReceiveAfterEvent {
   template <typename Handler>
   void operator()(Handler&& handler, tcp::socket* socket, asio::mutable_buffer buffer, FirstRead first,
@@ -204,6 +239,38 @@ auto async_receive(tcp::socket& socket, asio::mutable_buffer buffer, FirstRead, 
 #endif
 
 }  // namespace
+
+bool report_peer_end(tcp::socket& socket) {
+#if BOOST_VERSION / 100 == 1074 && defined(BOOST_ASIO_HAS_EPOLL)
+  auto& implementation = SocketInternals::of(socket);
+  asio::detail::epoll_reactor::descriptor_state* state = implementation.reactor_data_;
+  if (state == nullptr) return false;
+  uint32_t& registered = state->*exposed(RegisteredEvents{});
+  if (registered == 0) return false;
+  auto& reactor = asio::use_service<asio::detail::reactor>(asio::query(socket.get_executor(), asio::execution::context));
+  // Asio rewrites the registration from `registered` (adding EPOLLOUT when a write must wait): the
+  // end stays asked for. Only this socket's thread touches its registration.
+  epoll_event event{};
+  event.events = registered | EPOLLRDHUP;
+  event.data.ptr = state;
+  if (::epoll_ctl(reactor.*exposed(EpollDescriptor{}), EPOLL_CTL_MOD, implementation.socket_, &event) != 0) return false;
+  registered = event.events;
+  return true;
+#else
+  (void)socket;
+  return false;
+#endif
+}
+
+bool peer_end_reported(tcp::socket& socket) {
+#if BOOST_VERSION / 100 == 1074 && defined(BOOST_ASIO_HAS_EPOLL)
+  asio::detail::epoll_reactor::descriptor_state* state = SocketInternals::of(socket).reactor_data_;
+  return state != nullptr && (reported_events(state) & EPOLLRDHUP) != 0;
+#else
+  (void)socket;
+  return false;
+#endif
+}
 
 std::optional<error_code> write_now(tcp::socket& socket, std::array<asio::const_buffer, 2>& buffers) {
   error_code error;

@@ -83,9 +83,9 @@ enum class FirstRead {
   // is there), then, if nothing was, wait for epoll's next event.
   at_once,
   // Wait for epoll's next event, then read: no read that finds nothing. Only when nothing can be in
-  // the socket that epoll has already reported: the caller saw the socket empty and open, and this
-  // thread's event loop has not run since (a request just written whole to a pooled connection
-  // that a peek found silent: its reply cannot have been reported yet).
+  // the socket that epoll has already reported: the caller saw the socket empty and open (a read
+  // that would block; or one that got fewer bytes than it asked, with no end in the events epoll
+  // reported, see peer_end_reported), and this thread's event loop has not run since.
   after_event,
 };
 
@@ -95,6 +95,14 @@ boost::asio::awaitable<boost::system::error_code> read_some(boost::asio::ip::tcp
                                                             boost::beast::flat_buffer& buffer, size_t most,
                                                             Clock::time_point deadline,
                                                             FirstRead first = FirstRead::at_once);
+
+// Asks epoll to report the peer's end of `socket` (EPOLLRDHUP) along with its other events: true
+// when it will, which only Asio 1.18 (Boost 1.74) on epoll lets the router ask; false otherwise.
+bool report_peer_end(boost::asio::ip::tcp::socket& socket);
+
+// Whether the events epoll last reported for `socket` included the peer's end: an end that arrived
+// together with the bytes last read, which those reads cannot tell (report_peer_end first).
+bool peer_end_reported(boost::asio::ip::tcp::socket& socket);
 
 // A receive kept pending on a connection between its uses: what happens to an idle connection (the
 // peer closing it, bytes it should not have sent) is learnt from epoll's events instead of a system
@@ -108,8 +116,7 @@ class PendingReceive {
   PendingReceive& operator=(const PendingReceive&) = delete;
 
   // Starts a receive of at most `most` bytes into `buffer`, which must be left alone until wait()
-  // returns. `first` as for read_some: after_event only when a read just found the socket empty
-  // (would block, not merely fewer bytes than asked) and the event loop has not run since.
+  // returns. `first` as for read_some (FirstRead::after_event says when).
   void start(boost::asio::ip::tcp::socket& socket, boost::beast::flat_buffer& buffer, size_t most, FirstRead first);
   // The started receive's system call has completed (bytes, the end, an error or a cancellation),
   // as far as this thread's event loop has been told.

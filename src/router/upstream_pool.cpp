@@ -45,25 +45,28 @@ using ReplyParser = http::response_parser<http::string_body, ArenaAllocator<char
 constexpr size_t reply_read_size = 16 * 1024;
 
 // Reads one reply into `parser` with as few reads as it arrived in, the first being `pending`'s
-// receive; what follows the reply stays in `buffer`.
+// receive; what follows the reply stays in `buffer`. `drained`: the last read got fewer bytes than it
+// asked, so the socket held nothing more then (an end aside, which a read does not tell).
 asio::awaitable<error_code> read_reply(tcp::socket& socket, beast::flat_buffer& buffer, PendingReceive& pending,
-                                       ReplyParser& parser, size_t cap, Clock::time_point deadline) {
+                                       ReplyParser& parser, size_t cap, Clock::time_point deadline, bool& drained) {
   error_code error;
   bool need_read = true;
   bool first = true;
   while (true) {
     if (need_read) {
+      const size_t held = buffer.size();
+      size_t most = reply_read_size;  // as the pending receive was started
       if (first) {
         error = co_await pending.wait(socket, buffer, deadline);
         first = false;
       } else {
         // Once the header told the body's size, the rest of it fits one read.
-        size_t most = reply_read_size;
         if (parser.is_header_done() && parser.content_length_remaining()) {
           most = std::max<size_t>(most, static_cast<size_t>(*parser.content_length_remaining()));
         }
         error = co_await read_some(socket, buffer, most, deadline);
       }
+      drained = buffer.size() - held < most;
       if (error == asio::error::eof) {
         // The worker closed: complete only for a reply framed by the connection's end.
         error = parser.got_some() ? error_code{} : error_code(http::error::end_of_stream);
@@ -132,6 +135,7 @@ struct UpstreamPool::Connection {
   std::string target;  // the request's, after the replica's base path
   std::string head;  // the request head being sent
   Arena arena;  // the reply parser's header fields
+  bool peer_end_watched = false;  // epoll reports the worker's end (report_peer_end)
 };
 
 struct UpstreamPool::Replica {
@@ -273,6 +277,7 @@ asio::awaitable<std::optional<api::ApiError>> UpstreamPool::forward(const Upstre
         continue;
       }
       connection = std::make_unique<Connection>(std::move(socket));
+      connection->peer_end_watched = report_peer_end(connection->socket);
       // The connect went through the event loop, which may have reported the socket's events
       // already: this first receive tries the system call at once.
       connection->receive.start(connection->socket, connection->buffer, reply_read_size, FirstRead::at_once);
@@ -299,9 +304,10 @@ asio::awaitable<std::optional<api::ApiError>> UpstreamPool::forward(const Upstre
     parser.body_limit(settings_.response_cap);
     parser.header_limit(64 * 1024);
     // The reply's first read is the receive already pending: no read that finds nothing.
+    bool drained = false;
     if (!error) {
       error = co_await read_reply(connection->socket, connection->buffer, connection->receive, parser,
-                                  settings_.response_cap, request.deadline);
+                                  settings_.response_cap, request.deadline, drained);
     }
     if (!error) {
       auto response = parser.release();
@@ -314,13 +320,20 @@ asio::awaitable<std::optional<api::ApiError>> UpstreamPool::forward(const Upstre
       }
       reply.body = std::move(response.body());
       reply.seconds = std::chrono::duration<double>(Clock::now() - started).count();
-      if (response.keep_alive() && connection->buffer.size() == 0) {
-        // Tried at once: a worker that closes right after its reply may have its end arrive with
-        // the reply's last bytes, and epoll (as Asio registers sockets: without EPOLLRDHUP) reports
-        // the two as one event, which the reply's read has consumed. A read that got fewer bytes
-        // than it asked does not tell that no end follows them; only this try does (it finds
-        // nothing, or the end). Measured: waiting for an event instead gave 502s in e2e_router.
-        connection->receive.start(connection->socket, connection->buffer, reply_read_size, FirstRead::at_once);
+      if (response.keep_alive() && connection->buffer.size() == 0 && !peer_end_reported(connection->socket)) {
+        // A worker that closes right after its reply may have its end arrive with the reply's last
+        // bytes, and epoll reports the two as one event, which the reply's read has consumed; a
+        // read that got fewer bytes than it asked does not tell that no end follows them. Where
+        // epoll reports the end (report_peer_end), that event said so (checked above), and
+        // anything arriving after a read that drained the socket raises a new event, which the
+        // receive waits for: no read that finds nothing. An end arriving between the event and the
+        // read is consumed by the read and reported by a later event; a request that takes the
+        // connection before the loop has seen that event meets a closed connection (502, never a
+        // resend), the window nginx has too. Elsewhere the receive tries at once (it finds nothing,
+        // or the end): waiting for an event without knowing about the end gave 502s in e2e_router.
+        const bool wait_for_event = connection->peer_end_watched && drained;
+        connection->receive.start(connection->socket, connection->buffer, reply_read_size,
+                                  wait_for_event ? FirstRead::after_event : FirstRead::at_once);
         std::lock_guard lock(replica->idle_mutex);
         replica->idle.emplace_back(&context, std::move(connection));
       }

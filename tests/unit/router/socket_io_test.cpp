@@ -452,6 +452,66 @@ TEST(UpstreamExchange, ConnectionClosedWhileIdleIsReplacedBeforeTheNextRequest) 
   pool.close_idle_connections();
 }
 
+// A worker that closes right after its reply, without saying so: the end arrives with the reply's
+// last bytes, in one epoll event, which the reply's read consumes. The pool must not keep that
+// connection: the next request goes over a fresh one and succeeds.
+TEST(UpstreamExchange, EndArrivingWithTheReplyKeepsTheConnectionOutOfThePool) {
+  asio::io_context io;
+  tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
+  UpstreamSettings settings;
+  settings.urls = {"http://127.0.0.1:" + std::to_string(acceptor.local_endpoint().port())};
+  UpstreamPool pool("canned", settings);
+  size_t served = 0;
+  asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+    for (int connection = 0; connection < 2; ++connection) {
+      tcp::socket socket = co_await acceptor.async_accept(asio::use_awaitable);
+      http::request_parser<http::string_body> parser;
+      beast::flat_buffer buffer;
+      co_await http::async_read(socket, buffer, parser, asio::use_awaitable);
+      ++served;
+      // Reply and end in one handler: the router's loop sees both in its next event.
+      asio::write(socket, asio::buffer(std::string("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")));
+      socket.close();
+    }
+  }, asio::detached);
+  std::vector<int> statuses;
+  asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+    UpstreamRequest request;
+    request.target = "/v1/systemone";
+    request.body = "{}";
+    UpstreamReply reply;
+    for (int i = 0; i < 2; ++i) {
+      request.deadline = Clock::now() + 5s;
+      const auto failed = co_await pool.forward(request, reply);
+      statuses.push_back(failed ? static_cast<int>(failed->code) : reply.status);
+    }
+    io.stop();
+  }, asio::detached);
+  io.run();
+  EXPECT_EQ(statuses, (std::vector<int>{200, 200}));
+  EXPECT_EQ(served, 2u);
+  pool.close_idle_connections();
+}
+
+// epoll tells an end that came with the bytes last read, which the read alone cannot; bytes without
+// an end are not taken for one.
+TEST(SocketIo, PeerEndArrivingWithTheBytesIsReported) {
+  asio::io_context io;
+  Loopback pair(io);
+  if (!report_peer_end(pair.near)) GTEST_SKIP() << "this Asio does not let the router ask epoll for the peer's end";
+  run(io, [&]() -> asio::awaitable<void> {
+    beast::flat_buffer buffer;
+    asio::write(pair.far, asio::buffer(std::string("reply")));
+    EXPECT_FALSE(co_await read_some(pair.near, buffer, 1024, Clock::now() + 5s, FirstRead::after_event));
+    EXPECT_FALSE(peer_end_reported(pair.near));
+    asio::write(pair.far, asio::buffer(std::string(" tail")));
+    pair.far.shutdown(tcp::socket::shutdown_send);
+    EXPECT_FALSE(co_await read_some(pair.near, buffer, 1024, Clock::now() + 5s, FirstRead::after_event));
+    EXPECT_EQ(text(buffer), "reply tail");
+    EXPECT_TRUE(peer_end_reported(pair.near));
+  });
+}
+
 // The pending receive: what arrives while nobody waits is known (finished) and handed to the next
 // wait; a wait keeps its deadline; a socket closed under a pending receive is left safely.
 TEST(PendingReceive, LearnsOfBytesAndClosesFromEpollAndHandsThemToTheWait) {
