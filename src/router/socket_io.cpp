@@ -285,6 +285,15 @@ std::optional<error_code> write_now(tcp::socket& socket, std::array<asio::const_
   return std::nullopt;
 }
 
+std::optional<error_code> read_now(tcp::socket& socket, boost::beast::flat_buffer& buffer, size_t most) {
+  if (!socket.non_blocking()) return std::nullopt;
+  error_code error;
+  const size_t received = socket.read_some(buffer.prepare(most), error);
+  if (!error) buffer.commit(received);
+  if (would_block(error)) return std::nullopt;
+  return error;
+}
+
 asio::awaitable<error_code> write_all(tcp::socket& socket, std::array<asio::const_buffer, 2> buffers,
                                       Clock::time_point deadline) {
   std::optional<DeadlineWatch::Scope> scope;
@@ -304,10 +313,7 @@ asio::awaitable<error_code> read_some(tcp::socket& socket, boost::beast::flat_bu
   if (first == FirstRead::at_once && socket.non_blocking()) {
     // Tried here rather than by Asio's read, whose completion, even an immediate one, is posted
     // through the event loop (an epoll_wait trip each).
-    error_code error;
-    const size_t received = socket.read_some(buffer.prepare(most), error);
-    if (!error) buffer.commit(received);
-    if (!would_block(error)) co_return error;
+    if (const auto done = read_now(socket, buffer, most)) co_return *done;
     // Seen empty and open just now, and the loop has not run since: the wait needs no second try.
     first = FirstRead::after_event;
   }

@@ -73,6 +73,12 @@ class DeadlineWatch : public boost::asio::execution_context::service {
 std::optional<boost::system::error_code> write_now(boost::asio::ip::tcp::socket& socket,
                                                    std::array<boost::asio::const_buffer, 2>& buffers);
 
+// Appends to `buffer` what the socket has at once, at most `most` bytes: the outcome (asio's eof
+// when the peer closed), or nullopt when nothing is there yet or the socket is in blocking mode
+// (nothing tried). A plain call, as write_now: no coroutine frame.
+std::optional<boost::system::error_code> read_now(boost::asio::ip::tcp::socket& socket,
+                                                  boost::beast::flat_buffer& buffer, size_t most);
+
 // Writes every byte of `buffers`; beast::error::timeout when `deadline` passes first.
 boost::asio::awaitable<boost::system::error_code> write_all(boost::asio::ip::tcp::socket& socket,
                                                             std::array<boost::asio::const_buffer, 2> buffers,

@@ -29,6 +29,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <variant>
 
 #include <sys/socket.h>
 
@@ -117,6 +118,50 @@ struct Connection : std::enable_shared_from_this<Connection> {
   std::string spare_body;
 };
 
+// End-to-end request headers a worker may see, into `headers`: no hop-by-hop, Host, Cookie, client
+// credentials, or framing the router recomputes.
+void forwardable_headers(const Request& request, router::HeaderList& headers) {
+  const auto named_by_connection = http::token_list(request[http::field::connection]);
+  headers.clear();
+  for (const auto& field : request) {
+    const std::string_view name = field.name_string();
+    if (router::UpstreamPool::is_hop_by_hop(name) || beast::iequals(name, "host") || beast::iequals(name, "cookie") ||
+        beast::iequals(name, "authorization") || beast::iequals(name, "content-length") ||
+        beast::iequals(name, "expect") || beast::iequals(name, "x-request-id")) {
+      continue;
+    }
+    const bool listed = std::any_of(named_by_connection.begin(), named_by_connection.end(),
+                                    [&](const auto& token) { return beast::iequals(token, name); });
+    if (!listed) headers.add(name, field.value());
+  }
+}
+
+std::string_view query_of(std::string_view target) {
+  const size_t question = target.find('?');
+  return question == std::string_view::npos ? std::string_view() : target.substr(question);
+}
+
+// The worker's reply as the client gets it, into the storage the connection's last reply left.
+Reply worker_reply(Connection& connection) {
+  router::UpstreamReply& outcome = connection.upstream_reply;
+  Reply reply;
+  reply.headers = std::move(connection.spare_headers);
+  reply.headers.clear();
+  reply.status = outcome.status;
+  reply.content_type = {};
+  for (const auto& [name, value] : outcome.headers) {
+    if (beast::iequals(name, "content-type")) {
+      reply.content_type = value;
+    } else {
+      reply.headers.add(name, value);
+    }
+  }
+  std::array<char, 64> timing;
+  reply.headers.add("Server-Timing", upstream_timing(timing, outcome.seconds));
+  reply.body = std::move(outcome.body);
+  return reply;
+}
+
 enum class ClientState { quiet, sent_more, gone };
 
 ClientState peek_client(tcp::socket& socket) {
@@ -177,29 +222,44 @@ struct HttpServer::Impl {
 
   asio::awaitable<void> accept_loop();
   asio::awaitable<void> session(std::shared_ptr<Connection> connection);
-  asio::awaitable<Reply> handle(Connection& connection, RequestParser& parser,
-                                beast::flat_buffer& buffer, Clock::time_point deadline, const std::string& request_id,
-                                Route& route, bool& head_only);
+  // A forwarded request runs in `session`'s own frame: the checks before its body and the choice of
+  // what serves it are plain calls that say what to await next, and the session awaits the pool's
+  // exchange itself (each nested coroutine was a frame, a malloc in Asio 1.74, and a resume hop).
+  struct EarlyReply {
+    Reply reply;
+    bool drain = false;  // read the body before replying, so that the connection stays usable
+  };
+  // The checks a request's head allows (§4.4's order): a reply that needs no body, or nullopt.
+  std::optional<EarlyReply> check_head(const RequestParser& parser, const RouteMatch& match) const;
+  Reply status_reply(Route route) const;
   // Sets the body limit and feeds the parser the body bytes `buffer` holds: true when the request is
   // whole. Once per request: the parser counts the limit down as it takes chunks, so setting it again
   // would grant a chunked body a second allowance.
   bool body_from_buffer(RequestParser& parser, beast::flat_buffer& buffer, error_code& error) const;
   static Reply body_failure(const error_code& error, Route route);
-  // The whole body: body_from_buffer, then read_rest_of_body for what has not arrived.
-  asio::awaitable<bool> read_body(Connection& connection, RequestParser& parser,
-                                  beast::flat_buffer& buffer, Clock::time_point deadline, Route route, Reply& failure);
   // The body's remaining bytes, after body_from_buffer; `failure` is the reply when it fails.
   asio::awaitable<bool> read_rest_of_body(Connection& connection, RequestParser& parser, beast::flat_buffer& buffer,
                                           Clock::time_point deadline, Route route, Reply& failure);
-  asio::awaitable<Reply> decide(Connection& connection, Route route, Request request,
-                                Clock::time_point deadline, const std::string& request_id);
+
+  // What serves a request whose body is whole: a reply already (refused), or what to await.
+  struct ForwardSystemOne {
+    router::UpstreamPool* pool;
+    bool renamed;  // the name the client used is not the one the pool's workers know
+  };
+  struct ForwardDecisions {
+    api::DecisionsRequest decisions;
+    const registry::ServedModel* served;
+  };
+  struct RunLocally {
+    std::shared_ptr<api::DecisionRequest> request;
+    std::optional<api::DecisionsRequest> decisions;
+    const registry::ServedModel* served;
+  };
+  using Decision = std::variant<Reply, ForwardSystemOne, ForwardDecisions, RunLocally>;
+  Decision decide(Route route, const Request& request) const;
   asio::awaitable<Reply> run_locally(Connection& connection, Route route, std::shared_ptr<api::DecisionRequest> request,
                                      std::optional<api::DecisionsRequest> decisions,
                                      const registry::ServedModel& served, Clock::time_point deadline);
-  // Takes the request's body: it is sent upstream as is.
-  asio::awaitable<Reply> forward_systemone(Connection& connection, Request& request, const std::string& name_used,
-                                           router::UpstreamPool& pool, Clock::time_point deadline,
-                                           const std::string& request_id);
   asio::awaitable<Reply> forward_decisions(const Request& request,
                                            const api::DecisionsRequest& decisions, const registry::ServedModel& served,
                                            Clock::time_point deadline, const std::string& request_id);
@@ -332,6 +392,9 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn
     registration = connections.insert(connections.end(), connection);
   }
   beast::flat_buffer buffer;
+  tcp::socket& socket = connection->stream.socket();
+  // When the connection last became idle: the start of its wait for the next request's header.
+  Clock::time_point idle_since = Clock::now();
   while (!draining.load()) {
     connection->upstream.body.clear();
     RequestParser parser(std::piecewise_construct, std::make_tuple(std::move(connection->upstream.body)),
@@ -339,7 +402,14 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn
     parser.header_limit(header_limit);
     parser.body_limit(std::numeric_limits<std::uint64_t>::max());  // the body limit is applied after the earlier checks (§4.4)
     connection->idle = true;
-    error_code error = co_await router::read_header(connection->stream.socket(), buffer, parser, Clock::now() + idle_timeout);
+    // At concurrency the next request is often there already: read without a coroutine.
+    std::optional<error_code> header = router::header_now(socket, buffer, parser);
+    while (!header) {
+      const error_code read_error = co_await router::read_some(socket, buffer, router::header_read_size,
+                                                               idle_since + idle_timeout, router::FirstRead::after_event);
+      header = router::header_after_read(read_error, socket, buffer, parser);
+    }
+    error_code error = *header;
     if (error) {
       spdlog::debug("connection closed while waiting for a request: {}", error.message());
       break;
@@ -349,7 +419,7 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn
     const Clock::time_point deadline = received + options.timeout;
     ++in_flight;  // the gauge is set when /metrics is read: no shared lock per request
 
-    const auto& request = parser.get();
+    Request& request = parser.get();
     std::string& request_id = connection->request_id;
     if (request.count("x-request-id") == 1 && valid_request_id(request["x-request-id"])) {
       request_id.assign(request["x-request-id"]);
@@ -358,12 +428,61 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn
     }
     const unsigned version = request.version();
     bool keep_alive = request.keep_alive();
+    const RouteMatch match = match_route(target_path(request.target()));
+    const Route route = match.route;
+    const bool head_only = request.method_string() == "HEAD";
 
-    Route route = Route::unknown;
-    bool head_only = false;
-    Reply reply = co_await handle(*connection, parser, buffer, deadline, request_id, route, head_only);
-    const double seconds = std::chrono::duration<double>(Clock::now() - received).count();
-    record(route, reply, seconds);
+    Reply reply;
+    if (std::optional<EarlyReply> early = check_head(parser, match)) {
+      reply = std::move(early->reply);
+      error_code body_error;
+      if (early->drain && !body_from_buffer(parser, buffer, body_error)) {
+        Reply failure;
+        if (body_error || !co_await read_rest_of_body(*connection, parser, buffer, deadline, route, failure)) {
+          reply.close = true;
+        }
+      }
+    } else {
+      if (beast::iequals(request[http::field::expect], "100-continue")) {
+        http::response<http::empty_body> interim{http::status::continue_, version};
+        connection->stream.expires_at(deadline);
+        error_code ignored;
+        co_await http::async_write(connection->stream, interim, asio::redirect_error(asio::use_awaitable, ignored));
+      }
+      // The body usually came with its header: taken without a coroutine.
+      error_code body_error;
+      if (body_from_buffer(parser, buffer, body_error) ||
+          (!body_error && co_await read_rest_of_body(*connection, parser, buffer, deadline, route, reply))) {
+        Decision decision = decide(route, request);
+        if (auto* forward = std::get_if<ForwardSystemOne>(&decision)) {
+          router::UpstreamRequest& upstream = connection->upstream;
+          upstream.target.assign("/v1/systemone").append(query_of(request.target()));
+          if (forward->renamed) {
+            upstream.body = router::with_model(request.body(), forward->pool->upstream_model());
+          } else {
+            upstream.body = std::move(request.body());
+          }
+          forwardable_headers(request, upstream.headers);
+          upstream.request_id = request_id;
+          upstream.deadline = deadline;
+          connection->upstream_reply.body = std::move(connection->spare_body);
+          const auto failed = co_await forward->pool->forward(upstream, connection->upstream_reply);
+          reply = failed ? error_reply(*failed, Route::systemone) : worker_reply(*connection);
+        } else if (auto* relay = std::get_if<ForwardDecisions>(&decision)) {
+          reply = co_await forward_decisions(request, relay->decisions, *relay->served, deadline, request_id);
+        } else if (auto* local = std::get_if<RunLocally>(&decision)) {
+          reply = co_await run_locally(*connection, route, std::move(local->request), std::move(local->decisions),
+                                       *local->served, deadline);
+        } else {
+          reply = std::move(std::get<Reply>(decision));
+        }
+      } else if (body_error) {
+        reply = body_failure(body_error, route);
+      }
+    }
+    const Clock::time_point finished = Clock::now();
+    record(route, reply, std::chrono::duration<double>(finished - received).count());
+    idle_since = finished;
 
     if (reply.send) {
       keep_alive = keep_alive && !reply.close && !draining.load();
@@ -376,8 +495,11 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn
                                                         has_body ? reply.body.size() : 0});
       const std::string_view body = has_body && !head_only ? std::string_view(reply.body) : std::string_view();
       std::array<asio::const_buffer, 2> out{asio::buffer(connection->head), asio::buffer(body)};
-      std::optional<error_code> written = router::write_now(connection->stream.socket(), out);
-      if (!written) written = co_await router::write_all(connection->stream.socket(), out, Clock::now() + write_timeout);
+      std::optional<error_code> written = router::write_now(socket, out);
+      if (!written) {
+        written = co_await router::write_all(socket, out, finished + write_timeout);
+        idle_since = Clock::now();
+      }
       error = *written;
     }
     --in_flight;
@@ -388,21 +510,10 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn
     if (error || !reply.send || !keep_alive) break;
   }
   error_code ignored;
-  connection->stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  socket.shutdown(tcp::socket::shutdown_send, ignored);
   connection->stream.close();
   std::lock_guard lock(connections_mutex);
   connections.erase(registration);
-}
-
-asio::awaitable<bool> HttpServer::Impl::read_body(Connection& connection, RequestParser& parser,
-                                                  beast::flat_buffer& buffer, Clock::time_point deadline,
-                                                  Route route, Reply& failure) {
-  if (parser.is_done()) co_return true;
-  error_code error;
-  if (body_from_buffer(parser, buffer, error)) co_return true;
-  if (!error) co_return co_await read_rest_of_body(connection, parser, buffer, deadline, route, failure);
-  failure = body_failure(error, route);
-  co_return false;
 }
 
 asio::awaitable<bool> HttpServer::Impl::read_rest_of_body(Connection& connection, RequestParser& parser,
@@ -449,111 +560,90 @@ Reply HttpServer::Impl::body_failure(const error_code& error, Route route) {
   return failure;
 }
 
-asio::awaitable<Reply> HttpServer::Impl::handle(Connection& connection, RequestParser& parser,
-                                                beast::flat_buffer& buffer, Clock::time_point deadline,
-                                                const std::string& request_id, Route& route, bool& head_only) {
+std::optional<HttpServer::Impl::EarlyReply> HttpServer::Impl::check_head(const RequestParser& parser,
+                                                                           const RouteMatch& match) const {
   const auto& request = parser.get();
-  const std::string_view method = request.method_string();
-  const RouteMatch match = match_route(target_path(request.target()));
-  route = match.route;
-  head_only = method == "HEAD";
-
-  // Early refusals leave the body unread: drain a small one so the connection stays usable.
-  auto refuse = [&](const api::ApiError& error) -> asio::awaitable<Reply> {
-    Reply reply = error_reply(error, route);
-    const bool expects_continue = beast::iequals(request[http::field::expect], "100-continue");
-    const auto length = parser.content_length();
+  const Route route = match.route;
+  // Early refusals leave the body unread: a small one is drained so the connection stays usable.
+  auto refuse = [&](const api::ApiError& error) {
+    EarlyReply early{error_reply(error, route)};
     if (!parser.is_done()) {
+      const bool expects_continue = beast::iequals(request[http::field::expect], "100-continue");
+      const auto length = parser.content_length();
       if (expects_continue || (length && *length > options.max_body_bytes) || !length) {
-        reply.close = true;
+        early.reply.close = true;
       } else {
-        Reply failure;
-        if (!co_await read_body(connection, parser, buffer, deadline, route, failure)) reply.close = true;
+        early.drain = true;
       }
     }
-    co_return reply;
+    return early;
   };
 
-  if (route == Route::unknown) co_return co_await refuse(api::ApiError::make(api::ErrorCode::not_found, "Not found"));
-  if (!method_allowed(route, method)) co_return co_await refuse(api::ApiError::method_not_allowed(match.allow));
+  if (route == Route::unknown) return refuse(api::ApiError::make(api::ErrorCode::not_found, "Not found"));
+  if (!method_allowed(route, request.method_string())) return refuse(api::ApiError::method_not_allowed(match.allow));
   const bool needs_auth = route == Route::systemone || route == Route::decisions || route == Route::models;
   if (needs_auth && !options.api_keys.empty()) {
     const bool single_header = request.count(http::field::authorization) == 1;
     if (!single_header || !authorized(request[http::field::authorization], options.api_keys)) {
-      co_return co_await refuse(api::ApiError::make(api::ErrorCode::unauthorized, "Missing or invalid API key"));
+      return refuse(api::ApiError::make(api::ErrorCode::unauthorized, "Missing or invalid API key"));
     }
   }
-
   if (route == Route::health || route == Route::models || route == Route::metrics) {
-    Reply reply;
-    if (route == Route::health) {
-      const StatusReply health = health_reply(registry);
-      reply.status = health.status;
-      reply.body = health.body;
-    } else if (route == Route::models) {
-      reply.body = models_body(registry, started_unix, options.owned_by);
-    } else {
-      for (const auto& model : registry.models()) {
-        if (!model->runner) continue;  // upstream pools report through their observers
-        const runtime::ModelRunner& runner = *model->runner;
-        metrics.set_gauge("s1serve_queue_depth", {{"model", model->name}}, static_cast<double>(runner.queue_depth()));
-        metrics.set_gauge("s1serve_queue_capacity", {{"model", model->name}},
-                          static_cast<double>(runner.queue_capacity()));
-        metrics.set_gauge("s1serve_model_ready", {{"model", model->name}},
-                          runner.state() == runtime::ModelState::ready ? 1.0 : 0.0);
-      }
-      metrics.set_gauge(Series{"s1serve_in_flight_requests", ""}, static_cast<double>(in_flight.load()));
-      reply.content_type = "text/plain; version=0.0.4; charset=utf-8";
-      reply.body = metrics.render();
-    }
-    if (!parser.is_done()) {
-      Reply failure;
-      if (!co_await read_body(connection, parser, buffer, deadline, route, failure)) reply.close = true;
-    }
-    co_return reply;
+    EarlyReply early{status_reply(route)};
+    early.drain = !parser.is_done();
+    return early;
   }
 
   if (request.count(http::field::content_type) != 1 || !acceptable_content_type(request[http::field::content_type]) ||
       !acceptable_content_encoding(request[http::field::content_encoding])) {
-    co_return co_await refuse(api::ApiError::make(api::ErrorCode::unsupported_media_type,
-                                                  "Content-Type must be application/json (charset utf-8) "
-                                                  "without a Content-Encoding"));
+    return refuse(api::ApiError::make(api::ErrorCode::unsupported_media_type,
+                                      "Content-Type must be application/json (charset utf-8) "
+                                      "without a Content-Encoding"));
   }
   if (const auto length = parser.content_length(); length && *length > options.max_body_bytes) {
-    Reply reply = error_reply(api::ApiError::make(api::ErrorCode::payload_too_large, "Request body too large"), route);
-    reply.close = true;
-    co_return reply;
+    EarlyReply early{error_reply(api::ApiError::make(api::ErrorCode::payload_too_large, "Request body too large"), route)};
+    early.reply.close = true;
+    return early;
   }
-  if (beast::iequals(request[http::field::expect], "100-continue")) {
-    http::response<http::empty_body> interim{http::status::continue_, request.version()};
-    connection.stream.expires_at(deadline);
-    error_code error;
-    co_await http::async_write(connection.stream, interim, asio::redirect_error(asio::use_awaitable, error));
+  return std::nullopt;
+}
+Reply HttpServer::Impl::status_reply(Route route) const {
+  Reply reply;
+  if (route == Route::health) {
+    const StatusReply health = health_reply(registry);
+    reply.status = health.status;
+    reply.body = health.body;
+  } else if (route == Route::models) {
+    reply.body = models_body(registry, started_unix, options.owned_by);
+  } else {
+    for (const auto& model : registry.models()) {
+      if (!model->runner) continue;  // upstream pools report through their observers
+      const runtime::ModelRunner& runner = *model->runner;
+      metrics.set_gauge("s1serve_queue_depth", {{"model", model->name}}, static_cast<double>(runner.queue_depth()));
+      metrics.set_gauge("s1serve_queue_capacity", {{"model", model->name}},
+                        static_cast<double>(runner.queue_capacity()));
+      metrics.set_gauge("s1serve_model_ready", {{"model", model->name}},
+                        runner.state() == runtime::ModelState::ready ? 1.0 : 0.0);
+    }
+    metrics.set_gauge(Series{"s1serve_in_flight_requests", ""}, static_cast<double>(in_flight.load()));
+    reply.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    reply.body = metrics.render();
   }
-  // The body usually came with its header: taken without a coroutine (a frame is a malloc).
-  error_code body_error;
-  if (!body_from_buffer(parser, buffer, body_error)) {
-    if (body_error) co_return body_failure(body_error, route);
-    Reply failure;
-    if (!co_await read_rest_of_body(connection, parser, buffer, deadline, route, failure)) co_return failure;
-  }
-  co_return co_await decide(connection, route, parser.release(), deadline, request_id);
+  return reply;
 }
 
-asio::awaitable<Reply> HttpServer::Impl::decide(Connection& connection, Route route,
-                                                Request http_request,
-                                                Clock::time_point deadline, const std::string& request_id) {
+HttpServer::Impl::Decision HttpServer::Impl::decide(Route route, const Request& http_request) const {
   // The router checks only `model` before forwarding (§7.1): a scan applies the strict-JSON rules
   // without building the document, which only a locally served request needs.
   if (route == Route::systemone && serves_upstream) {
     const auto scanned = api::scan_strict_json(http_request.body(), "model");
     if (const auto* error = std::get_if<api::JsonSyntaxError>(&scanned)) {
-      co_return error_reply(api::ApiError::validation({api::validation::json_invalid(error->message)}), route);
+      return error_reply(api::ApiError::validation({api::validation::json_invalid(error->message)}), route);
     }
     const api::StrictJsonScan& scan = std::get<api::StrictJsonScan>(scanned);
     if (scan.object) {
       const api::TopLevelMember& model = scan.member;
-      std::optional<std::string> name_used;
+      std::optional<std::string_view> name_used;
       if (model.kind == api::TopLevelMember::Kind::absent || model.kind == api::TopLevelMember::Kind::null) {
         name_used = registry.default_model();
       } else if (model.kind == api::TopLevelMember::Kind::string && !model.text.empty() &&
@@ -563,7 +653,7 @@ asio::awaitable<Reply> HttpServer::Impl::decide(Connection& connection, Route ro
       }
       const registry::ServedModel* served = name_used ? registry.resolve(*name_used) : nullptr;
       if (served != nullptr && served->pool) {
-        co_return co_await forward_systemone(connection, http_request, *name_used, *served->pool, deadline, request_id);
+        return ForwardSystemOne{served->pool.get(), *name_used != served->pool->upstream_model()};
       }
     }
   }
@@ -571,7 +661,7 @@ asio::awaitable<Reply> HttpServer::Impl::decide(Connection& connection, Route ro
   const api::RequestLimits limits{options.max_questions, registry.default_model().has_value()};
   auto parsed = api::parse_strict_json(http_request.body());
   if (const auto* error = std::get_if<api::JsonSyntaxError>(&parsed)) {
-    co_return error_reply(api::ApiError::validation({api::validation::json_invalid(error->message)}), route);
+    return error_reply(api::ApiError::validation({api::validation::json_invalid(error->message)}), route);
   }
   const api::Json& body = std::get<api::Json>(parsed);
 
@@ -579,12 +669,12 @@ asio::awaitable<Reply> HttpServer::Impl::decide(Connection& connection, Route ro
   std::optional<api::DecisionsRequest> decisions;
   if (route == Route::decisions) {
     auto validated = api::validate_decisions_request(body, limits);
-    if (!validated) co_return error_reply(validated.error(), route);
+    if (!validated) return error_reply(validated.error(), route);
     decisions = std::move(validated.value());
     request = std::make_shared<api::DecisionRequest>(decisions->pipeline);
   } else {
     auto validated = api::validate_system_one_request(body, limits);
-    if (!validated) co_return error_reply(validated.error(), route);
+    if (!validated) return error_reply(validated.error(), route);
     request = std::make_shared<api::DecisionRequest>(std::move(validated.value()));
   }
 
@@ -593,78 +683,13 @@ asio::awaitable<Reply> HttpServer::Impl::decide(Connection& connection, Route ro
   if (served == nullptr) {
     api::ApiError error = api::ApiError::make(api::ErrorCode::unknown_model, "Unknown model: " + name);
     error.openai_param = "model";
-    co_return error_reply(error, route);
+    return error_reply(error, route);
   }
-  if (served->pool && decisions) {
-    co_return co_await forward_decisions(http_request, *decisions, *served, deadline, request_id);
-  }
-  if (served->pool) {
-    co_return co_await forward_systemone(connection, http_request, served->name, *served->pool, deadline, request_id);
-  }
-  co_return co_await run_locally(connection, route, std::move(request), std::move(decisions), *served, deadline);
+  if (served->pool && decisions) return ForwardDecisions{std::move(*decisions), served};
+  if (served->pool) return ForwardSystemOne{served->pool.get(), served->name != served->pool->upstream_model()};
+  return RunLocally{std::move(request), std::move(decisions), served};
 }
 
-namespace {
-
-// End-to-end request headers a worker may see, into `headers`: no hop-by-hop, Host, Cookie, client
-// credentials, or framing the router recomputes.
-void forwardable_headers(const Request& request, router::HeaderList& headers) {
-  const auto named_by_connection = http::token_list(request[http::field::connection]);
-  headers.clear();
-  for (const auto& field : request) {
-    const std::string_view name = field.name_string();
-    if (router::UpstreamPool::is_hop_by_hop(name) || beast::iequals(name, "host") || beast::iequals(name, "cookie") ||
-        beast::iequals(name, "authorization") || beast::iequals(name, "content-length") ||
-        beast::iequals(name, "expect") || beast::iequals(name, "x-request-id")) {
-      continue;
-    }
-    const bool listed = std::any_of(named_by_connection.begin(), named_by_connection.end(),
-                                    [&](const auto& token) { return beast::iequals(token, name); });
-    if (!listed) headers.add(name, field.value());
-  }
-}
-
-std::string_view query_of(std::string_view target) {
-  const size_t question = target.find('?');
-  return question == std::string_view::npos ? std::string_view() : target.substr(question);
-}
-
-}  // namespace
-
-asio::awaitable<Reply> HttpServer::Impl::forward_systemone(Connection& connection, Request& request,
-                                                           const std::string& name_used, router::UpstreamPool& pool,
-                                                           Clock::time_point deadline, const std::string& request_id) {
-  router::UpstreamRequest& upstream = connection.upstream;
-  upstream.target.assign("/v1/systemone").append(query_of(request.target()));
-  if (name_used == pool.upstream_model()) {
-    upstream.body = std::move(request.body());
-  } else {
-    upstream.body = router::with_model(request.body(), pool.upstream_model());
-  }
-  forwardable_headers(request, upstream.headers);
-  upstream.request_id = request_id;
-  upstream.deadline = deadline;
-  router::UpstreamReply& outcome = connection.upstream_reply;
-  outcome.body = std::move(connection.spare_body);
-  auto failed = co_await pool.forward(upstream, outcome);
-  if (failed) co_return error_reply(*failed, Route::systemone);
-  Reply reply;
-  reply.headers = std::move(connection.spare_headers);
-  reply.headers.clear();
-  reply.status = outcome.status;
-  reply.content_type = {};
-  for (const auto& [name, value] : outcome.headers) {
-    if (beast::iequals(name, "content-type")) {
-      reply.content_type = value;
-    } else {
-      reply.headers.add(name, value);
-    }
-  }
-  std::array<char, 64> timing;
-  reply.headers.add("Server-Timing", upstream_timing(timing, outcome.seconds));
-  reply.body = std::move(outcome.body);
-  co_return reply;
-}
 
 asio::awaitable<Reply> HttpServer::Impl::forward_decisions(const Request& request,
                                                            const api::DecisionsRequest& decisions,

@@ -238,20 +238,49 @@ TEST(SocketIo, ReadHeaderKeepsAPipelinedRequestInTheBuffer) {
   later.async_wait([&](const error_code&) { asio::write(pair.far, asio::buffer(first.substr(20) + second)); });
   run(io, [&]() -> asio::awaitable<void> {
     beast::flat_buffer buffer;
+    // As the server reads a request's header: what is there at once, then reads as it arrives.
+    auto read_header = [&](auto& parser, Clock::time_point deadline) -> asio::awaitable<error_code> {
+      std::optional<error_code> header = header_now(pair.near, buffer, parser);
+      while (!header) {
+        const error_code error = co_await read_some(pair.near, buffer, header_read_size, deadline, FirstRead::after_event);
+        header = header_after_read(error, pair.near, buffer, parser);
+      }
+      co_return *header;
+    };
     http::request_parser<http::string_body> one;
-    EXPECT_FALSE(co_await read_header(pair.near, buffer, one, Clock::now() + 5s));
+    // The first piece is read at once; the rest must be waited for.
+    EXPECT_FALSE(header_now(pair.near, buffer, one).has_value());
+    EXPECT_FALSE(one.is_header_done());
+    EXPECT_FALSE(co_await read_header(one, Clock::now() + 5s));
     error_code error;
     parse_buffered(one, buffer, error);
     EXPECT_FALSE(error);
     EXPECT_TRUE(one.is_done());
     EXPECT_EQ(one.get().body(), "abc");
     http::request_parser<http::string_body> two;
-    // Already buffered: a read would time out at this deadline.
-    EXPECT_FALSE(co_await read_header(pair.near, buffer, two, Clock::now() + 1ms));
+    // Already buffered: whole without a wait.
+    EXPECT_EQ(header_now(pair.near, buffer, two), std::optional<error_code>(error_code()));
     EXPECT_EQ(two.get().target(), "/health");
     http::request_parser<http::string_body> three;
-    EXPECT_EQ(co_await read_header(pair.near, buffer, three, Clock::now() + 30ms), beast::error::timeout);
+    EXPECT_FALSE(header_now(pair.near, buffer, three).has_value());
+    EXPECT_EQ(co_await read_header(three, Clock::now() + 30ms), beast::error::timeout);
   });
+}
+
+TEST(SocketIo, HeaderNowTellsAClosedStreamFromACutHeader) {
+  asio::io_context io;
+  Loopback pair(io);
+  beast::flat_buffer buffer;
+  http::request_parser<http::string_body> none;
+  pair.far.shutdown(tcp::socket::shutdown_send);
+  EXPECT_EQ(header_now(pair.near, buffer, none), std::optional<error_code>(http::error::end_of_stream));
+
+  Loopback cut_pair(io);
+  asio::write(cut_pair.far, asio::buffer(std::string("GET /health HTTP/1.1\r\nHo")));
+  cut_pair.far.shutdown(tcp::socket::shutdown_send);
+  beast::flat_buffer cut_buffer;
+  http::request_parser<http::string_body> cut;
+  EXPECT_EQ(header_now(cut_pair.near, cut_buffer, cut), std::optional<error_code>(http::error::partial_message));
 }
 
 // A worker that serves one connection: for each canned reply it reads one request, then writes the
