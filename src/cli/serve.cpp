@@ -77,19 +77,22 @@ registry::ServedModel make_upstream_model(const registry::ModelConfig& model, se
   router::PoolObserver observer;
   // Every forwarded request writes one of these series: their labels are rendered once.
   struct RequestSeries {
-    std::string replica, outcome, labels;
+    std::string replica, outcome;
+    server::Metrics::HotSeries series;
   };
   auto request_series = std::make_shared<std::vector<RequestSeries>>();
   for (const std::string& url : upstream.urls) {
     for (const std::string_view outcome : router::request_outcomes) {
-      request_series->push_back({url, std::string(outcome),
-                                 server::Metrics::render_labels({{"model", name}, {"replica", url}, {"outcome", std::string(outcome)}})});
+      const std::string labels =
+          server::Metrics::render_labels({{"model", name}, {"replica", url}, {"outcome", std::string(outcome)}});
+      request_series->push_back(
+          {url, std::string(outcome), metrics.hot(server::Series{"s1serve_upstream_requests_total", labels})});
     }
   }
   observer.on_request = [&metrics, request_series](const std::string& replica, const std::string& outcome) {
     for (const RequestSeries& series : *request_series) {
-      if (series.replica == replica && series.outcome == outcome) {
-        metrics.add_counter(server::Series{"s1serve_upstream_requests_total", series.labels});
+      if (series.outcome == outcome && series.replica == replica) {
+        metrics.add_counter(series.series);
         return;
       }
     }

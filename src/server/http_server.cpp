@@ -199,7 +199,9 @@ struct HttpServer::Impl {
         signals(io, SIGINT, SIGTERM),
         started_unix(std::chrono::duration_cast<std::chrono::seconds>(
                          std::chrono::system_clock::now().time_since_epoch())
-                         .count()) {}
+                         .count()) {
+    register_route_series();
+  }
 
   registry::ServerConfig options;
   registry::ModelRegistry& registry;
@@ -267,13 +269,18 @@ struct HttpServer::Impl {
   asio::awaitable<void> drain_watch();
   void record(Route route, const Reply& reply, double seconds);
 
-  // Labels of the series every request writes, rendered once per route (indexed by Route).
+  // The series every request writes, per route (indexed by Route): registered with the metrics
+  // once, so that a request's writes take no map lookup.
+  static constexpr int highest_status = 999;  // a status line has three digits
   struct RouteSeries {
-    std::string route;            // route="…"
     std::string requests_prefix;  // route="…",status="  (the status and a quote follow)
+    Metrics::HotSeries duration = 0;
+    // s1serve_requests_total's series by status, plus one; 0 until the status's first request.
+    std::array<std::atomic<Metrics::HotSeries>, highest_status + 1> requests{};
   };
-  static std::vector<RouteSeries> make_route_series();
-  const std::vector<RouteSeries> route_series = make_route_series();
+  std::array<RouteSeries, static_cast<size_t>(Route::unknown) + 1> route_series;
+  void register_route_series();
+  Metrics::HotSeries requests_series(RouteSeries& series, int status);
 };
 
 HttpServer::HttpServer(registry::ServerConfig options, registry::ModelRegistry& registry, Metrics& metrics)
@@ -363,25 +370,35 @@ asio::awaitable<void> HttpServer::Impl::accept_loop() {
   }
 }
 
-std::vector<HttpServer::Impl::RouteSeries> HttpServer::Impl::make_route_series() {
-  std::vector<RouteSeries> series;
-  for (int route = 0; route <= static_cast<int>(Route::unknown); ++route) {
-    const Labels labels{{"route", std::string(route_label(static_cast<Route>(route)))}};
-    series.push_back({Metrics::render_labels(labels), Metrics::render_labels(labels) + ",status=\""});
+void HttpServer::Impl::register_route_series() {
+  for (size_t route = 0; route < route_series.size(); ++route) {
+    const std::string labels = Metrics::render_labels({{"route", std::string(route_label(static_cast<Route>(route)))}});
+    route_series[route].requests_prefix = labels + ",status=\"";
+    route_series[route].duration = metrics.hot(Series{"s1serve_request_duration_seconds", labels});
   }
-  return series;
+}
+
+Metrics::HotSeries HttpServer::Impl::requests_series(RouteSeries& series, int status) {
+  auto labels = [&] {
+    char digits[16];
+    const auto written = std::to_chars(digits, digits + sizeof digits, status);
+    return series.requests_prefix + std::string(digits, written.ptr) + '"';
+  };
+  if (status < 0 || status > highest_status) return metrics.hot(Series{"s1serve_requests_total", labels()});
+  // Threads racing on a status's first request register the same series and get the same number.
+  std::atomic<Metrics::HotSeries>& known = series.requests[static_cast<size_t>(status)];
+  Metrics::HotSeries plus_one = known.load(std::memory_order_relaxed);
+  if (plus_one == 0) {
+    plus_one = metrics.hot(Series{"s1serve_requests_total", labels()}) + 1;
+    known.store(plus_one, std::memory_order_relaxed);
+  }
+  return plus_one - 1;
 }
 
 void HttpServer::Impl::record(Route route, const Reply& reply, double seconds) {
-  const RouteSeries& series = route_series[static_cast<size_t>(route)];
-  thread_local std::string requests_labels;  // reused: no allocation per request
-  requests_labels.assign(series.requests_prefix);
-  char status[16];
-  const auto written = std::to_chars(status, status + sizeof status, reply.status);
-  requests_labels.append(status, written.ptr);
-  requests_labels += '"';
-  metrics.add_counter(Series{"s1serve_requests_total", requests_labels});
-  metrics.observe(Series{"s1serve_request_duration_seconds", series.route}, seconds);
+  RouteSeries& series = route_series[static_cast<size_t>(route)];
+  metrics.add_counter(requests_series(series, reply.status));
+  metrics.observe(series.duration, seconds);
   if (!reply.rejected.empty()) metrics.add_counter("s1serve_rejected_total", {{"reason", reply.rejected}});
 }
 

@@ -126,6 +126,46 @@ void Metrics::observe(std::string_view name, const Labels& labels, double second
   observe(Series{name, render_labels(labels)}, seconds);
 }
 
+Metrics::HotSeries Metrics::hot(const Series& series) {
+  std::lock_guard lock(hot_mutex_);
+  for (size_t i = 0; i < hot_series_.size(); ++i) {
+    if (hot_series_[i].first == series.family && hot_series_[i].second == series.labels) {
+      return static_cast<HotSeries>(i);
+    }
+  }
+  hot_series_.emplace_back(series.family, series.labels);
+  return static_cast<HotSeries>(hot_series_.size() - 1);
+}
+
+Metrics::HotSlot& Metrics::hot_slot(Shard& shard, HotSeries series) {
+  if (series >= shard.hot_slots.size()) shard.hot_slots.resize(series + 1);
+  return shard.hot_slots[series];
+}
+
+void Metrics::add_counter(HotSeries series, double amount) {
+  Shard& shard = own_shard();
+  std::lock_guard lock(shard.mutex);
+  HotSlot& hot = hot_slot(shard, series);
+  if (hot.value == nullptr) {
+    std::lock_guard hot_lock(hot_mutex_);
+    const auto& [name, labels] = hot_series_[series];
+    hot.value = &slot(family(shard.families, name).values, labels);
+  }
+  *hot.value += amount;
+}
+
+void Metrics::observe(HotSeries series, double seconds) {
+  Shard& shard = own_shard();
+  std::lock_guard lock(shard.mutex);
+  HotSlot& hot = hot_slot(shard, series);
+  if (hot.histogram == nullptr) {
+    std::lock_guard hot_lock(hot_mutex_);
+    const auto& [name, labels] = hot_series_[series];
+    hot.histogram = &slot(family(shard.families, name).histograms, labels);
+  }
+  add_observation(*hot.histogram, seconds);
+}
+
 void Metrics::add_counter(const Series& series, double amount) {
   Shard& shard = own_shard();
   std::lock_guard lock(shard.mutex);
@@ -140,7 +180,10 @@ void Metrics::set_gauge(const Series& series, double value) {
 void Metrics::observe(const Series& series, double seconds) {
   Shard& shard = own_shard();
   std::lock_guard lock(shard.mutex);
-  Histogram& histogram = slot(family(shard.families, series.family).histograms, series.labels);
+  add_observation(slot(family(shard.families, series.family).histograms, series.labels), seconds);
+}
+
+void Metrics::add_observation(Histogram& histogram, double seconds) {
   size_t bucket = 0;
   while (bucket < bucket_bounds.size() && seconds > bucket_bounds[bucket]) ++bucket;
   ++histogram.bucket_counts[bucket];

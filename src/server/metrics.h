@@ -36,6 +36,15 @@ class Metrics {
   void set_gauge(const Series& series, double value);
   void observe(const Series& series, double seconds);
 
+  // A series a request writes, registered once: each writer thread then finds its slot in its own
+  // shard by this number instead of two map lookups by string per write. Registering the same
+  // family and labels again gives the same number. Write a hot series as a counter or as a
+  // histogram, not both.
+  using HotSeries = uint32_t;
+  HotSeries hot(const Series& series);
+  void add_counter(HotSeries series, double amount = 1.0);
+  void observe(HotSeries series, double seconds);
+
   static std::string render_labels(const Labels& labels);
 
   std::string render() const;
@@ -59,14 +68,24 @@ class Metrics {
   // adds to its own shard and /metrics adds the shards up: the request path takes no lock that
   // another thread takes per request (measured: the router's two HTTP threads met on one mutex three
   // times per forwarded request). The shard's own mutex is contended only by a scrape.
+  // A hot series' value or histogram in one shard, found on the shard's first write of it (map
+  // nodes stay where they are).
+  struct HotSlot {
+    double* value = nullptr;
+    Histogram* histogram = nullptr;
+  };
   struct alignas(64) Shard {
     std::thread::id writer;
     std::mutex mutex;
     Families families;
+    std::vector<HotSlot> hot_slots;  // indexed by HotSeries
   };
 
   static Family& family(Families& families, std::string_view name);
+  static void add_observation(Histogram& histogram, double seconds);
   Shard& own_shard();
+  // `series`' slot in `shard`, whose mutex the caller holds.
+  HotSlot& hot_slot(Shard& shard, HotSeries series);
 
   // Gauges hold the last value set, which is not a sum over threads: they stay here, under mutex_.
   mutable std::mutex mutex_;
@@ -74,6 +93,8 @@ class Metrics {
   const uint64_t instance_;  // tells this Metrics from an earlier one at the same address
   mutable std::mutex shards_mutex_;
   std::vector<std::unique_ptr<Shard>> shards_;
+  std::mutex hot_mutex_;
+  std::vector<std::pair<std::string, std::string>> hot_series_;  // family and labels, by HotSeries
 };
 
 }  // namespace s1::server

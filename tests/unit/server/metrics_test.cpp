@@ -76,6 +76,43 @@ TEST(Metrics, CountersAndHistogramsAreSummedOverWriterThreads) {
   EXPECT_EQ(text.find("s1serve_requests_total{"), text.rfind("s1serve_requests_total{"));
 }
 
+TEST(Metrics, HotSeriesRenderAsTheSeriesTheyName) {
+  const std::string labels = Metrics::render_labels({{"route", "/v1/systemone"}, {"status", "200"}});
+  const Series requests{"s1serve_requests_total", labels};
+  const Series duration{"s1serve_request_duration_seconds", "route=\"/v1/systemone\""};
+  Metrics plain;
+  Metrics hot;
+  const Metrics::HotSeries hot_requests = hot.hot(requests);
+  const Metrics::HotSeries hot_duration = hot.hot(duration);
+  EXPECT_EQ(hot.hot(Series{"s1serve_requests_total", labels}), hot_requests);  // registered once
+  EXPECT_NE(hot_requests, hot_duration);
+  // Nothing written yet: a registered series is not rendered.
+  EXPECT_EQ(hot.render(), plain.render());
+  constexpr int threads = 3;
+  std::vector<std::thread> writers;
+  for (int t = 0; t < threads; ++t) {
+    writers.emplace_back([&, t] {
+      for (int i = 0; i < 100; ++i) {
+        const double seconds = t == 0 ? 0.0002 : 0.02;
+        plain.add_counter(requests);
+        plain.observe(duration, seconds);
+        hot.add_counter(hot_requests);
+        hot.observe(hot_duration, seconds);
+      }
+    });
+  }
+  for (std::thread& writer : writers) writer.join();
+  // Hot and plain writes of one series meet in one line.
+  plain.add_counter(requests, 2.0);
+  hot.add_counter(requests, 2.0);
+  const std::string text = hot.render();
+  EXPECT_EQ(text, plain.render());
+  EXPECT_NE(text.find("s1serve_requests_total{route=\"/v1/systemone\",status=\"200\"} 302\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("s1serve_request_duration_seconds_bucket{route=\"/v1/systemone\",le=\"0.001\"} 100\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("s1serve_request_duration_seconds_count{route=\"/v1/systemone\"} 300\n"), std::string::npos);
+}
+
 TEST(Metrics, ScrapesWhileThreadsWrite) {
   Metrics metrics;
   std::atomic<bool> stop{false};
