@@ -19,6 +19,8 @@
 #endif
 #endif
 
+#include <atomic>
+
 namespace s1::router {
 
 namespace asio = boost::asio;
@@ -27,10 +29,28 @@ using error_code = boost::system::error_code;
 
 asio::execution_context::id DeadlineWatch::id;
 
+namespace {
+std::atomic<uint64_t> watches_ended{0};
+}  // namespace
+
 DeadlineWatch::DeadlineWatch(asio::execution_context& context) : asio::execution_context::service(context) {}
 
+DeadlineWatch::~DeadlineWatch() { watches_ended.fetch_add(1, std::memory_order_release); }
+
 DeadlineWatch& DeadlineWatch::of(const asio::any_io_executor& executor) {
-  return asio::use_service<DeadlineWatch>(asio::query(executor, asio::execution::context));
+  // use_service locks the context's service registry each time: the watch this thread last asked
+  // for is remembered, until any watch ends (a later context at the same address has its own).
+  thread_local const asio::execution_context* last_context = nullptr;
+  thread_local DeadlineWatch* last_watch = nullptr;
+  thread_local uint64_t last_ended = 0;
+  asio::execution_context& context = asio::query(executor, asio::execution::context);
+  const uint64_t ended = watches_ended.load(std::memory_order_acquire);
+  if (&context != last_context || ended != last_ended) {
+    last_watch = &asio::use_service<DeadlineWatch>(context);
+    last_context = &context;
+    last_ended = ended;
+  }
+  return *last_watch;
 }
 
 void DeadlineWatch::shutdown() {

@@ -29,6 +29,7 @@ class DeadlineWatch : public boost::asio::execution_context::service {
  public:
   static boost::asio::execution_context::id id;
   explicit DeadlineWatch(boost::asio::execution_context& context);
+  ~DeadlineWatch() override;
 
   // The watch of the context that `executor` runs on.
   static DeadlineWatch& of(const boost::asio::any_io_executor& executor);

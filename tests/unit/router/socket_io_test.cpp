@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,6 +52,16 @@ void run(asio::io_context& io, std::function<asio::awaitable<void>()> body) {
 }
 
 std::string text(const beast::flat_buffer& buffer) { return beast::buffers_to_string(buffer.data()); }
+
+TEST(SocketIo, DeadlineWatchOfALaterContextIsItsOwn) {
+  // Contexts made one after another often get the same address: each has its own watch.
+  for (int i = 0; i < 3; ++i) {
+    auto io = std::make_unique<asio::io_context>();
+    DeadlineWatch& watch = DeadlineWatch::of(io->get_executor());
+    EXPECT_EQ(&watch, &asio::use_service<DeadlineWatch>(*io));
+    EXPECT_EQ(&DeadlineWatch::of(io->get_executor()), &watch);
+  }
+}
 
 TEST(SocketIo, ReadSomeTimesOutAtItsDeadline) {
   asio::io_context io;
