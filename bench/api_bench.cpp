@@ -1,11 +1,14 @@
 // The API layer's cost per request: strict JSON parse + validation of a ~2 KiB System One body, and
-// serialisation of its answers (issue 2's goal: under 50 µs together).
+// serialisation of its answers (issue 2's goal: under 50 µs together); and the router's strict-JSON
+// scan of a forwarded body (docs/benchmarks/router.md, "Strict-JSON scan").
+#include "api/json.h"
 #include "api/request.h"
 #include "api/response.h"
 
 #include <benchmark/benchmark.h>
 
 #include <string>
+#include <variant>
 
 namespace {
 
@@ -67,6 +70,60 @@ void parse_validate_serialise(benchmark::State& state) {
   }
 }
 BENCHMARK(parse_validate_serialise);
+
+// Bodies a router forwards: bench/http/systemone_post.lua's, long states (1 and 20 KB of ASCII with
+// escapes, 4 KB of raw UTF-8 or of \u escapes) and many questions.
+std::string wrk_body() {
+  return R"({"model":"mock-ramp","state":"Ticket: I was charged twice for my subscription this month and nobody answers.",)"
+         R"("questions":{"team":{"type":"choice","instructions":"Which team?","criteria":{"billing":"Payments","technical":null,)"
+         R"("sales":{"scope":"pricing"}}},"refund":{"type":"noul","instructions":"Refund?"},"anger":{"type":"score",)"
+         R"("instructions":"How angry?","criteria":["calm","annoyed","furious"]}}})";
+}
+
+std::string body_with_state(const std::string& sentence, size_t bytes) {
+  std::string state;
+  while (state.size() < bytes) state += sentence;
+  return R"({"model":"mock-ramp","state":")" + state +
+         R"(","questions":{"team":{"type":"choice","instructions":"Which team?","criteria":{"billing":"Payments","technical":null}},)"
+         R"("refund":{"type":"noul","instructions":"Refund?"}},"temperature":0.5})";
+}
+
+std::string ascii_state_body(size_t bytes) {
+  return body_with_state(R"(Customer wrote:\n\t\"I was charged twice for my subscription\" \\ order #4821/7.\r\n)", bytes);
+}
+
+std::string many_questions_body() {
+  std::string questions;
+  for (int i = 0; i < 32; ++i) {
+    if (i > 0) questions += ',';
+    const std::string n = std::to_string(i);
+    questions += R"("q)" + n + R"(":{"type":"choice","instructions":"Which option fits question )" + n +
+                 R"( best?","criteria":{"first":"The first option","second":null,"third":{"scope":"x"}}})";
+  }
+  return R"({"model":"mock-ramp","state":{"ticket":"Double charge","customer":{"plan":"pro","since":2019,"tags":["vip","eu"]}},"questions":{)" +
+         questions + "}}";
+}
+
+void strict_scan(benchmark::State& state, const std::string& body) {
+  if (!std::holds_alternative<s1::api::StrictJsonScan>(s1::api::scan_strict_json(body, "model"))) {
+    state.SkipWithError("the body is not strict JSON");
+    return;
+  }
+  for (auto _ : state) {
+    auto scan = s1::api::scan_strict_json(body, "model");
+    benchmark::DoNotOptimize(scan);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
+  state.counters["body_bytes"] = static_cast<double>(body.size());
+}
+BENCHMARK_CAPTURE(strict_scan, wrk_body, wrk_body());
+BENCHMARK_CAPTURE(strict_scan, ascii_state_1k, ascii_state_body(1024));
+BENCHMARK_CAPTURE(strict_scan, ascii_state_20k, ascii_state_body(20 * 1024));
+BENCHMARK_CAPTURE(strict_scan, utf8_state_4k,
+                  body_with_state("Kunde schreibt: doppelt belastet, Größe ändern. 客户说：我被扣了两次款。 ¿Reembolso? 😠 ", 4096));
+BENCHMARK_CAPTURE(strict_scan, u_escaped_state_4k,
+                  body_with_state(R"(Kunde: Gr\u00f6\u00dfe \u5ba2\u6237 \ud83d\ude20 refund. )", 4096));
+BENCHMARK_CAPTURE(strict_scan, many_questions, many_questions_body());
 
 }  // namespace
 
