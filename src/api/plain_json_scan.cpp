@@ -1,195 +1,397 @@
 #include "api/plain_json_scan.h"
 
 #include <array>
+#include <bit>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace s1::api {
 namespace {
 
+constexpr size_t failed = SIZE_MAX;  // a position: the text is not in the subset
+
 // Every text this accepts, the strict parser accepts with the same top-level member: it accepts a
 // narrower grammar (see the header) and leaves everything else to that parser, so a mistake here
-// can only send a text down the slow path, never let an invalid one through. Recursion is bounded
-// by the depth limit.
+// can only send a text down the slow path, never let an invalid one through.
+//
+// Why it is shaped so: on a short body the time went into the chain of dependent steps from one
+// string's end to the next (load at the position, compare, find the first match, move on), so the
+// bytes that end a run of string content are found 64 at a time into a bit mask, and the next one
+// is a shift and a count of trailing zeros away. The walk is iterative with its own stack of open
+// containers, and keeps its position in a local.
 class PlainScanner {
  public:
-  PlainScanner(std::string_view text, std::string_view member) : text_(text), member_(member) {}
+  PlainScanner(std::string_view text, std::string_view member)
+      : data_(text.data()), size_(text.size()), member_(member), member_key_(name_key(member.data(), member.size(), false)) {}
 
   std::optional<StrictJsonScan> run() {
-    skip_space();
-    scan_.object = at('{');
-    if (!value(0)) return std::nullopt;
-    skip_space();
-    if (position_ != text_.size()) return std::nullopt;
-    return std::move(scan_);
+    const size_t start = skip_space(0);
+    StrictJsonScan scan;
+    scan.object = start < size_ && data_[start] == '{';
+    if (!document(start)) return std::nullopt;
+    scan.member.kind = member_kind_;
+    if (member_kind_ == TopLevelMember::Kind::string) scan.member.text.assign(data_ + member_start_, member_size_);
+    return scan;
   }
 
  private:
-  static constexpr int max_depth = 32;  // half the strict limit: never near it
+  static constexpr size_t max_depth = 32;  // half the strict limit: never near it
+  static constexpr size_t max_open_names = 128;
 
-  bool at(char c) const { return position_ < text_.size() && text_[position_] == c; }
-  bool digit() const { return position_ < text_.size() && text_[position_] >= '0' && text_[position_] <= '9'; }
+  // A member name of an open object; `key` tells most different names apart without reading them.
+  struct Name {
+    const char* data;
+    size_t size;
+    uint64_t key;
+  };
 
-  void skip_space() {
-    while (position_ < text_.size()) {
-      const char c = text_[position_];
-      if (c != ' ' && c != '\n' && c != '\r' && c != '\t') return;
-      ++position_;
-    }
+  bool at(size_t position, char c) const { return position < size_ && data_[position] == c; }
+  // The byte at `position`, or NUL (which no rule here accepts) at the end of the text.
+  char peek(size_t position) const { return position < size_ ? data_[position] : '\0'; }
+  static bool digit(char c) { return c >= '0' && c <= '9'; }
+
+  static bool space(char c) {
+    constexpr uint64_t spaces = (uint64_t{1} << ' ') | (uint64_t{1} << '\n') | (uint64_t{1} << '\r') | (uint64_t{1} << '\t');
+    const auto byte = static_cast<unsigned char>(c);
+    return byte <= ' ' && ((spaces >> byte) & 1) != 0;
   }
 
-  bool value(int depth) {
-    if (position_ >= text_.size()) return false;
-    switch (text_[position_]) {
-      case '{': return depth < max_depth && object(depth);
-      case '[': return depth < max_depth && array(depth);
-      case '"': {
-        bool escaped = false;
-        std::string_view ignored;
-        return string(ignored, escaped);
+  size_t skip_space(size_t position) const {
+    while (position < size_ && space(data_[position])) ++position;
+    return position;
+  }
+
+  // The walk keeps its state in locals (the position, the open containers, the open names): as
+  // members they were reloaded from memory around every store into names_. Whitespace is looked
+  // for only where a byte read anyway turns out to be some.
+  bool document(size_t position) {
+    size_t depth = 0;          // containers open now
+    uint64_t objects = 0;      // bit d: the container at depth d is an object
+    size_t open_names = 0;     // names_[0, open_names): the names of the objects open now
+    bool member_next = false;  // the value at `position` is the top-level member's
+    while (true) {
+      // At a value, or at whitespace before one.
+      char c = peek(position);
+      if (space(c)) {
+        position = skip_space(position);
+        c = peek(position);
       }
-      case 't': return literal("true");
-      case 'f': return literal("false");
-      case 'n': return literal("null");
-      default: return number();
+      const bool member_value = member_next;
+      if (member_value) {
+        member_next = false;
+        member_kind_ = c == '"' ? TopLevelMember::Kind::string : c == 'n' ? TopLevelMember::Kind::null : TopLevelMember::Kind::other;
+        member_start_ = position + 1;
+      }
+      switch (c) {
+        case '{':
+        case '[': {
+          const bool object = c == '{';
+          if (depth == max_depth) return false;
+          objects = object ? objects | (uint64_t{1} << depth) : objects & ~(uint64_t{1} << depth);
+          first_names_[depth++] = open_names;
+          position = skip_space(position + 1);
+          if (at(position, object ? '}' : ']')) {
+            ++position;
+            open_names = first_names_[--depth];
+            break;
+          }
+          if (object) {
+            position = member_name(position, depth, open_names, member_next);
+            if (position == failed) return false;
+          }
+          continue;
+        }
+        case '"': {
+          bool escaped = false;
+          position = string_end(position, escaped);
+          if (member_value) {
+            if (escaped || position == failed) return false;  // kept raw, so only without escapes
+            member_size_ = position - 1 - member_start_;
+          }
+          break;
+        }
+        case 't': position = literal(position, "true"); break;
+        case 'f': position = literal(position, "false"); break;
+        case 'n': position = literal(position, "null"); break;
+        default: position = number(position); break;
+      }
+      if (position == failed) return false;
+      // Closes containers until a comma leads to the next value.
+      while (true) {
+        c = peek(position);
+        if (space(c)) {
+          position = skip_space(position);
+          c = peek(position);
+        }
+        if (depth == 0) return position == size_;
+        const bool in_object = (objects >> (depth - 1)) & 1;
+        if (c == ',') {
+          ++position;
+          if (in_object) {
+            position = member_name(position, depth, open_names, member_next);
+            if (position == failed) return false;
+          }
+          break;
+        }
+        if (c != (in_object ? '}' : ']')) return false;
+        ++position;
+        open_names = first_names_[--depth];
+      }
     }
   }
 
-  bool literal(std::string_view word) {
-    if (text_.substr(position_, word.size()) != word) return false;
-    position_ += word.size();
-    return true;
+  size_t literal(size_t position, std::string_view word) const {
+    if (size_ - position < word.size() || std::memcmp(data_ + position, word.data(), word.size()) != 0) return failed;
+    return position + word.size();
   }
 
-  // -?(0|[1-9][0-9]*)(.[0-9]+)? with at most 15 digits: an exact, finite double or int64.
-  bool number() {
-    if (at('-')) ++position_;
+  // -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]{1,2})? with at most 15 digits before the exponent:
+  // an int64, or a finite double far from overflow and underflow (|x| in [1e-114, 1e114) or 0).
+  size_t number(size_t position) const {
+    if (at(position, '-')) ++position;
     size_t digits = 0;
-    if (at('0')) {
-      ++position_;
+    if (at(position, '0')) {
+      ++position;
       digits = 1;
     } else {
-      while (digit()) {
-        ++position_;
+      while (position < size_ && digit(data_[position])) {
+        ++position;
         ++digits;
       }
-      if (digits == 0) return false;
+      if (digits == 0) return failed;
     }
-    if (at('.')) {
-      ++position_;
+    if (at(position, '.')) {
+      ++position;
       size_t fraction = 0;
-      while (digit()) {
-        ++position_;
+      while (position < size_ && digit(data_[position])) {
+        ++position;
         ++fraction;
       }
-      if (fraction == 0) return false;
+      if (fraction == 0) return failed;
       digits += fraction;
     }
-    return digits <= 15 && !at('e') && !at('E');
+    if (digits > 15) return failed;
+    if (at(position, 'e') || at(position, 'E')) {
+      ++position;
+      if (at(position, '+') || at(position, '-')) ++position;
+      size_t exponent = 0;
+      while (position < size_ && digit(data_[position])) {
+        ++position;
+        ++exponent;
+      }
+      if (exponent == 0 || exponent > 2) return failed;
+    }
+    return position;
   }
 
-  // At the opening quote; `content` is the raw text between the quotes.
-  bool string(std::string_view& content, bool& escaped) {
-    const size_t start = ++position_;
-    while (position_ < text_.size()) {
-      const auto c = static_cast<unsigned char>(text_[position_]);
-      if (c == '"') {
-        content = text_.substr(start, position_ - start);
-        ++position_;
-        return true;
-      }
-      if (c < 0x20 || c > 0x7E) return false;
+  // At the opening quote: the position after the closing one. `escaped` says whether the string
+  // holds an escape; the callers keep only strings without one, whose raw text is their value.
+  size_t string_end(size_t position, bool& escaped) {
+    ++position;
+    while (true) {
+      position = next_special(position);
+      if (position >= size_) return failed;
+      const auto c = static_cast<unsigned char>(data_[position]);
+      if (c == '"') return position + 1;
       if (c == '\\') {
         escaped = true;
-        if (++position_ >= text_.size()) return false;
-        switch (text_[position_]) {
-          case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't': break;
-          default: return false;  // \u (surrogates, unescaped names) is the strict parser's
-        }
+        position = escape_end(position);
+      } else if (c >= 0x80) {
+        position = utf8_sequence_end(position);
+      } else {
+        return failed;  // a control character
       }
-      ++position_;
+      if (position == failed) return failed;
     }
-    return false;
   }
 
-  bool object(int depth) {
-    ++position_;
-    const size_t first_name = name_count_;
-    skip_space();
-    if (at('}')) {
-      ++position_;
-      return true;
-    }
+  // The first byte at or after `position` that is a quote, a backslash, a control character or not
+  // ASCII; size_ or more when there is none.
+  size_t next_special(size_t position) {
     while (true) {
-      if (!at('"')) return false;
-      std::string_view name;
-      bool escaped = false;
-      if (!string(name, escaped) || escaped) return false;
-      for (size_t i = first_name; i < name_count_; ++i) {
-        if (names_[i] == name) return false;
+      const size_t block = position & ~size_t{63};
+      if (block != mask_block_) {
+        if (block >= size_) return size_;
+        mask_block_ = block;
+        mask_ = special_bytes(block);
       }
-      if (name_count_ == names_.size()) return false;
-      names_[name_count_++] = name;
-      skip_space();
-      if (!at(':')) return false;
-      ++position_;
-      skip_space();
-      if ((depth == 0 && name == member_) ? !member_value() : !value(depth + 1)) return false;
-      skip_space();
-      if (at(',')) {
-        ++position_;
-        skip_space();
-        continue;
-      }
-      if (!at('}')) return false;
-      ++position_;
-      name_count_ = first_name;
-      return true;
+      const uint64_t ahead = mask_ >> (position & 63);
+      if (ahead != 0) return position + static_cast<size_t>(std::countr_zero(ahead));
+      position = block + 64;
     }
   }
 
-  bool array(int depth) {
-    ++position_;
-    skip_space();
-    if (at(']')) {
-      ++position_;
-      return true;
+  // Bit i: byte block + i is special (see next_special). Past the end of the text, bytes read as
+  // NUL, a control character: a string that runs off the end stops there.
+  // Out of line, as are the escape and UTF-8 checks: inlined, they made every string's scan set up
+  // vector constants and save registers.
+  [[gnu::noinline]] uint64_t special_bytes(size_t block) const {
+    const char* bytes = data_ + block;
+    alignas(16) char padded[64];
+    if (size_ - block < 64) {
+      std::memset(padded, 0, sizeof padded);
+      std::memcpy(padded, bytes, size_ - block);
+      bytes = padded;
     }
-    while (true) {
-      if (!value(depth + 1)) return false;
-      skip_space();
-      if (at(',')) {
-        ++position_;
-        skip_space();
-        continue;
+    uint64_t mask = 0;
+#if defined(__SSE2__)
+    // Bytes below 0x20 and from 0x80 are exactly those below 0x20 as signed chars.
+    const __m128i quote = _mm_set1_epi8('"');
+    const __m128i backslash = _mm_set1_epi8('\\');
+    const __m128i space = _mm_set1_epi8(0x20);
+    for (int part = 0; part < 4; ++part) {
+      const __m128i chunk = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + 16 * part));
+      const __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(chunk, quote), _mm_cmpeq_epi8(chunk, backslash)),
+                                           _mm_cmplt_epi8(chunk, space));
+      mask |= uint64_t{static_cast<uint16_t>(_mm_movemask_epi8(special))} << (16 * part);
+    }
+#else
+    for (size_t i = 0; i < 64; ++i) {
+      const auto c = static_cast<unsigned char>(bytes[i]);
+      if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') mask |= uint64_t{1} << i;
+    }
+#endif
+    return mask;
+  }
+
+  // At a backslash: the position after the escape, which must be one the strict parser accepts.
+  [[gnu::noinline]] size_t escape_end(size_t position) const {
+    if (position + 1 >= size_) return failed;
+    switch (data_[position + 1]) {
+      case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't': return position + 2;
+      case 'u': {
+        const int unit = code_unit(position);
+        if (unit < 0 || (unit >= 0xDC00 && unit <= 0xDFFF)) return failed;
+        position += 6;
+        if (unit < 0xD800 || unit > 0xDBFF) return position;
+        // A high surrogate needs a low one next.
+        if (!at(position, '\\') || !at(position + 1, 'u')) return failed;
+        const int low = code_unit(position);
+        if (low < 0xDC00 || low > 0xDFFF) return failed;
+        return position + 6;
       }
-      if (!at(']')) return false;
-      ++position_;
-      return true;
+      default: return failed;
     }
   }
 
-  // The top-level member's value, kept as scan_strict_json keeps it.
-  bool member_value() {
-    if (at('"')) {
-      std::string_view content;
-      bool escaped = false;
-      if (!string(content, escaped) || escaped) return false;
-      scan_.member.kind = TopLevelMember::Kind::string;
-      scan_.member.text = std::string(content);
-      return true;
+  // The value of the \uXXXX at `position`, or -1.
+  int code_unit(size_t position) const {
+    if (size_ - position < 6) return -1;
+    int unit = 0;
+    for (size_t i = position + 2; i < position + 6; ++i) {
+      const char c = data_[i];
+      int nibble = 0;
+      if (c >= '0' && c <= '9') {
+        nibble = c - '0';
+      } else if (c >= 'a' && c <= 'f') {
+        nibble = c - 'a' + 10;
+      } else if (c >= 'A' && c <= 'F') {
+        nibble = c - 'A' + 10;
+      } else {
+        return -1;
+      }
+      unit = unit * 16 + nibble;
     }
-    const bool null = at('n');
-    if (!value(1)) return false;
-    scan_.member.kind = null ? TopLevelMember::Kind::null : TopLevelMember::Kind::other;
-    return true;
+    return unit;
   }
 
-  std::string_view text_;
+  // At a byte from 0x80: the position after one well-formed UTF-8 sequence (RFC 3629: no overlong
+  // forms, no surrogates, nothing above U+10FFFF), as the strict parser's lexer checks it.
+  [[gnu::noinline]] size_t utf8_sequence_end(size_t position) const {
+    const auto lead = static_cast<unsigned char>(data_[position]);
+    size_t continuation = 0;
+    unsigned char low = 0x80;
+    unsigned char high = 0xBF;
+    if (lead >= 0xC2 && lead <= 0xDF) {
+      continuation = 1;
+    } else if (lead >= 0xE0 && lead <= 0xEF) {
+      continuation = 2;
+      if (lead == 0xE0) low = 0xA0;
+      if (lead == 0xED) high = 0x9F;
+    } else if (lead >= 0xF0 && lead <= 0xF4) {
+      continuation = 3;
+      if (lead == 0xF0) low = 0x90;
+      if (lead == 0xF4) high = 0x8F;
+    } else {
+      return failed;
+    }
+    if (size_ - position <= continuation) return failed;
+    for (size_t i = 1; i <= continuation; ++i) {
+      const auto byte = static_cast<unsigned char>(data_[position + i]);
+      if (byte < low || byte > high) return failed;
+      low = 0x80;
+      high = 0xBF;
+    }
+    return position + continuation + 1;
+  }
+
+  // A name without escapes, unique in its object (raw bytes then compare as the unescaped names
+  // do), and the colon after it; `is_member` says whether it is the top-level member's.
+  size_t member_name(size_t position, size_t depth, size_t& open_names, bool& is_member) {
+    if (space(peek(position))) position = skip_space(position);
+    if (!at(position, '"')) return failed;
+    const size_t start = position + 1;
+    bool escaped = false;
+    position = string_end(position, escaped);
+    if (position == failed || escaped) return failed;
+    const char* const name = data_ + start;
+    const size_t size = position - 1 - start;
+    const uint64_t key = name_key(name, size, size_ - start >= 8);
+    for (size_t i = first_names_[depth - 1]; i < open_names; ++i) {
+      if (names_[i].key == key && same_name(names_[i], name, size)) return failed;
+    }
+    if (open_names == max_open_names) return failed;
+    // Field by field: a whole-struct copy here read back a 16-byte slot just written as two halves.
+    Name& slot = names_[open_names++];
+    slot.data = name;
+    slot.size = size;
+    slot.key = key;
+    is_member = depth == 1 && key == member_key_ && size == member_.size() && std::memcmp(name, member_.data(), size) == 0;
+    if (space(peek(position))) position = skip_space(position);
+    return at(position, ':') ? position + 1 : failed;
+  }
+
+  static bool same_name(const Name& open, const char* name, size_t size) {
+    return open.size == size && std::memcmp(open.data, name, size) == 0;
+  }
+
+  // Names in one object mostly differ in their first or last eight bytes (and "q1".."q32" in both).
+  // `whole_word` says whether 8 bytes may be read from `name`: in a text, a short name is followed
+  // by its closing quote and, when the text is valid, by at least ":0}".
+  static uint64_t name_key(const char* name, size_t size, bool whole_word) {
+    uint64_t first = 0;
+    if (size >= 8) {
+      uint64_t last = 0;
+      std::memcpy(&first, name, 8);
+      std::memcpy(&last, name + size - 8, 8);
+      return first ^ std::rotl(last, 29) ^ size;
+    }
+    if (std::endian::native == std::endian::little && whole_word) {
+      std::memcpy(&first, name, 8);  // the name is in the low bytes
+      return (first & ((uint64_t{1} << (8 * size)) - 1)) ^ size;
+    }
+    for (size_t i = 0; i < size; ++i) first |= uint64_t{static_cast<unsigned char>(name[i])} << (8 * i);
+    return first ^ size;
+  }
+
+  const char* data_;
+  size_t size_;
   std::string_view member_;
-  size_t position_ = 0;
-  std::array<std::string_view, 128> names_{};  // the names of the objects open now, outermost first
-  size_t name_count_ = 0;
-  StrictJsonScan scan_;
+  uint64_t member_key_;
+  size_t mask_block_ = failed;  // the 64-byte block mask_ describes
+  uint64_t mask_ = 0;
+  // Left uninitialised: [0, depth_) and [0, name_count_) are written before they are read, and
+  // zeroing 3 KB cost as much as scanning a short body.
+  std::array<size_t, max_depth> first_names_;  // per open container: its first name in names_
+  std::array<Name, max_open_names> names_;     // the names of the objects open now, outermost first
+  TopLevelMember::Kind member_kind_ = TopLevelMember::Kind::absent;
+  size_t member_start_ = 0;
+  size_t member_size_ = 0;
 };
 
 }  // namespace

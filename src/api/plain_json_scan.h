@@ -11,10 +11,11 @@
 namespace s1::api {
 
 // The scan's answer when `text` is in the plain subset; nullopt when it is not, which says nothing
-// about its validity (scan_strict_json then decides). The subset: printable ASCII in strings, escapes
-// other than \u only outside member names, numbers without an exponent and of at most 15 digits,
-// nesting depth at most 32, at most 128 member names open at once; and every strict rule (no
-// duplicate names, nothing after the value).
+// about its validity (scan_strict_json then decides). The subset: strings of well-formed UTF-8 with
+// any valid escape, except member names and the member's string value, which have none; numbers of
+// at most 15 digits and an exponent of at most 2; nesting depth at most 32, at most 128 member names
+// open at once; and every strict rule (no duplicate names, no lone surrogates, nothing after the
+// value).
 std::optional<StrictJsonScan> scan_plain_json(std::string_view text, std::string_view member);
 
 }  // namespace s1::api
