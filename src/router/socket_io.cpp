@@ -395,17 +395,17 @@ void PendingReceive::start(tcp::socket& socket, boost::beast::flat_buffer& buffe
 
 bool PendingReceive::finished() const { return state_->performed; }
 
-asio::awaitable<error_code> PendingReceive::wait(tcp::socket& socket, boost::beast::flat_buffer& buffer,
-                                                 Clock::time_point deadline) {
-  State& state = *state_;
-  if (!state.completed) {
-    DeadlineWatch::Scope scope(DeadlineWatch::of(socket.get_executor()), socket, deadline);
-    co_await asio::async_initiate<const asio::use_awaitable_t<>&, void()>(
-        [&state](State::Waiter waiter) { state.waiter.emplace(std::move(waiter)); }, asio::use_awaitable);
-    if (scope.expired()) co_return boost::beast::error::timeout;
-  }
+bool PendingReceive::completed() const { return state_->completed; }
+
+asio::awaitable<void> PendingReceive::completion() {
+  return asio::async_initiate<const asio::use_awaitable_t<>&, void()>(
+      [state = state_](State::Waiter waiter) { state->waiter.emplace(std::move(waiter)); }, asio::use_awaitable);
+}
+
+error_code PendingReceive::take(boost::beast::flat_buffer& buffer) {
+  const State& state = *state_;
   if (!state.error) buffer.commit(state.bytes);
-  co_return state.error;
+  return state.error;
 }
 
 }  // namespace s1::router

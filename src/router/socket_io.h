@@ -128,9 +128,14 @@ class PendingReceive {
   // The started receive's system call has completed (bytes, the end, an error or a cancellation),
   // as far as this thread's event loop has been told.
   bool finished() const;
-  // Waits for the started receive and appends its bytes to `buffer`; errors as read_some.
-  boost::asio::awaitable<boost::system::error_code> wait(boost::asio::ip::tcp::socket& socket,
-                                                         boost::beast::flat_buffer& buffer, Clock::time_point deadline);
+  // Its completion has run: take() has the outcome.
+  bool completed() const;
+  // Resumes the awaiting coroutine once the completion has run; only while !completed(). Not a
+  // coroutine itself (a frame is a malloc in Asio 1.74): the caller watches the deadline around it
+  // (a DeadlineWatch::Scope, whose expiry cancels the receive).
+  boost::asio::awaitable<void> completion();
+  // Appends the completed receive's bytes to `buffer`: its outcome, errors as read_some's.
+  boost::system::error_code take(boost::beast::flat_buffer& buffer);
 
   struct State;
 

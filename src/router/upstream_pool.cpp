@@ -44,55 +44,35 @@ using ReplyParser = http::response_parser<http::string_body, ArenaAllocator<char
 
 constexpr size_t reply_read_size = 16 * 1024;
 
-// Reads one reply into `parser` with as few reads as it arrived in, the first being `pending`'s
-// receive; what follows the reply stays in `buffer`. `drained`: the last read got fewer bytes than it
-// asked, so the socket held nothing more then (an end aside, which a read does not tell).
-asio::awaitable<error_code> read_reply(tcp::socket& socket, beast::flat_buffer& buffer, PendingReceive& pending,
-                                       ReplyParser& parser, size_t cap, Clock::time_point deadline, bool& drained) {
-  error_code error;
-  bool need_read = true;
-  bool first = true;
+// Feeds what `buffer` holds to the reply's parser, leaving what follows the reply there: false
+// when the reply needs more bytes, true when it is whole or `error` tells why it is not.
+bool feed_reply(ReplyParser& parser, beast::flat_buffer& buffer, size_t cap, error_code& error) {
   while (true) {
-    if (need_read) {
-      const size_t held = buffer.size();
-      size_t most = reply_read_size;  // as the pending receive was started
-      if (first) {
-        error = co_await pending.wait(socket, buffer, deadline);
-        first = false;
-      } else {
-        // Once the header told the body's size, the rest of it fits one read.
-        if (parser.is_header_done() && parser.content_length_remaining()) {
-          most = std::max<size_t>(most, static_cast<size_t>(*parser.content_length_remaining()));
-        }
-        error = co_await read_some(socket, buffer, most, deadline);
-      }
-      drained = buffer.size() - held < most;
-      if (error == asio::error::eof) {
-        // The worker closed: complete only for a reply framed by the connection's end.
-        error = parser.got_some() ? error_code{} : error_code(http::error::end_of_stream);
-        if (!error) parser.put_eof(error);
-        break;
-      }
-      if (error) break;
-    }
     const size_t used = parser.put(buffer.data(), error);
     buffer.consume(used);
     if (error == http::error::need_more) {
       error = {};
-      need_read = true;
-      continue;
+      return false;
     }
-    if (error) break;
+    if (error) return true;
     // Checked before the body is parsed: Beast 1.74 can miss a Content-Length over the body limit.
     if (parser.is_header_done() && parser.content_length() && *parser.content_length() > cap) {
       error = http::error::body_limit;
-      break;
+      return true;
     }
-    if (parser.is_done()) break;
-    need_read = buffer.size() == 0 || used == 0;
+    if (parser.is_done()) {
+      if (parser.get().body().size() > cap) error = http::error::body_limit;
+      return true;
+    }
+    if (buffer.size() == 0 || used == 0) return false;
   }
+}
+
+// The worker closed the connection: the reply is complete only when framed by that end.
+void end_reply(ReplyParser& parser, size_t cap, error_code& error) {
+  error = parser.got_some() ? error_code{} : error_code(http::error::end_of_stream);
+  if (!error) parser.put_eof(error);
   if (!error && parser.get().body().size() > cap) error = http::error::body_limit;
-  co_return error;
 }
 
 }  // namespace
@@ -303,12 +283,35 @@ asio::awaitable<std::optional<api::ApiError>> UpstreamPool::forward(const Upstre
                        std::make_tuple(ArenaAllocator<char>(connection->arena)));
     parser.body_limit(settings_.response_cap);
     parser.header_limit(64 * 1024);
-    // The reply's first read is the receive already pending: no read that finds nothing.
+    // The reply is read in this frame, with as few reads as it arrived in (a nested coroutine's frame
+    // is a malloc in Asio 1.74); the first is the receive already pending: no read that finds nothing.
+    // `drained`: the last read got fewer bytes than it asked, so the socket held nothing more then
+    // (an end aside, which a read does not tell).
     bool drained = false;
-    if (!error) {
-      error = co_await read_reply(connection->socket, connection->buffer, connection->receive, parser,
-                                  settings_.response_cap, request.deadline, drained);
+    if (!error && !connection->receive.completed()) {
+      DeadlineWatch::Scope scope(DeadlineWatch::of(executor), connection->socket, request.deadline);
+      co_await connection->receive.completion();
+      if (scope.expired()) error = beast::error::timeout;
     }
+    size_t held = connection->buffer.size();
+    size_t most = reply_read_size;  // as the pending receive was started
+    if (!error) error = connection->receive.take(connection->buffer);
+    while (!error) {
+      drained = connection->buffer.size() - held < most;
+      if (feed_reply(parser, connection->buffer, settings_.response_cap, error)) break;
+      // Once the header told the body's size, the rest of it fits one read.
+      most = reply_read_size;
+      if (parser.is_header_done() && parser.content_length_remaining()) {
+        most = std::max<size_t>(most, static_cast<size_t>(*parser.content_length_remaining()));
+      }
+      held = connection->buffer.size();
+      const std::optional<error_code> now = read_now(connection->socket, connection->buffer, most);
+      // Seen empty just now, and the loop has not run since: the wait needs no second try.
+      error = now ? *now
+                  : co_await read_some(connection->socket, connection->buffer, most, request.deadline,
+                                       FirstRead::after_event);
+    }
+    if (error == asio::error::eof) end_reply(parser, settings_.response_cap, error);
     if (!error) {
       auto response = parser.release();
       reply.status = static_cast<int>(response.result_int());
