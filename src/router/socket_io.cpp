@@ -71,14 +71,12 @@ DeadlineWatch::Scope::~Scope() {
 }
 
 void DeadlineWatch::link(Scope& scope) {
-  // Deadlines mostly grow with time: the place is found from the back.
-  Scope* before = last_;
-  while (before != nullptr && before->deadline_ > scope.deadline_) before = before->previous_;
-  scope.previous_ = before;
-  scope.next_ = before != nullptr ? before->next_ : first_;
-  (scope.next_ != nullptr ? scope.next_->previous_ : last_) = &scope;
-  (before != nullptr ? before->next_ : first_) = &scope;
+  scope.previous_ = last_;
+  scope.next_ = nullptr;
+  (last_ != nullptr ? last_->next_ : first_) = &scope;
+  last_ = &scope;
   scope.linked_ = true;
+  // The timer is armed no later than every linked deadline: only an earlier one moves it.
   if (!armed_ || scope.deadline_ < armed_for_) arm(scope.deadline_);
 }
 
@@ -103,14 +101,20 @@ void DeadlineWatch::arm(Clock::time_point at) {
 void DeadlineWatch::expire_due() {
   armed_ = false;
   const Clock::time_point now = Clock::now();
-  while (first_ != nullptr && first_->deadline_ <= now) {
-    Scope& due = *first_;
-    unlink(due);
-    due.expired_ = true;
+  std::optional<Clock::time_point> earliest;
+  for (Scope* scope = first_; scope != nullptr;) {
+    Scope& visited = *scope;
+    scope = visited.next_;
+    if (visited.deadline_ > now) {
+      if (!earliest || visited.deadline_ < *earliest) earliest = visited.deadline_;
+      continue;
+    }
+    unlink(visited);
+    visited.expired_ = true;
     error_code ignored;
-    due.socket_.cancel(ignored);
+    visited.socket_.cancel(ignored);  // the aborted operations complete later, through the loop
   }
-  if (first_ != nullptr) arm(first_->deadline_);
+  if (earliest) arm(*earliest);
 }
 
 namespace {

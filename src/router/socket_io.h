@@ -22,8 +22,8 @@ namespace s1::router {
 
 using Clock = std::chrono::steady_clock;
 
-// Deadlines for socket waits without a timer per wait: one timer per I/O context, armed for the
-// earliest deadline only, cancels the pending operations of the sockets whose deadline passed.
+// Deadlines for socket waits without a timer per wait: one timer per I/O context, armed no later
+// than the earliest deadline, cancels the pending operations of the sockets whose deadline passed.
 // Used only from the thread running its context.
 class DeadlineWatch : public boost::asio::execution_context::service {
  public:
@@ -64,7 +64,10 @@ class DeadlineWatch : public boost::asio::execution_context::service {
   std::optional<boost::asio::steady_timer> timer_;
   bool armed_ = false;
   Clock::time_point armed_for_{};
-  Scope* first_ = nullptr;  // ordered by deadline
+  // In no order: a wait's scope is linked and unlinked in constant time, and only the timer's
+  // expiry, once per passed deadline it was armed for, walks them. (Kept in deadline order, a
+  // request's wait was placed behind every idle connection's later deadline: a walk per wait.)
+  Scope* first_ = nullptr;
   Scope* last_ = nullptr;
 };
 

@@ -181,6 +181,32 @@ TEST(SocketIo, EachWaitKeepsItsOwnDeadline) {
   EXPECT_TRUE(quick_done);
 }
 
+// A wait that ends before its deadline leaves the timer armed for it; the deadlines linked after it,
+// in any order, still fire on time, and a wait that gets its bytes is not cancelled.
+TEST(SocketIo, DeadlinesFireOnTimeWhateverOrderTheyCameIn) {
+  asio::io_context io;
+  Loopback answered_early(io);
+  Loopback silent(io);
+  Loopback answered_late(io);
+  const Clock::time_point started = Clock::now();
+  asio::steady_timer early(io, 5ms);
+  early.async_wait([&](const error_code&) { asio::write(answered_early.far, asio::buffer(std::string("a"))); });
+  asio::steady_timer late(io, 100ms);
+  late.async_wait([&](const error_code&) { asio::write(answered_late.far, asio::buffer(std::string("c"))); });
+  int done = 0;
+  auto wait = [&](Loopback& pair, Clock::time_point deadline, error_code expected) -> asio::awaitable<void> {
+    beast::flat_buffer buffer;
+    EXPECT_EQ(co_await read_some(pair.near, buffer, 1024, deadline), expected);
+    if (++done == 3) io.stop();
+  };
+  asio::co_spawn(io, wait(answered_late, started + 2s, {}), asio::detached);
+  asio::co_spawn(io, wait(answered_early, started + 20ms, {}), asio::detached);
+  asio::co_spawn(io, wait(silent, started + 60ms, beast::error::timeout), asio::detached);
+  io.run();
+  EXPECT_EQ(done, 3);
+  EXPECT_LT(Clock::now() - started, 1s);
+}
+
 TEST(SocketIo, WriteAllSendsEveryByteToASlowReader) {
   asio::io_context io;
   Loopback pair(io);
