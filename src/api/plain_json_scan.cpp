@@ -68,7 +68,7 @@ class PlainScanner {
 
   // The walk keeps its state in locals (the position, the open containers, the open names): as
   // members they were reloaded from memory around every store into names_. Whitespace is looked
-  // for only where a byte read anyway turns out to be some.
+  // for only where the byte expected there is not found.
   bool document(size_t position) {
     size_t depth = 0;          // containers open now
     uint64_t objects = 0;      // bit d: the container at depth d is an object
@@ -76,18 +76,24 @@ class PlainScanner {
     bool member_next = false;  // the value at `position` is the top-level member's
     while (true) {
       // At a value, or at whitespace before one.
-      char c = peek(position);
-      if (space(c)) {
-        position = skip_space(position);
-        c = peek(position);
-      }
+      const char c = peek(position);
       const bool member_value = member_next;
       if (member_value) {
+        if (space(c)) {
+          position = skip_space(position);
+          continue;
+        }
         member_next = false;
         member_kind_ = c == '"' ? TopLevelMember::Kind::string : c == 'n' ? TopLevelMember::Kind::null : TopLevelMember::Kind::other;
         member_start_ = position + 1;
       }
       switch (c) {
+        case ' ':
+        case '\n':
+        case '\r':
+        case '\t':
+          position = skip_space(position);
+          continue;
         case '{':
         case '[': {
           const bool object = c == '{';
@@ -123,14 +129,10 @@ class PlainScanner {
       if (position == failed) return false;
       // Closes containers until a comma leads to the next value.
       while (true) {
-        c = peek(position);
-        if (space(c)) {
-          position = skip_space(position);
-          c = peek(position);
-        }
-        if (depth == 0) return position == size_;
+        if (depth == 0) return skip_space(position) == size_;
+        const char next = peek(position);
         const bool in_object = (objects >> (depth - 1)) & 1;
-        if (c == ',') {
+        if (next == ',') {
           ++position;
           if (in_object) {
             position = member_name(position, depth, open_names, member_next);
@@ -138,9 +140,14 @@ class PlainScanner {
           }
           break;
         }
-        if (c != (in_object ? '}' : ']')) return false;
-        ++position;
-        open_names = first_names_[--depth];
+        if (next == (in_object ? '}' : ']')) {
+          ++position;
+          open_names = first_names_[--depth];
+        } else if (space(next)) {
+          position = skip_space(position);
+        } else {
+          return false;
+        }
       }
     }
   }
@@ -200,7 +207,7 @@ class PlainScanner {
       if (c == '"') return position + 1;
       if (c == '\\') {
         escaped = true;
-        position = escape_end(position);
+        position = simple_escape(peek(position + 1)) ? position + 2 : unicode_escape_end(position);
       } else if (c >= 0x80) {
         position = utf8_sequence_end(position);
       } else {
@@ -260,24 +267,32 @@ class PlainScanner {
   }
 
   // At a backslash: the position after the escape, which must be one the strict parser accepts.
-  [[gnu::noinline]] size_t escape_end(size_t position) const {
-    if (position + 1 >= size_) return failed;
-    switch (data_[position + 1]) {
-      case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't': return position + 2;
-      case 'u': {
-        const int unit = code_unit(position);
-        if (unit < 0 || (unit >= 0xDC00 && unit <= 0xDFFF)) return failed;
-        position += 6;
-        if (unit < 0xD800 || unit > 0xDBFF) return position;
-        // A high surrogate needs a low one next.
-        if (!at(position, '\\') || !at(position + 1, 'u')) return failed;
-        const int low = code_unit(position);
-        if (low < 0xDC00 || low > 0xDFFF) return failed;
-        return position + 6;
-      }
-      default: return failed;
-    }
+  // \" \\ \/ \b \f \n \r \t: the escapes a long text is full of, checked inline by a table.
+  static bool simple_escape(char c) {
+    static constexpr std::array<bool, 256> simple = [] {
+      std::array<bool, 256> table{};
+      for (const unsigned char letter : {'"', '\\', '/', 'b', 'f', 'n', 'r', 't'}) table[letter] = true;
+      return table;
+    }();
+    return simple[static_cast<unsigned char>(c)];
   }
+
+
+  // At a backslash that does not start a simple escape: the position after the \u escape (a
+  // surrogate pair, or one code unit that is no surrogate) there must be.
+  [[gnu::noinline]] size_t unicode_escape_end(size_t position) const {
+    if (!at(position + 1, 'u')) return failed;
+    const int unit = code_unit(position);
+    if (unit < 0 || (unit >= 0xDC00 && unit <= 0xDFFF)) return failed;
+    position += 6;
+    if (unit < 0xD800 || unit > 0xDBFF) return position;
+    // A high surrogate needs a low one next.
+    if (!at(position, '\\') || !at(position + 1, 'u')) return failed;
+    const int low = code_unit(position);
+    if (low < 0xDC00 || low > 0xDFFF) return failed;
+    return position + 6;
+  }
+
 
   // The value of the \uXXXX at `position`, or -1.
   int code_unit(size_t position) const {
@@ -333,8 +348,10 @@ class PlainScanner {
   // A name without escapes, unique in its object (raw bytes then compare as the unescaped names
   // do), and the colon after it; `is_member` says whether it is the top-level member's.
   size_t member_name(size_t position, size_t depth, size_t& open_names, bool& is_member) {
-    if (space(peek(position))) position = skip_space(position);
-    if (!at(position, '"')) return failed;
+    if (!at(position, '"')) {
+      position = skip_space(position);
+      if (!at(position, '"')) return failed;
+    }
     const size_t start = position + 1;
     bool escaped = false;
     position = string_end(position, escaped);
@@ -352,8 +369,11 @@ class PlainScanner {
     slot.size = size;
     slot.key = key;
     is_member = depth == 1 && key == member_key_ && size == member_.size() && std::memcmp(name, member_.data(), size) == 0;
-    if (space(peek(position))) position = skip_space(position);
-    return at(position, ':') ? position + 1 : failed;
+    if (!at(position, ':')) {
+      position = skip_space(position);
+      if (!at(position, ':')) return failed;
+    }
+    return position + 1;
   }
 
   static bool same_name(const Name& open, const char* name, size_t size) {
