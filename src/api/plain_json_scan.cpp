@@ -21,9 +21,10 @@ constexpr size_t failed = SIZE_MAX;  // a position: the text is not in the subse
 //
 // Why it is shaped so: on a short body the time went into the chain of dependent steps from one
 // string's end to the next (load at the position, compare, find the first match, move on), so the
-// bytes that end a run of string content are found 64 at a time into a bit mask, and the next one
-// is a shift and a count of trailing zeros away. The walk is iterative with its own stack of open
-// containers, and keeps its position in a local.
+// bytes that stop a run of string content are found 64 at a time into bit masks, and the next one
+// is a shift and a count of trailing zeros away; the masks also know which bytes a backslash
+// escapes, so a long text full of \n and \" is no slower. The walk is iterative with its own
+// stack of open containers, and keeps its position in a local.
 class PlainScanner {
  public:
   PlainScanner(std::string_view text, std::string_view member)
@@ -112,15 +113,15 @@ class PlainScanner {
           }
           continue;
         }
-        case '"': {
-          bool escaped = false;
-          position = string_end(position, escaped);
+        case '"':
           if (member_value) {
-            if (escaped || position == failed) return false;  // kept raw, so only without escapes
+            position = unescaped_string_end(position);  // kept raw, so only without escapes
+            if (position == failed) return false;
             member_size_ = position - 1 - member_start_;
+          } else {
+            position = string_end(position);
           }
           break;
-        }
         case 't': position = literal(position, "true"); break;
         case 'f': position = literal(position, "false"); break;
         case 'n': position = literal(position, "null"); break;
@@ -196,18 +197,19 @@ class PlainScanner {
     return position;
   }
 
-  // At the opening quote: the position after the closing one. `escaped` says whether the string
-  // holds an escape; the callers keep only strings without one, whose raw text is their value.
-  size_t string_end(size_t position, bool& escaped) {
+  // At the opening quote of a string value: the position after the closing one. Simple escapes
+  // are no stops (the block masks know which bytes they escape), so a long text full of \n and \"
+  // goes 64 bytes a step.
+  size_t string_end(size_t position) {
     ++position;
     while (true) {
-      position = next_special(position);
+      position = next_stop(position, value_stops_);
       if (position >= size_) return failed;
       const auto c = static_cast<unsigned char>(data_[position]);
-      if (c == '"') return position + 1;
-      if (c == '\\') {
-        escaped = true;
-        position = simple_escape(peek(position + 1)) ? position + 2 : unicode_escape_end(position);
+      if (((odd_escapes_ >> (position & 63)) & 1) != 0) {
+        position = unicode_escape_end(position - 1);
+      } else if (c == '"') {
+        return position + 1;
       } else if (c >= 0x80) {
         position = utf8_sequence_end(position);
       } else {
@@ -217,56 +219,130 @@ class PlainScanner {
     }
   }
 
-  // The first byte at or after `position` that is a quote, a backslash, a control character or not
-  // ASCII; size_ or more when there is none.
-  size_t next_special(size_t position) {
+  // At the opening quote of a name or of the member's value, which must have no escape.
+  size_t unescaped_string_end(size_t position) {
+    ++position;
+    while (true) {
+      position = next_stop(position, name_stops_);
+      if (position >= size_) return failed;
+      const auto c = static_cast<unsigned char>(data_[position]);
+      if (c == '"') return position + 1;
+      if (c < 0x80) return failed;  // a backslash or a control character
+      position = utf8_sequence_end(position);
+      if (position == failed) return failed;
+    }
+  }
+
+  // The first stop (a bit of `stops`, name_stops_ or value_stops_, for the block of the position)
+  // at or after `position`; size_ or more when there is none.
+  size_t next_stop(size_t position, const uint64_t& stops) {
     while (true) {
       const size_t block = position & ~size_t{63};
       if (block != mask_block_) {
         if (block >= size_) return size_;
-        mask_block_ = block;
-        mask_ = special_bytes(block);
+        load_block(block);
       }
-      const uint64_t ahead = mask_ >> (position & 63);
+      const uint64_t ahead = stops >> (position & 63);
       if (ahead != 0) return position + static_cast<size_t>(std::countr_zero(ahead));
       position = block + 64;
     }
   }
 
-  // Bit i: byte block + i is special (see next_special). Past the end of the text, bytes read as
-  // NUL, a control character: a string that runs off the end stops there.
-  // Out of line, as are the escape and UTF-8 checks: inlined, they made every string's scan set up
-  // vector constants and save registers.
-  [[gnu::noinline]] uint64_t special_bytes(size_t block) const {
+  // Sets the stops for `block`, after the blocks loaded so far. Which bytes are escaped follows
+  // from the backslashes before, in the blocks loaded: the walk loads every block that a string
+  // touches, and a block it skips (whitespace, numbers) has no backslash, nor one escaping into
+  // it, or the walk fails there. Out of line, as are the \u and UTF-8 checks: inlined, they made
+  // every string's scan set up vector constants and save registers.
+  [[gnu::noinline]] void load_block(size_t block) {
     const char* bytes = data_ + block;
     alignas(16) char padded[64];
     if (size_ - block < 64) {
+      // Past the end of the text, bytes read as NUL, a control character: a string that runs off
+      // the end stops there.
       std::memset(padded, 0, sizeof padded);
       std::memcpy(padded, bytes, size_ - block);
       bytes = padded;
     }
-    uint64_t mask = 0;
+    uint64_t backslashes = 0;
+    const uint64_t stops = stop_bytes(bytes, backslashes);
+    mask_block_ = block;
+    name_stops_ = stops;
+    value_stops_ = stops;
+    odd_escapes_ = 0;
+    if (backslashes != 0 || escapes_next_block_) {
+      // Backslashes and escaped quotes end no string value; escaped bytes other than a simple
+      // escape's letter stop it.
+      const uint64_t escaped = escaped_bytes(backslashes);
+      for (uint64_t rest = escaped; rest != 0; rest &= rest - 1) {
+        const int at = std::countr_zero(rest);
+        if (!simple_escape(bytes[at])) odd_escapes_ |= uint64_t{1} << at;
+      }
+      value_stops_ = (stops & ~backslashes & ~(escaped & bytes_equal(bytes, '"'))) | odd_escapes_;
+    }
+  }
+
+  // The bytes of a block that a backslash escapes: each backslash not itself escaped escapes the
+  // byte after it. Branch-free, as simdjson finds them (the carry of an addition marks where each
+  // odd run of backslashes ends); escapes_next_block_ carries an escaping backslash at the end of
+  // the block into the next.
+  uint64_t escaped_bytes(uint64_t backslashes) {
+    constexpr uint64_t even_bits = 0x5555555555555555;
+    const uint64_t carried = escapes_next_block_ ? 1 : 0;
+    backslashes &= ~carried;  // an escaped backslash escapes nothing
+    const uint64_t follows_backslash = (backslashes << 1) | carried;
+    const uint64_t odd_run_starts = backslashes & ~even_bits & ~follows_backslash;
+    uint64_t runs_from_even_starts = 0;
+    escapes_next_block_ = __builtin_add_overflow(odd_run_starts, backslashes, &runs_from_even_starts);
+    return (even_bits ^ (runs_from_even_starts << 1)) & follows_backslash;
+  }
+
 #if defined(__SSE2__)
+  // Bit i: bytes[i] == c, for 64 bytes.
+  static uint64_t bytes_equal(const char* bytes, char c) {
+    const __m128i wanted = _mm_set1_epi8(c);
+    uint64_t mask = 0;
+    for (int part = 0; part < 4; ++part) {
+      const __m128i chunk = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + 16 * part));
+      mask |= uint64_t{static_cast<uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(chunk, wanted)))} << (16 * part);
+    }
+    return mask;
+  }
+
+  // Bit i: bytes[i] stops a string: a quote, a backslash, a control character or not ASCII; and
+  // the backslashes alone.
+  static uint64_t stop_bytes(const char* bytes, uint64_t& backslashes) {
     // Bytes below 0x20 and from 0x80 are exactly those below 0x20 as signed chars.
     const __m128i quote = _mm_set1_epi8('"');
     const __m128i backslash = _mm_set1_epi8('\\');
     const __m128i space = _mm_set1_epi8(0x20);
+    uint64_t mask = 0;
     for (int part = 0; part < 4; ++part) {
       const __m128i chunk = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + 16 * part));
-      const __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(chunk, quote), _mm_cmpeq_epi8(chunk, backslash)),
-                                           _mm_cmplt_epi8(chunk, space));
-      mask |= uint64_t{static_cast<uint16_t>(_mm_movemask_epi8(special))} << (16 * part);
+      const __m128i backslash_bytes = _mm_cmpeq_epi8(chunk, backslash);
+      const __m128i stops = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(chunk, quote), backslash_bytes), _mm_cmplt_epi8(chunk, space));
+      mask |= uint64_t{static_cast<uint16_t>(_mm_movemask_epi8(stops))} << (16 * part);
+      backslashes |= uint64_t{static_cast<uint16_t>(_mm_movemask_epi8(backslash_bytes))} << (16 * part);
     }
+    return mask;
+  }
 #else
-    for (size_t i = 0; i < 64; ++i) {
-      const auto c = static_cast<unsigned char>(bytes[i]);
-      if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') mask |= uint64_t{1} << i;
-    }
-#endif
+  static uint64_t bytes_equal(const char* bytes, char c) {
+    uint64_t mask = 0;
+    for (int i = 0; i < 64; ++i) mask |= uint64_t{bytes[i] == c} << i;
     return mask;
   }
 
-  // At a backslash: the position after the escape, which must be one the strict parser accepts.
+  static uint64_t stop_bytes(const char* bytes, uint64_t& backslashes) {
+    uint64_t mask = 0;
+    for (int i = 0; i < 64; ++i) {
+      const auto c = static_cast<unsigned char>(bytes[i]);
+      mask |= uint64_t{c < 0x20 || c >= 0x80 || c == '"' || c == '\\'} << i;
+      backslashes |= uint64_t{c == '\\'} << i;
+    }
+    return mask;
+  }
+#endif
+
   // \" \\ \/ \b \f \n \r \t: the escapes a long text is full of, checked inline by a table.
   static bool simple_escape(char c) {
     static constexpr std::array<bool, 256> simple = [] {
@@ -279,7 +355,7 @@ class PlainScanner {
 
 
   // At a backslash that does not start a simple escape: the position after the \u escape (a
-  // surrogate pair, or one code unit that is no surrogate) there must be.
+  // surrogate pair, or one code unit that is no surrogate) there must be, or failed.
   [[gnu::noinline]] size_t unicode_escape_end(size_t position) const {
     if (!at(position + 1, 'u')) return failed;
     const int unit = code_unit(position);
@@ -353,9 +429,8 @@ class PlainScanner {
       if (!at(position, '"')) return failed;
     }
     const size_t start = position + 1;
-    bool escaped = false;
-    position = string_end(position, escaped);
-    if (position == failed || escaped) return failed;
+    position = unescaped_string_end(position);
+    if (position == failed) return failed;
     const char* const name = data_ + start;
     const size_t size = position - 1 - start;
     const uint64_t key = name_key(name, size, size_ - start >= 8);
@@ -403,8 +478,12 @@ class PlainScanner {
   size_t size_;
   std::string_view member_;
   uint64_t member_key_;
-  size_t mask_block_ = failed;  // the 64-byte block mask_ describes
-  uint64_t mask_ = 0;
+  // The block the stops describe (see load_block).
+  size_t mask_block_ = failed;
+  uint64_t name_stops_ = 0;    // quotes, backslashes, control characters, bytes from 0x80
+  uint64_t value_stops_ = 0;   // the same but backslashes and escaped quotes, plus odd_escapes_
+  uint64_t odd_escapes_ = 0;   // escaped bytes that are no simple escape's: a \u's u, or an error
+  bool escapes_next_block_ = false;  // the last block loaded ends with an escaping backslash
   // Left uninitialised: [0, depth_) and [0, name_count_) are written before they are read, and
   // zeroing 3 KB cost as much as scanning a short body.
   std::array<size_t, max_depth> first_names_;  // per open container: its first name in names_
