@@ -88,44 +88,44 @@ class PlainScanner {
         member_kind_ = c == '"' ? TopLevelMember::Kind::string : c == 'n' ? TopLevelMember::Kind::null : TopLevelMember::Kind::other;
         member_start_ = position + 1;
       }
-      switch (c) {
-        case ' ':
-        case '\n':
-        case '\r':
-        case '\t':
-          position = skip_space(position);
-          continue;
-        case '{':
-        case '[': {
-          const bool object = c == '{';
-          if (depth == max_depth) return false;
-          objects = object ? objects | (uint64_t{1} << depth) : objects & ~(uint64_t{1} << depth);
-          first_names_[depth++] = open_names;
-          position = skip_space(position + 1);
-          if (at(position, object ? '}' : ']')) {
-            ++position;
-            open_names = first_names_[--depth];
-            break;
+      if (c == '"' && !member_value) {
+        position = string_end(position);  // the most common value, ahead of the switch
+      } else {
+        switch (c) {
+          case ' ':
+          case '\n':
+          case '\r':
+          case '\t':
+            position = skip_space(position);
+            continue;
+          case '{':
+          case '[': {
+            const bool object = c == '{';
+            if (depth == max_depth) return false;
+            objects = object ? objects | (uint64_t{1} << depth) : objects & ~(uint64_t{1} << depth);
+            first_names_[depth++] = open_names;
+            position = skip_space(position + 1);
+            if (at(position, object ? '}' : ']')) {
+              ++position;
+              open_names = first_names_[--depth];
+              break;
+            }
+            if (object) {
+              position = member_name(position, depth, open_names, member_next);
+              if (position == failed) return false;
+            }
+            continue;
           }
-          if (object) {
-            position = member_name(position, depth, open_names, member_next);
-            if (position == failed) return false;
-          }
-          continue;
-        }
-        case '"':
-          if (member_value) {
-            position = unescaped_string_end(position);  // kept raw, so only without escapes
+          case '"':
+            position = unescaped_string_end(position);  // the member's value, kept raw: no escapes
             if (position == failed) return false;
             member_size_ = position - 1 - member_start_;
-          } else {
-            position = string_end(position);
-          }
-          break;
-        case 't': position = literal(position, "true"); break;
-        case 'f': position = literal(position, "false"); break;
-        case 'n': position = literal(position, "null"); break;
-        default: position = number(position); break;
+            break;
+          case 't': position = literal(position, "true"); break;
+          case 'f': position = literal(position, "false"); break;
+          case 'n': position = literal(position, "null"); break;
+          default: position = number(position); break;
+        }
       }
       if (position == failed) return false;
       // Closes containers until a comma leads to the next value.
@@ -206,10 +206,9 @@ class PlainScanner {
       position = next_stop(position, value_stops_);
       if (position >= size_) return failed;
       const auto c = static_cast<unsigned char>(data_[position]);
+      if (c == '"') return position + 1;  // unescaped: escaped quotes are no stops
       if (((odd_escapes_ >> (position & 63)) & 1) != 0) {
         position = unicode_escape_end(position - 1);
-      } else if (c == '"') {
-        return position + 1;
       } else if (c >= 0x80) {
         position = utf8_sequence_end(position);
       } else {
