@@ -187,10 +187,16 @@ size_t UpstreamPool::healthy_count() const {
 }
 
 bool UpstreamPool::is_hop_by_hop(std::string_view name) {
-  // Compared in place: asked for every header of every forwarded request and reply.
+  // Asked for every header of every forwarded request and reply: the length picks the candidates.
   using beast::iequals;
-  return iequals(name, "connection") || iequals(name, "keep-alive") || iequals(name.substr(0, 6), "proxy-") ||
-         iequals(name, "te") || iequals(name, "trailer") || iequals(name, "transfer-encoding") || iequals(name, "upgrade");
+  if (name.size() >= 6 && iequals(name.substr(0, 6), "proxy-")) return true;
+  switch (name.size()) {
+    case 2: return iequals(name, "te");
+    case 7: return iequals(name, "trailer") || iequals(name, "upgrade");
+    case 10: return iequals(name, "connection") || iequals(name, "keep-alive");
+    case 17: return iequals(name, "transfer-encoding");
+    default: return false;
+  }
 }
 
 UpstreamPool::Replica* UpstreamPool::choose(const Replica* excluded) {
@@ -235,7 +241,7 @@ asio::awaitable<std::optional<api::ApiError>> UpstreamPool::forward(const Upstre
   if (replica == nullptr) co_return unavailable(name_);
 
   for (int attempt = 0; attempt < 2; ++attempt) {
-    if (Clock::now() >= request.deadline) co_return deadline_passed();
+    if ((attempt == 0 ? started : Clock::now()) >= request.deadline) co_return deadline_passed();
     // Take a pooled connection that is still open and silent, else connect afresh. Each pooled
     // connection keeps a receive pending, which the worker's close, an error or bytes the worker
     // should not have sent complete: such a connection is discarded here, known from epoll's

@@ -34,6 +34,9 @@ TEST(UpstreamPool, HopByHopHeaders) {
   EXPECT_FALSE(UpstreamPool::is_hop_by_hop(""));
   EXPECT_FALSE(UpstreamPool::is_hop_by_hop("Content-Type"));
   EXPECT_FALSE(UpstreamPool::is_hop_by_hop("x-request-id"));
+  for (const char* near_miss : {"Connectiox", "keep_alive", "trailer2", "Upgraded", "transfer-encodinx", "T3"}) {
+    EXPECT_FALSE(UpstreamPool::is_hop_by_hop(near_miss)) << near_miss;
+  }
 }
 
 TEST(UpstreamPool, RefusesAPoolWithoutReplicas) {
