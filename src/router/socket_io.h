@@ -111,7 +111,9 @@ boost::asio::awaitable<boost::system::error_code> read_some(boost::asio::ip::tcp
 bool report_peer_end(boost::asio::ip::tcp::socket& socket);
 
 // Whether the events epoll last reported for `socket` included the peer's end: an end that arrived
-// together with the bytes last read, which those reads cannot tell (report_peer_end first).
+// together with the bytes last read, which those reads cannot tell (report_peer_end first). Asio
+// reuses registrations: until the socket's first event this may tell of an earlier socket's end,
+// so ask only once an event has delivered bytes (an end then only keeps a connection from reuse).
 bool peer_end_reported(boost::asio::ip::tcp::socket& socket);
 
 // A receive kept pending on a connection between its uses: what happens to an idle connection (the
