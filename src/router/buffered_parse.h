@@ -70,10 +70,10 @@ std::optional<boost::system::error_code> header_now(boost::asio::ip::tcp::socket
   return error;
 }
 
-// header_now after a read that header_now's nullopt called for (read_some with FirstRead::after_event
+// header_now after a read that header_now's nullopt called for (started with FirstRead::after_event
 // right after it, before this thread's event loop ran again: the socket was just seen empty): the
 // read's failure, or header_now's outcome with what it brought. A plain call, so that the caller's
-// own frame waits: a header that comes later costs only the read's coroutine.
+// own frame waits.
 template <bool is_request, class Body, class Allocator>
 std::optional<boost::system::error_code> header_after_read(const boost::system::error_code& read_error,
                                                            boost::asio::ip::tcp::socket& socket,

@@ -116,6 +116,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
   router::UpstreamReply upstream_reply;
   router::HeaderList spare_headers;
   std::string spare_body;
+  router::PendingReceive receive;  // the next request's header, when it had not come yet
 };
 
 // End-to-end request headers a worker may see, into `headers`: no hop-by-hop, Host, Cookie, client
@@ -422,8 +423,16 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn
     // At concurrency the next request is often there already: read without a coroutine.
     std::optional<error_code> header = router::header_now(socket, buffer, parser);
     while (!header) {
-      const error_code read_error = co_await router::read_some(socket, buffer, router::header_read_size,
-                                                               idle_since + idle_timeout, router::FirstRead::after_event);
+      // Awaited in this frame rather than by read_some's coroutine (a malloc each).
+      connection->receive.start(socket, buffer, router::header_read_size, router::FirstRead::after_event);
+      error_code read_error;
+      if (!connection->receive.completed()) {
+        router::DeadlineWatch::Scope scope(router::DeadlineWatch::of(socket.get_executor()), socket,
+                                           idle_since + idle_timeout);
+        co_await connection->receive.completion();
+        if (scope.expired()) read_error = beast::error::timeout;
+      }
+      if (!read_error) read_error = connection->receive.take(buffer);
       header = router::header_after_read(read_error, socket, buffer, parser);
     }
     error_code error = *header;
