@@ -480,6 +480,17 @@ TEST(UpstreamExchange, OversizeAndBrokenRepliesAreBadResponses) {
   }
 }
 
+// One small request through `pool`: the reply's status (or the error's code) and body.
+asio::awaitable<std::pair<int, std::string>> forward_once(UpstreamPool& pool) {
+  UpstreamRequest request;
+  request.target = "/v1/systemone";
+  request.body = "{}";
+  request.deadline = Clock::now() + 5s;
+  UpstreamReply reply;
+  const auto failed = co_await pool.forward(request, reply);
+  co_return std::pair{failed ? static_cast<int>(failed->code) : reply.status, reply.body};
+}
+
 // A kept-alive connection the worker closes while it waits in the pool is known closed from its
 // pending receive: the next request goes over a fresh connection and succeeds, and the storage the
 // caller lends for the reply is reused.
@@ -493,10 +504,6 @@ TEST(UpstreamExchange, ConnectionClosedWhileIdleIsReplacedBeforeTheNextRequest) 
   std::vector<int> statuses;
   std::vector<std::string> bodies;
   asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-    UpstreamRequest request;
-    request.target = "/v1/systemone";
-    request.body = "{}";
-    UpstreamReply reply;
     for (int i = 0; i < 2; ++i) {
       if (i == 1) {
         // The worker closed the first connection; the second one serves the next request.
@@ -504,10 +511,9 @@ TEST(UpstreamExchange, ConnectionClosedWhileIdleIsReplacedBeforeTheNextRequest) 
         asio::steady_timer pause(co_await asio::this_coro::executor, 50ms);
         co_await pause.async_wait(asio::use_awaitable);
       }
-      request.deadline = Clock::now() + 5s;
-      const auto failed = co_await pool.forward(request, reply);
-      statuses.push_back(failed ? static_cast<int>(failed->code) : reply.status);
-      bodies.push_back(reply.body);
+      auto [status, body] = co_await forward_once(pool);
+      statuses.push_back(status);
+      bodies.push_back(std::move(body));
     }
     io.stop();
   }, asio::detached);
@@ -542,14 +548,8 @@ TEST(UpstreamExchange, EndArrivingWithTheReplyKeepsTheConnectionOutOfThePool) {
   }, asio::detached);
   std::vector<int> statuses;
   asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-    UpstreamRequest request;
-    request.target = "/v1/systemone";
-    request.body = "{}";
-    UpstreamReply reply;
     for (int i = 0; i < 2; ++i) {
-      request.deadline = Clock::now() + 5s;
-      const auto failed = co_await pool.forward(request, reply);
-      statuses.push_back(failed ? static_cast<int>(failed->code) : reply.status);
+      statuses.push_back((co_await forward_once(pool)).first);
     }
     io.stop();
   }, asio::detached);
