@@ -256,6 +256,22 @@ std::variant<StrictJsonScan, JsonSyntaxError> scan_strict_json(std::string_view 
   return std::move(scanner.scan());
 }
 
+TopLevelMember top_level_member(const Json& root, std::string_view member) {
+  TopLevelMember found;
+  if (!root.is_object()) return found;
+  const auto value = root.find(member);
+  if (value == root.end()) return found;
+  if (value->is_null()) {
+    found.kind = TopLevelMember::Kind::null;
+  } else if (value->is_string()) {
+    found.kind = TopLevelMember::Kind::string;
+    found.text = value->get_ref<const std::string&>();
+  } else {
+    found.kind = TopLevelMember::Kind::other;
+  }
+  return found;
+}
+
 void append_json_double(std::string& out, double value) {
   if (value == 0.0) value = 0.0;  // never "-0.0"
   char buffer[64];

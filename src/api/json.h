@@ -38,6 +38,9 @@ struct StrictJsonScan {
 // member named `member` is kept.
 std::variant<StrictJsonScan, JsonSyntaxError> scan_strict_json(std::string_view text, std::string_view member);
 
+// What a parsed document's top level says about `member`, in scan_strict_json's terms.
+TopLevelMember top_level_member(const Json& root, std::string_view member);
+
 // Appends `value` as compact JSON: raw non-ASCII, control characters escaped, integers as integers
 // and doubles in the shortest round-trip form that always carries '.' or an exponent.
 void append_json(std::string& out, const Json& value);

@@ -15,23 +15,6 @@ namespace {
 
 using Kind = TopLevelMember::Kind;
 
-// What the DOM says about the top-level `model` member, in the scan's terms.
-TopLevelMember model_of(const Json& root) {
-  TopLevelMember member;
-  if (!root.is_object()) return member;
-  const auto found = root.find("model");
-  if (found == root.end()) return member;
-  if (found->is_null()) {
-    member.kind = Kind::null;
-  } else if (found->is_string()) {
-    member.kind = Kind::string;
-    member.text = found->get<std::string>();
-  } else {
-    member.kind = Kind::other;
-  }
-  return member;
-}
-
 // The scan and the DOM parser give the same verdict, the same message and the same `model`.
 void expect_same_verdict(const std::string& text, const std::string& what) {
   const auto dom = parse_strict_json(text);
@@ -44,7 +27,7 @@ void expect_same_verdict(const std::string& text, const std::string& what) {
   const Json& root = std::get<Json>(dom);
   const StrictJsonScan& scanned = std::get<StrictJsonScan>(scan);
   EXPECT_EQ(scanned.object, root.is_object()) << what;
-  const TopLevelMember expected = model_of(root);
+  const TopLevelMember expected = top_level_member(root, "model");
   EXPECT_EQ(scanned.member.kind, expected.kind) << what;
   EXPECT_EQ(scanned.member.text, expected.text) << what;
 }
@@ -57,7 +40,7 @@ void expect_plain_path_agrees(const std::string& text, const std::string& what) 
   ASSERT_TRUE(std::holds_alternative<Json>(dom)) << what << ": " << std::get<JsonSyntaxError>(dom).message;
   const Json& root = std::get<Json>(dom);
   EXPECT_EQ(plain->object, root.is_object()) << what;
-  const TopLevelMember expected = model_of(root);
+  const TopLevelMember expected = top_level_member(root, "model");
   EXPECT_EQ(plain->member.kind, expected.kind) << what;
   EXPECT_EQ(plain->member.text, expected.text) << what;
 }
