@@ -5,6 +5,9 @@
 #include <boost/beast/core/error.hpp>
 #include <boost/version.hpp>
 
+#include <cstddef>
+#include <new>
+
 #if BOOST_VERSION / 100 == 1074
 #include <boost/asio/detail/bind_handler.hpp>
 #include <boost/asio/detail/fenced_block.hpp>
@@ -364,11 +367,48 @@ struct PendingReceive::State {
   error_code error;
   size_t bytes = 0;
   std::optional<Waiter> waiter;
+
+  // The receive operation's memory. One receive at a time, and Asio frees an operation before its
+  // completion runs: one block serves them all. (Asio 1.74 recycles one block per thread, which
+  // the other receive pending on that thread holds: a malloc per receive otherwise.)
+  static constexpr size_t operation_size = 256;
+  alignas(std::max_align_t) std::array<std::byte, operation_size> operation;
+  bool operation_taken = false;
+
+  void* allocate(size_t size) {
+    if (operation_taken || size > operation_size) return ::operator new(size);
+    operation_taken = true;
+    return operation.data();
+  }
+  void deallocate(void* pointer) {
+    if (pointer == operation.data()) {
+      operation_taken = false;
+    } else {
+      ::operator delete(pointer);
+    }
+  }
 };
 
 namespace {
 
+// Hands Asio the state's block for the receive operation (its associated allocator).
+template <typename T>
+struct OperationAllocator {
+  using value_type = T;
+  explicit OperationAllocator(PendingReceive::State* owner) : state(owner) {}
+  template <typename U>
+  OperationAllocator(const OperationAllocator<U>& other) : state(other.state) {}  // NOLINT: rebinding
+  T* allocate(size_t count) { return static_cast<T*>(state->allocate(count * sizeof(T))); }
+  void deallocate(T* pointer, size_t) { state->deallocate(pointer); }
+  template <typename U>
+  bool operator==(const OperationAllocator<U>& other) const { return state == other.state; }
+  PendingReceive::State* state;
+};
+
 struct ReceiveCompletion {
+  using allocator_type = OperationAllocator<void>;
+  allocator_type get_allocator() const noexcept { return allocator_type(state.get()); }
+
   std::shared_ptr<PendingReceive::State> state;
   void operator()(const error_code& error, size_t bytes) const {
     PendingReceive::State& outcome = *state;
@@ -382,6 +422,11 @@ struct ReceiveCompletion {
     std::move(waiter)();
   }
 };
+
+#if BOOST_VERSION / 100 == 1074
+static_assert(sizeof(ReceiveAfterEvent<ReceiveCompletion, asio::any_io_executor>) <= PendingReceive::State::operation_size,
+              "the receive operation outgrew the block its state keeps for it");
+#endif
 
 }  // namespace
 
