@@ -6,7 +6,8 @@
 # alike; each round's added latency is the proxy's p50 (p99) minus the worker's own in that round.
 # Reported: medians over the rounds, and in how many rounds the router added no more than nginx.
 #   bench/router/router_vs_nginx.sh [BINARY] [RUNS] [SECONDS]
-# Environment: ROUTER_FLAGS (e.g. "--http-threads 1"), NGINX_WORKERS (nginx's worker_processes, 1).
+# Environment: ROUTER_FLAGS (e.g. "--http-threads 1"), NGINX_WORKERS (nginx's worker_processes, 1),
+# CONCURRENCIES (the wrk connection counts, "1 32").
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 binary=${1:-build/release/s1serve}
@@ -41,7 +42,7 @@ done
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 declare -A rps p50 p99
 for _ in $(seq "$runs"); do
-  for concurrency in 1 32; do
+  for concurrency in ${CONCURRENCIES:-1 32}; do
     for target in "${targets[@]}"; do
       name=${target%%:*} port=${target##*:}
       out=$(wrk -t1 -c"$concurrency" -d"${seconds}s" --latency -s bench/http/systemone_post.lua "http://127.0.0.1:$port/v1/systemone")
@@ -55,7 +56,7 @@ for _ in $(seq "$runs"); do
 done
 
 printf '%-10s %-5s %10s %9s %9s   %s\n' target conc "req/s" "p50 ms" "p99 ms" "(medians of $runs rounds)"
-for concurrency in 1 32; do
+for concurrency in ${CONCURRENCIES:-1 32}; do
   for target in "${targets[@]}"; do
     key=${target%%:*}/$concurrency
     # shellcheck disable=SC2086  # word lists
@@ -65,7 +66,7 @@ done
 # p50: the latency each proxy adds over the worker alone in the same round. p99: the proxies' own
 # p99s compared (the worker's tail at 32 exceeds what either proxy lets through, so an added p99
 # can be negative).
-for concurrency in 1 32; do
+for concurrency in ${CONCURRENCIES:-1 32}; do
   # shellcheck disable=SC2206  # word lists
   direct_p50=(${p50[direct/$concurrency]}) nginx_p50=(${p50[nginx/$concurrency]}) router_p50=(${p50[s1serve/$concurrency]})
   # shellcheck disable=SC2206
@@ -78,6 +79,7 @@ for concurrency in 1 32; do
     if awk -v r="${router_p50[$i]}" -v n="${nginx_p50[$i]}" 'BEGIN {exit !(r <= n)}'; then p50_met=$((p50_met + 1)); fi
     if awk -v q="${p99_ratio[-1]}" 'BEGIN {exit !(q <= 1.5)}'; then p99_met=$((p99_met + 1)); fi
   done
+  echo "concurrency $concurrency p50 added per round (ms), router: ${router_added[*]}; nginx: ${nginx_added[*]}"
   printf 'concurrency %-3s p50 added over the worker: router %s ms, nginx %s ms (medians of the rounds); router <= nginx in %d of %d rounds\n' \
     "$concurrency" "$(median "${router_added[@]}")" "$(median "${nginx_added[@]}")" "$p50_met" "${#direct_p50[@]}"
   printf 'concurrency %-3s p99 router / nginx: %s (median of the rounds); <= 1.5 in %d of %d rounds\n' \
