@@ -137,33 +137,29 @@ Metrics::HotSeries Metrics::hot(const Series& series) {
   return static_cast<HotSeries>(hot_series_.size() - 1);
 }
 
-Metrics::HotSlot& Metrics::hot_slot(Shard& shard, HotSeries series) {
+template <typename Value>
+Value& Metrics::hot_entry(Shard& shard, HotSeries series, Value* HotSlot::*cached,
+                          std::map<std::string, Value, std::less<>> Family::*entries) {
   if (series >= shard.hot_slots.size()) shard.hot_slots.resize(series + 1);
-  return shard.hot_slots[series];
+  Value*& entry = shard.hot_slots[series].*cached;
+  if (entry == nullptr) {
+    std::lock_guard hot_lock(hot_mutex_);
+    const auto& [name, labels] = hot_series_[series];
+    entry = &slot(family(shard.families, name).*entries, labels);
+  }
+  return *entry;
 }
 
 void Metrics::add_counter(HotSeries series, double amount) {
   Shard& shard = own_shard();
   std::lock_guard lock(shard.mutex);
-  HotSlot& hot = hot_slot(shard, series);
-  if (hot.value == nullptr) {
-    std::lock_guard hot_lock(hot_mutex_);
-    const auto& [name, labels] = hot_series_[series];
-    hot.value = &slot(family(shard.families, name).values, labels);
-  }
-  *hot.value += amount;
+  hot_entry(shard, series, &HotSlot::value, &Family::values) += amount;
 }
 
 void Metrics::observe(HotSeries series, double seconds) {
   Shard& shard = own_shard();
   std::lock_guard lock(shard.mutex);
-  HotSlot& hot = hot_slot(shard, series);
-  if (hot.histogram == nullptr) {
-    std::lock_guard hot_lock(hot_mutex_);
-    const auto& [name, labels] = hot_series_[series];
-    hot.histogram = &slot(family(shard.families, name).histograms, labels);
-  }
-  add_observation(*hot.histogram, seconds);
+  add_observation(hot_entry(shard, series, &HotSlot::histogram, &Family::histograms), seconds);
 }
 
 void Metrics::add_counter(const Series& series, double amount) {

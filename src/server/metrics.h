@@ -84,8 +84,11 @@ class Metrics {
   static Family& family(Families& families, std::string_view name);
   static void add_observation(Histogram& histogram, double seconds);
   Shard& own_shard();
-  // `series`' slot in `shard`, whose mutex the caller holds.
-  HotSlot& hot_slot(Shard& shard, HotSeries series);
+  // `series`' value (cached as HotSlot::value, kept in Family::values) or histogram in `shard`,
+  // whose mutex the caller holds; looked up on the shard's first write of it.
+  template <typename Value>
+  Value& hot_entry(Shard& shard, HotSeries series, Value* HotSlot::*cached,
+                   std::map<std::string, Value, std::less<>> Family::*entries);
 
   // Gauges hold the last value set, which is not a sum over threads: they stay here, under mutex_.
   mutable std::mutex mutex_;
