@@ -36,7 +36,14 @@ REQUESTS = os.path.join(REPO, "tests", "e2e", "decoder_requests.jsonl")
 LOGITS_TEXT = "Is the parcel damaged? Answer yes or no."
 
 
-def perturb(model: torch.nn.Module, seed: int) -> None:
+def replace_matrix(p: torch.Tensor, noise: torch.Tensor, gen: torch.Generator) -> None:
+    # Large enough that the label logits differ by whole units: answers are not uniform.
+    p.copy_(noise * 0.08)
+
+
+def perturb(model: torch.nn.Module, seed: int, matrix=replace_matrix) -> None:
+    """Noise on every parameter, so no norm weight, dt_bias or gate sits at its default init (which
+    would hide (1+w)-vs-w and gate-order bugs); `matrix(p, noise, gen)` sets the weight matrices."""
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -50,8 +57,7 @@ def perturb(model: torch.nn.Module, seed: int) -> None:
             elif "conv1d" in name:
                 p.copy_(noise * 0.4)
             else:
-                # Large enough that the label logits differ by whole units: answers are not uniform.
-                p.copy_(noise * 0.08)
+                matrix(p, noise, gen)
 
 
 def tiny_decision_qwen3_5(vocab: int, max_position_embeddings: int = 4096, tied: bool = True) -> torch.nn.Module:
