@@ -235,17 +235,25 @@ class DecisionsValidator {
     return description->get<std::string>();
   }
 
+  // Calls check(entry, its location) for each entry of the list that is an object, reporting the others.
+  template <typename Check>
+  void for_each_object(const Json& list, const Location& location, Check check) {
+    int64_t index = 0;
+    for (const Json& entry : list) {
+      const Location entry_location = append(location, index++);
+      if (entry.is_object()) {
+        check(entry, entry_location);
+      } else {
+        issue("dict_type", entry_location, "Input should be a valid dictionary");
+      }
+    }
+  }
+
   void check_choices(const Json* choices, const Location& location, DecisionsQuestion& question,
                      Question& pipeline_question) {
     if (!check_list(choices, location, 2, max_choice_options)) return;
     std::set<std::string> seen;
-    int64_t index = 0;
-    for (const Json& choice : *choices) {
-      const Location choice_location = append(location, index++);
-      if (!choice.is_object()) {
-        issue("dict_type", choice_location, "Input should be a valid dictionary");
-        continue;
-      }
+    for_each_object(*choices, location, [&](const Json& choice, const Location& choice_location) {
       const Json* value = member(choice, "value");
       const Location value_location = append(choice_location, "value");
       std::string text;
@@ -261,24 +269,18 @@ class DecisionsValidator {
       }
       const std::optional<std::string> description = check_description(choice, choice_location);
       forbid_extra_members(choice, choice_location, {"value", "description"});
-      if (value == nullptr) continue;
+      if (value == nullptr) return;
       if (!seen.insert(text).second) issue("duplicate", value_location, "Choice values must be distinct");
       question.choice_values.push_back(*value);
       pipeline_question.options.push_back(
           ChoiceOption{text, description ? Json(*description) : Json(nullptr)});
-    }
+    });
   }
 
   void check_levels(const Json* levels, const Location& location, DecisionsQuestion& question,
                     Question& pipeline_question) {
     if (!check_list(levels, location, min_score_levels, max_score_levels)) return;
-    int64_t index = 0;
-    for (const Json& level : *levels) {
-      const Location level_location = append(location, index++);
-      if (!level.is_object()) {
-        issue("dict_type", level_location, "Input should be a valid dictionary");
-        continue;
-      }
+    for_each_object(*levels, location, [&](const Json& level, const Location& level_location) {
       const Json* label = member(level, "label");
       const Location label_location = append(level_location, "label");
       std::string text;
@@ -295,7 +297,7 @@ class DecisionsValidator {
       forbid_extra_members(level, level_location, {"label", "description"});
       question.level_labels.push_back(text);
       pipeline_question.levels.emplace_back(description ? text + " - " + *description : text);
-    }
+    });
   }
 
   const RequestLimits& limits_;
@@ -311,6 +313,22 @@ void append_name(std::string& out, const std::optional<std::string>& name) {
   } else {
     out += "null";
   }
+}
+
+// The probabilities and confidence of a choice or score answer; value_members writes entry i's own members.
+template <typename ValueMembers>
+void append_probabilities(std::string& out, const Answer& answer, size_t count, ValueMembers value_members) {
+  out += ",\"probabilities\":[";
+  for (size_t i = 0; i < count; ++i) {
+    if (i > 0) out += ',';
+    out += '{';
+    value_members(i);
+    out += ",\"probability\":";
+    append_json_double(out, answer.probabilities[i]);
+    out += '}';
+  }
+  out += "],\"confidence\":";
+  append_json_double(out, answer.confidence);
 }
 
 }  // namespace
@@ -369,34 +387,20 @@ std::string serialize_decisions_response(const DecisionsRequest& request, const 
         append_name(out, question.name);
         out += ",\"choice\":";
         append_json(out, question.choice_values[answer.choice_index]);
-        out += ",\"probabilities\":[";
-        for (size_t i = 0; i < question.choice_values.size(); ++i) {
-          if (i > 0) out += ',';
-          out += "{\"value\":";
+        append_probabilities(out, answer, question.choice_values.size(), [&](size_t i) {
+          out += "\"value\":";
           append_json(out, question.choice_values[i]);
-          out += ",\"probability\":";
-          append_json_double(out, answer.probabilities[i]);
-          out += '}';
-        }
-        out += "],\"confidence\":";
-        append_json_double(out, answer.confidence);
+        });
         break;
       case DecisionsQuestionType::score:
         out += "{\"type\":\"score\"";
         append_name(out, question.name);
         out += ",\"score\":";
         append_json_double(out, answer.score);
-        out += ",\"probabilities\":[";
-        for (size_t i = 0; i < question.level_labels.size(); ++i) {
-          if (i > 0) out += ',';
-          out += "{\"value\":" + std::to_string(i) + ",\"label\":";
+        append_probabilities(out, answer, question.level_labels.size(), [&](size_t i) {
+          out += "\"value\":" + std::to_string(i) + ",\"label\":";
           append_json_string(out, question.level_labels[i]);
-          out += ",\"probability\":";
-          append_json_double(out, answer.probabilities[i]);
-          out += '}';
-        }
-        out += "],\"confidence\":";
-        append_json_double(out, answer.confidence);
+        });
         break;
     }
     out += '}';
