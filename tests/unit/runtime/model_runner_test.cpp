@@ -90,6 +90,26 @@ Submitted submit(ModelRunner& runner, Clock::time_point deadline = Clock::now() 
   return {std::move(job), std::move(future)};
 }
 
+// A started, ready runner over a GatedEngine the test still holds the gate of.
+struct GatedRunner {
+  explicit GatedRunner(RunnerOptions options) {
+    auto owned = std::make_unique<GatedEngine>();
+    engine = owned.get();
+    runner = std::make_unique<ModelRunner>("m", std::move(owned), options);
+    runner->start();
+    wait_ready(*runner);
+  }
+  GatedEngine* engine;
+  std::unique_ptr<ModelRunner> runner;
+};
+
+// Work that the engine has started and holds until released: the queue is empty again.
+Submitted submit_running(GatedRunner& gated) {
+  Submitted running = submit(*gated.runner);
+  gated.engine->wait_started(2);  // the warm-up and this one
+  return running;
+}
+
 TEST(ModelRunner, BecomesReadyOnlyAfterWarmUp) {
   auto engine = std::make_unique<GatedEngine>();
   ModelRunner runner("m", std::move(engine), RunnerOptions{2});
@@ -114,14 +134,9 @@ TEST(ModelRunner, FailedWarmUpMarksTheModelFailed) {
 }
 
 TEST(ModelRunner, FullQueueRefusesWithOverloadedAndRecovers) {
-  auto owned = std::make_unique<GatedEngine>();
-  GatedEngine& engine = *owned;
-  ModelRunner runner("m", std::move(owned), RunnerOptions{1});
-  runner.start();
-  wait_ready(runner);
-
-  Submitted running = submit(runner);
-  engine.wait_started(2);  // warm-up + this one: the queue is empty again
+  GatedRunner gated(RunnerOptions{1});
+  ModelRunner& runner = *gated.runner;
+  Submitted running = submit_running(gated);
   Submitted waiting = submit(runner);
   ASSERT_TRUE(waiting.job.ok());
   EXPECT_EQ(runner.queue_depth(), 1U);
@@ -130,29 +145,24 @@ TEST(ModelRunner, FullQueueRefusesWithOverloadedAndRecovers) {
   EXPECT_EQ(refused.job.error().code, api::ErrorCode::overloaded);
   EXPECT_EQ(refused.job.error().headers.front().first, "Retry-After");
 
-  engine.release_one();
+  gated.engine->release_one();
   EXPECT_TRUE(running.outcome.get().answers.ok());
-  engine.release_one();
+  gated.engine->release_one();
   EXPECT_TRUE(waiting.outcome.get().answers.ok());
   Submitted later = submit(runner);
   ASSERT_TRUE(later.job.ok());
-  engine.release_one();
+  gated.engine->release_one();
   const JobOutcome outcome = later.outcome.get();
   EXPECT_TRUE(outcome.answers.ok());
   EXPECT_GE(outcome.inference_seconds, 0.0);
 }
 
 TEST(ModelRunner, WorkPastItsDeadlineIsAnswered504WithoutRunning) {
-  auto owned = std::make_unique<GatedEngine>();
-  GatedEngine& engine = *owned;
-  ModelRunner runner("m", std::move(owned), RunnerOptions{4});
-  runner.start();
-  wait_ready(runner);
-  Submitted running = submit(runner);
-  engine.wait_started(2);
-  Submitted late = submit(runner, Clock::now() + 20ms);
+  GatedRunner gated(RunnerOptions{4});
+  Submitted running = submit_running(gated);
+  Submitted late = submit(*gated.runner, Clock::now() + 20ms);
   std::this_thread::sleep_for(40ms);
-  engine.release_one();
+  gated.engine->release_one();
   EXPECT_TRUE(running.outcome.get().answers.ok());
   const JobOutcome outcome = late.outcome.get();
   ASSERT_FALSE(outcome.answers.ok());
@@ -160,13 +170,9 @@ TEST(ModelRunner, WorkPastItsDeadlineIsAnswered504WithoutRunning) {
 }
 
 TEST(ModelRunner, WithdrawnWorkFreesItsSlotAndNeverRuns) {
-  auto owned = std::make_unique<GatedEngine>();
-  GatedEngine& engine = *owned;
-  ModelRunner runner("m", std::move(owned), RunnerOptions{1});
-  runner.start();
-  wait_ready(runner);
-  Submitted running = submit(runner);
-  engine.wait_started(2);
+  GatedRunner gated(RunnerOptions{1});
+  ModelRunner& runner = *gated.runner;
+  Submitted running = submit_running(gated);
   Submitted abandoned = submit(runner);
   ASSERT_TRUE(abandoned.job.ok());
   ASSERT_TRUE(abandoned.job.value()->claim());  // the client went away
@@ -174,27 +180,22 @@ TEST(ModelRunner, WithdrawnWorkFreesItsSlotAndNeverRuns) {
   EXPECT_EQ(runner.queue_depth(), 0U);
   Submitted next = submit(runner);
   ASSERT_TRUE(next.job.ok());
-  engine.release_one();
-  engine.release_one();
+  gated.engine->release_one();
+  gated.engine->release_one();
   EXPECT_TRUE(running.outcome.get().answers.ok());
   EXPECT_TRUE(next.outcome.get().answers.ok());
   EXPECT_EQ(abandoned.outcome.wait_for(0ms), std::future_status::timeout);
 }
 
 TEST(ModelRunner, StopAnswersQueuedWork) {
-  auto owned = std::make_unique<GatedEngine>();
-  GatedEngine& engine = *owned;
-  auto runner = std::make_unique<ModelRunner>("m", std::move(owned), RunnerOptions{4});
-  runner->start();
-  wait_ready(*runner);
-  Submitted running = submit(*runner);
-  engine.wait_started(2);
-  Submitted queued = submit(*runner);
-  std::thread stopper([&] { runner->stop(); });
+  GatedRunner gated(RunnerOptions{4});
+  Submitted running = submit_running(gated);
+  Submitted queued = submit(*gated.runner);
+  std::thread stopper([&] { gated.runner->stop(); });
   const JobOutcome dropped = queued.outcome.get();
   ASSERT_FALSE(dropped.answers.ok());
   EXPECT_EQ(dropped.answers.error().code, api::ErrorCode::model_unavailable);
-  engine.release_one();
+  gated.engine->release_one();
   stopper.join();
   EXPECT_TRUE(running.outcome.get().answers.ok());
 }
