@@ -21,9 +21,6 @@
 namespace s1::decide {
 namespace {
 
-using test::question_named;
-using test::read_jsonl;
-using test::typed_request;
 using test::choice;
 
 std::filesystem::path fixture_dir() { return test::fixture_dir("tiny-cua-s1"); }
@@ -65,22 +62,17 @@ TEST(CuaS1Prompt, UserMessageLayout) {
 // Bytes and token ids of every question of requests.jsonl against Transformers' apply_chat_template
 // and tokenizer (tools/reference/make_tiny_cua_s1.py wrote prompts.jsonl).
 TEST(CuaS1Prompt, MatchesTransformersGoldens) {
-  const auto requests = read_jsonl(fixture_dir() / "requests.jsonl");
-  const auto goldens = read_jsonl(fixture_dir() / "prompts.jsonl");
   const auto chat_template = text::ChatTemplate::from_model_dir(fixture_dir());
   const auto tokenizer = text::Tokenizer::from_file(fixture_dir() / "tokenizer.json");
-  std::size_t checked = 0;
-  for (const api::Json& golden : goldens) {
-    const api::DecisionRequest request = typed_request(requests.at(golden["request"].get<std::size_t>()));
-    const std::string key = golden["question"].get<std::string>();
-    const api::Question& question = question_named(request, key);
-    const std::string prompt = chat_template.render(cua_s1_messages(request.state, question), true,
-                                                    text::Thinking::enabled);
-    EXPECT_EQ(prompt, golden["text"].get<std::string>()) << key;
-    EXPECT_TRUE(prompt.ends_with("<|im_start|>assistant\n<think>\n"));
-    EXPECT_EQ(encode_without_special_tokens(tokenizer, prompt), golden["ids"].get<std::vector<int32_t>>()) << key;
-    ++checked;
-  }
+  const std::size_t checked = test::for_each_prompt_golden(
+      fixture_dir(), [&](const api::Json& golden, const api::DecisionRequest& request, const api::Question& question) {
+        const std::string prompt = chat_template.render(cua_s1_messages(request.state, question), true,
+                                                        text::Thinking::enabled);
+        EXPECT_EQ(prompt, golden["text"].get<std::string>()) << question.key;
+        EXPECT_TRUE(prompt.ends_with("<|im_start|>assistant\n<think>\n"));
+        EXPECT_EQ(encode_without_special_tokens(tokenizer, prompt), golden["ids"].get<std::vector<int32_t>>())
+            << question.key;
+      });
   EXPECT_EQ(checked, 9U);
 }
 
@@ -137,16 +129,10 @@ TEST(CuaS1Engine, AnswersLikeTheTransformersReference) {
 
 TEST(CuaS1Engine, RefusesOtherQuestionTypesAndTooManyOptions) {
   LoadedModel model = load_model(fixture_dir().string());
-  const auto refused = [&](const char* body) {
-    return test::prepare_refusal(*model.engine, api::Json::parse(body));
-  };
-  EXPECT_EQ(refused(R"({"state":"s","questions":{"a":{"type":"choice","criteria":{"x":null}},"b":{"type":"noul"}}})"),
-            api::ErrorCode::unsupported_question_type);
-  EXPECT_EQ(refused(R"({"state":"s","questions":{"a":{"type":"score","criteria":["lo","hi"]}}})"),
-            api::ErrorCode::unsupported_question_type);
+  test::expect_refuses_all_but_choice(*model.engine);
   api::Json many = api::Json::parse(R"({"state":"s","questions":{"a":{"type":"choice","criteria":{}}}})");
   for (int i = 0; i < 27; ++i) many["questions"]["a"]["criteria"]["o" + std::to_string(i)] = nullptr;
-  EXPECT_EQ(refused(many.dump().c_str()), api::ErrorCode::too_many_options);
+  EXPECT_EQ(test::prepare_refusal(*model.engine, many), api::ErrorCode::too_many_options);
 }
 
 }  // namespace

@@ -25,7 +25,6 @@
 namespace s1::decide {
 namespace {
 
-using test::question_named;
 using test::read_jsonl;
 using test::typed_request;
 using test::single_question;
@@ -90,21 +89,16 @@ TEST(JemmPrompt, ToolSpecCandidates) {
 }
 
 TEST(JemmPrompt, MatchesTransformersGoldens) {
-  const auto requests = read_jsonl(fixture_dir() / "requests.jsonl");
-  const auto goldens = read_jsonl(fixture_dir() / "prompts.jsonl");
   const auto chat_template = text::ChatTemplate::from_model_dir(fixture_dir());
   const auto tokenizer = text::Tokenizer::from_file(fixture_dir() / "tokenizer.json");
-  std::size_t checked = 0;
-  for (const api::Json& golden : goldens) {
-    const api::DecisionRequest request = typed_request(requests.at(golden["request"].get<std::size_t>()));
-    const std::string key = golden["question"].get<std::string>();
-    const api::Question& question = question_named(request, key);
-    const std::string prompt =
-        chat_template.render(jemm_messages(request.state, question), true, text::Thinking::disabled);
-    EXPECT_EQ(prompt, golden["text"].get<std::string>()) << key;
-    EXPECT_EQ(encode_without_special_tokens(tokenizer, prompt), golden["ids"].get<std::vector<int32_t>>()) << key;
-    ++checked;
-  }
+  const std::size_t checked = test::for_each_prompt_golden(
+      fixture_dir(), [&](const api::Json& golden, const api::DecisionRequest& request, const api::Question& question) {
+        const std::string prompt =
+            chat_template.render(jemm_messages(request.state, question), true, text::Thinking::disabled);
+        EXPECT_EQ(prompt, golden["text"].get<std::string>()) << question.key;
+        EXPECT_EQ(encode_without_special_tokens(tokenizer, prompt), golden["ids"].get<std::vector<int32_t>>())
+            << question.key;
+      });
   EXPECT_EQ(checked, 10U);
 }
 

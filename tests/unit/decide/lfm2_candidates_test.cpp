@@ -22,8 +22,6 @@
 namespace s1::decide {
 namespace {
 
-using test::question_named;
-using test::read_jsonl;
 using test::typed_request;
 using test::choice;
 
@@ -57,32 +55,27 @@ TEST(Lfm2CandidatesPrompt, SchemaAndMessages) {
 // and tokenizer (tools/reference/make_tiny_lfm2.py wrote prompts.jsonl): the prompt, the field
 // suffix and each option's value.
 TEST(Lfm2CandidatesPrompt, MatchesTransformersGoldens) {
-  const auto requests = read_jsonl(fixture_dir() / "requests.jsonl");
-  const auto goldens = read_jsonl(fixture_dir() / "prompts.jsonl");
   const auto chat_template = text::ChatTemplate::from_model_dir(fixture_dir());
   ASSERT_EQ(chat_template.name(), "lfm2");
   const auto tokenizer = text::Tokenizer::from_file(fixture_dir() / "tokenizer.json");
-  std::size_t checked = 0;
-  for (const api::Json& golden : goldens) {
-    const api::DecisionRequest request = typed_request(requests.at(golden["request"].get<std::size_t>()));
-    const std::string key = golden["question"].get<std::string>();
-    const api::Question& question = question_named(request, key);
-    const std::string prompt = chat_template.render(lfm2_candidates_messages(request.state, question), true,
-                                                    text::Thinking::disabled) +
-                               std::string(lfm2_candidates_prompt_tail());
-    EXPECT_EQ(prompt, golden["text"].get<std::string>()) << key;
-    EXPECT_TRUE(prompt.starts_with("<|startoftext|><|im_start|>system\n"));
-    EXPECT_EQ(encode_without_special_tokens(tokenizer, prompt), golden["ids"].get<std::vector<int32_t>>()) << key;
-    EXPECT_EQ(encode_without_special_tokens(tokenizer, lfm2_candidates_field_suffix()),
-              golden["suffix"].get<std::vector<int32_t>>());
-    ASSERT_EQ(question.options.size(), golden["values"].size()) << key;
-    for (std::size_t i = 0; i < question.options.size(); ++i) {
-      EXPECT_EQ(encode_without_special_tokens(tokenizer, lfm2_candidates_value(question.options[i])),
-                golden["values"][i].get<std::vector<int32_t>>())
-          << key << "/" << question.options[i].name;
-    }
-    ++checked;
-  }
+  const std::size_t checked = test::for_each_prompt_golden(
+      fixture_dir(), [&](const api::Json& golden, const api::DecisionRequest& request, const api::Question& question) {
+        const std::string& key = question.key;
+        const std::string prompt = chat_template.render(lfm2_candidates_messages(request.state, question), true,
+                                                        text::Thinking::disabled) +
+                                   std::string(lfm2_candidates_prompt_tail());
+        EXPECT_EQ(prompt, golden["text"].get<std::string>()) << key;
+        EXPECT_TRUE(prompt.starts_with("<|startoftext|><|im_start|>system\n"));
+        EXPECT_EQ(encode_without_special_tokens(tokenizer, prompt), golden["ids"].get<std::vector<int32_t>>()) << key;
+        EXPECT_EQ(encode_without_special_tokens(tokenizer, lfm2_candidates_field_suffix()),
+                  golden["suffix"].get<std::vector<int32_t>>());
+        ASSERT_EQ(question.options.size(), golden["values"].size()) << key;
+        for (std::size_t i = 0; i < question.options.size(); ++i) {
+          EXPECT_EQ(encode_without_special_tokens(tokenizer, lfm2_candidates_value(question.options[i])),
+                    golden["values"][i].get<std::vector<int32_t>>())
+              << key << "/" << question.options[i].name;
+        }
+      });
   EXPECT_EQ(checked, 6U);
 }
 
@@ -134,13 +127,7 @@ TEST(Lfm2CandidatesEngine, BatchSizeDoesNotChangeAnswers) {
 
 TEST(Lfm2CandidatesEngine, RefusesOtherQuestionTypes) {
   LoadedModel model = load_model(fixture_dir().string());
-  const auto refused = [&](const char* body) {
-    return test::prepare_refusal(*model.engine, api::Json::parse(body));
-  };
-  EXPECT_EQ(refused(R"({"state":"s","questions":{"a":{"type":"choice","criteria":{"x":null}},"b":{"type":"noul"}}})"),
-            api::ErrorCode::unsupported_question_type);
-  EXPECT_EQ(refused(R"({"state":"s","questions":{"a":{"type":"score","criteria":["lo","hi"]}}})"),
-            api::ErrorCode::unsupported_question_type);
+  test::expect_refuses_all_but_choice(*model.engine);
   runtime::PrepareLimits tight;
   tight.token_budget = 100;
   auto over_budget = model.engine->prepare(

@@ -1,5 +1,7 @@
 #include "support/engine_runs.h"
 
+#include <gtest/gtest.h>
+
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -23,6 +25,14 @@ api::ErrorCode prepare_refusal(const runtime::Engine& engine, const api::Json& b
                                const runtime::PrepareLimits& limits) {
   auto plan = engine.prepare(typed_request(body), limits);
   return plan ? api::ErrorCode::internal_error : plan.error().code;
+}
+
+void expect_refuses_all_but_choice(const runtime::Engine& engine) {
+  const auto refused = [&](const char* body) { return prepare_refusal(engine, api::Json::parse(body)); };
+  EXPECT_EQ(refused(R"({"state":"s","questions":{"a":{"type":"choice","criteria":{"x":null}},"b":{"type":"noul"}}})"),
+            api::ErrorCode::unsupported_question_type);
+  EXPECT_EQ(refused(R"({"state":"s","questions":{"a":{"type":"score","criteria":["lo","hi"]}}})"),
+            api::ErrorCode::unsupported_question_type);
 }
 
 }  // namespace s1::test

@@ -25,4 +25,8 @@ EngineRun run_engine(runtime::Engine& engine, const api::DecisionRequest& reques
 api::ErrorCode prepare_refusal(const runtime::Engine& engine, const api::Json& body,
                                const runtime::PrepareLimits& limits = {});
 
+// Expects prepare to refuse, with unsupported_question_type, a noul question beside a choice one and a
+// score question: for the contracts that answer choice questions only.
+void expect_refuses_all_but_choice(const runtime::Engine& engine);
+
 }  // namespace s1::test

@@ -50,6 +50,19 @@ const api::Question& question_named(const api::DecisionRequest& request, const s
   throw std::runtime_error("no question " + key);
 }
 
+std::size_t for_each_prompt_golden(
+    const std::filesystem::path& dir,
+    const std::function<void(const api::Json& golden, const api::DecisionRequest& request,
+                             const api::Question& question)>& check) {
+  const std::vector<api::Json> requests = read_jsonl(dir / "requests.jsonl");
+  const std::vector<api::Json> goldens = read_jsonl(dir / "prompts.jsonl");
+  for (const api::Json& golden : goldens) {
+    const api::DecisionRequest request = typed_request(requests.at(golden["request"].get<std::size_t>()));
+    check(golden, request, question_named(request, golden["question"].get<std::string>()));
+  }
+  return goldens.size();
+}
+
 api::Question choice(std::vector<api::ChoiceOption> options, api::Json instructions) {
   api::Question question;
   question.type = api::QuestionType::choice;

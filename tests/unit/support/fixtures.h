@@ -1,7 +1,9 @@
 #pragma once
 // Helpers the decision-contract unit tests share, so each test reads its committed fixtures the same way.
 
+#include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +28,12 @@ api::DecisionRequest typed_request(const api::Json& body, const api::RequestLimi
 api::Question single_question(std::string_view question_json);
 // The question with `key`; throws when there is none.
 const api::Question& question_named(const api::DecisionRequest& request, const std::string& key);
+// Calls check for each line of <dir>/prompts.jsonl with the request of <dir>/requests.jsonl it names
+// ("request", an index) and that request's question it names ("question", a key); returns the number of lines.
+std::size_t for_each_prompt_golden(
+    const std::filesystem::path& dir,
+    const std::function<void(const api::Json& golden, const api::DecisionRequest& request,
+                             const api::Question& question)>& check);
 // A choice question keyed "q".
 api::Question choice(std::vector<api::ChoiceOption> options, api::Json instructions = nullptr);
 
