@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <array>
 #include <bit>
 #include <cassert>
 #include <cstdint>
@@ -8,16 +7,17 @@
 #include <vector>
 
 #include "kernels/x86/amx_tiles.h"
+#include "kernels/x86/attention_amx_tiles.h"
 #include "kernels/x86/avx512_math.h"
 #include "kernels/x86/x86.h"
 
 namespace s1::kernels::x86 {
 namespace {
 
-// Every tile here is 16 rows × 64 bytes: 16×32 bf16 operands (A row-major, B in the VNNI pair
-// layout) and 16×16 fp32 accumulators. Tiles: 0 = A, 1 and 2 = B (alternating, so a load can
-// overlap the previous product), 4–7 = four independent accumulators: with a single accumulator
-// every tdpbf16ps waited for the one before it.
+using namespace amx_attention;
+
+// d and every key range are multiples of 32 here: 2 or 4 accumulators per pass.
+constexpr Counts even_counts = Counts::two_or_four;
 
 struct Scratch {
   std::vector<std::uint16_t> queries;       // [16][d] bf16, pre-scaled
@@ -35,47 +35,11 @@ Scratch& thread_scratch() {
   return scratch;
 }
 
-// Word i of the result takes word interleave_pairs[i]: (a0, b0, a1, b1, …) from (a0..a15, b0..b15).
-constexpr std::array<std::uint16_t, 32> interleave_pairs = [] {
-  std::array<std::uint16_t, 32> indices{};
-  for (std::uint16_t k = 0; k < 16; ++k) {
-    indices[2 * k] = k;
-    indices[2 * k + 1] = static_cast<std::uint16_t>(16 + k);
-  }
-  return indices;
-}();
-
 // 16 bf16 values → fp32 (exact).
 inline __m512 widen_bf16_16(const std::uint16_t* source) {
   const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(source));
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
 }
-
-// 32 floats → 32 bf16 (round to nearest even), stored contiguously.
-inline void store_bf16_32(std::uint16_t* destination, __m512 low, __m512 high) {
-  _mm512_storeu_si512(destination, std::bit_cast<__m512i>(_mm512_cvtne2ps_pbh(high, low)));
-}
-
-// C[4 + n] += A · B_n for n < count (2 or 4), where A is in tile 0 (multiply_accumulate) or tile 3
-// (multiply_accumulate_a3) and B_n is 16×32 bytes at b + n·b_step (bytes), rows b_stride bytes apart.
-// Tile numbers are immediates of the instructions, hence one definition for both through a macro.
-#define S1_DEFINE_MULTIPLY_ACCUMULATE(name, a_tile)                                                      \
-  inline void name(const std::uint8_t* b, std::size_t b_step, std::size_t b_stride, std::size_t count) { \
-    const auto stride = static_cast<long>(b_stride);                                                     \
-    _tile_loadd(1, b, stride);                                                                           \
-    _tile_dpbf16ps(4, a_tile, 1);                                                                        \
-    _tile_loadd(2, b + b_step, stride);                                                                  \
-    _tile_dpbf16ps(5, a_tile, 2);                                                                        \
-    if (count > 2) {                                                                                     \
-      _tile_loadd(1, b + 2 * b_step, stride);                                                            \
-      _tile_dpbf16ps(6, a_tile, 1);                                                                      \
-      _tile_loadd(2, b + 3 * b_step, stride);                                                            \
-      _tile_dpbf16ps(7, a_tile, 2);                                                                      \
-    }                                                                                                    \
-  }
-S1_DEFINE_MULTIPLY_ACCUMULATE(multiply_accumulate, 0)
-S1_DEFINE_MULTIPLY_ACCUMULATE(multiply_accumulate_a3, 3)
-#undef S1_DEFINE_MULTIPLY_ACCUMULATE
 
 // Lanes l of the 16 keys from j with first ≤ j + l < visible.
 inline __mmask16 visible_lanes(std::size_t j, std::size_t first, std::size_t visible) {
@@ -105,24 +69,6 @@ inline float softmax_weights_bf16(const float* scores, std::size_t begin, std::s
     store_bf16_32(weights + j, low, high);
   }
   return 1.0F / sum_vector(sum);
-}
-
-inline void zero_accumulators() {
-  _tile_zero(4);
-  _tile_zero(5);
-  _tile_zero(6);
-  _tile_zero(7);
-}
-
-// Stores accumulator n (n < count) at c + n·16 floats, rows c_stride bytes apart.
-inline void store_accumulators(float* c, std::size_t c_stride, std::size_t count) {
-  const auto stride = static_cast<long>(c_stride);
-  _tile_stored(4, c, stride);
-  _tile_stored(5, c + 16, stride);
-  if (count > 2) {
-    _tile_stored(6, c + 32, stride);
-    _tile_stored(7, c + 48, stride);
-  }
 }
 
 }  // namespace
@@ -321,15 +267,16 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
       };
       zero_accumulators();
       if (queries_resident) {
-        multiply_accumulate(keys(0), 16 * sizeof(std::uint32_t), padded * sizeof(std::uint32_t), count);
-        multiply_accumulate_a3(keys(tile_depth), 16 * sizeof(std::uint32_t), padded * sizeof(std::uint32_t), count);
+        multiply_accumulate<even_counts>(keys(0), 16 * sizeof(std::uint32_t), padded * sizeof(std::uint32_t), count);
+        multiply_accumulate_a3<even_counts>(keys(tile_depth), 16 * sizeof(std::uint32_t),
+                                            padded * sizeof(std::uint32_t), count);
       } else {
         for (std::size_t c = 0; c < d; c += tile_depth) {
           _tile_loadd(0, scratch.queries.data() + c, query_stride);
-          multiply_accumulate(keys(c), 16 * sizeof(std::uint32_t), padded * sizeof(std::uint32_t), count);
+          multiply_accumulate<even_counts>(keys(c), 16 * sizeof(std::uint32_t), padded * sizeof(std::uint32_t), count);
         }
       }
-      store_accumulators(scratch.scores.data() + j0, padded * sizeof(float), count);
+      store_accumulators<even_counts>(scratch.scores.data() + j0, padded * sizeof(float), count);
     }
 
     float inverse_sum[tile_rows] = {};
@@ -351,10 +298,10 @@ void attention_head_amx_bf16(const AttentionHeadTask& task) {
       zero_accumulators();
       for (std::size_t j = begin; j < end_padded; j += tile_depth) {
         _tile_loadd(0, scratch.weights.data() + j, static_cast<long>(padded * sizeof(std::uint16_t)));
-        multiply_accumulate(reinterpret_cast<const std::uint8_t*>(values_pairs + (j / 2) * d + c0),
-                            16 * sizeof(std::uint32_t), d * sizeof(std::uint32_t), count);
+        multiply_accumulate<even_counts>(reinterpret_cast<const std::uint8_t*>(values_pairs + (j / 2) * d + c0),
+                                         16 * sizeof(std::uint32_t), d * sizeof(std::uint32_t), count);
       }
-      store_accumulators(scratch.block_out.data() + c0, d * sizeof(float), count);
+      store_accumulators<even_counts>(scratch.block_out.data() + c0, d * sizeof(float), count);
     }
     for (std::size_t r = 0; r < rows; ++r) {
       const float* block = scratch.block_out.data() + r * d;

@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <array>
 #include <bit>
 #include <cassert>
 #include <cstdint>
@@ -8,15 +7,14 @@
 #include <vector>
 
 #include "kernels/x86/amx_tiles.h"
+#include "kernels/x86/attention_amx_tiles.h"
 #include "kernels/x86/avx512_math.h"
 #include "kernels/x86/decoder.h"
 
 namespace s1::kernels::x86 {
 namespace {
 
-// The tiling of attention_amx_bf16.cpp (BERT's encoder attention): 16×32 bf16 operand tiles, 16×16
-// fp32 accumulators; tile 0 = A, 1 and 2 = B alternating so a load overlaps the previous product,
-// 4–7 = four independent accumulators.
+using namespace amx_attention;
 
 struct Scratch {
   std::vector<std::uint16_t> queries;       // [16][d] bf16, pre-scaled
@@ -31,56 +29,6 @@ struct Scratch {
 Scratch& thread_scratch() {
   thread_local Scratch scratch;
   return scratch;
-}
-
-// Word i of the result takes word interleave_pairs[i]: (a0, b0, a1, b1, …) from (a0..a15, b0..b15).
-constexpr std::array<std::uint16_t, 32> interleave_pairs = [] {
-  std::array<std::uint16_t, 32> indices{};
-  for (std::uint16_t k = 0; k < 16; ++k) {
-    indices[2 * k] = k;
-    indices[2 * k + 1] = static_cast<std::uint16_t>(16 + k);
-  }
-  return indices;
-}();
-
-// 32 floats → 32 bf16 (round to nearest even), stored contiguously.
-inline void store_bf16_32(std::uint16_t* destination, __m512 low, __m512 high) {
-  _mm512_storeu_si512(destination, std::bit_cast<__m512i>(_mm512_cvtne2ps_pbh(high, low)));
-}
-
-// C[4 + n] += A · B_n for n < count (1 to 4), A in tile 0, B_n 16×64 bytes at b + n·b_step bytes.
-inline void multiply_accumulate(const std::uint8_t* b, std::size_t b_step, std::size_t b_stride, std::size_t count) {
-  const auto stride = static_cast<long>(b_stride);
-  _tile_loadd(1, b, stride);
-  _tile_dpbf16ps(4, 0, 1);
-  if (count > 1) {
-    _tile_loadd(2, b + b_step, stride);
-    _tile_dpbf16ps(5, 0, 2);
-  }
-  if (count > 2) {
-    _tile_loadd(1, b + 2 * b_step, stride);
-    _tile_dpbf16ps(6, 0, 1);
-  }
-  if (count > 3) {
-    _tile_loadd(2, b + 3 * b_step, stride);
-    _tile_dpbf16ps(7, 0, 2);
-  }
-}
-
-inline void zero_accumulators() {
-  _tile_zero(4);
-  _tile_zero(5);
-  _tile_zero(6);
-  _tile_zero(7);
-}
-
-// Stores accumulator n (n < count) at c + n·16 floats, rows c_stride bytes apart.
-inline void store_accumulators(float* c, std::size_t c_stride, std::size_t count) {
-  const auto stride = static_cast<long>(c_stride);
-  _tile_stored(4, c, stride);
-  if (count > 1) _tile_stored(5, c + 16, stride);
-  if (count > 2) _tile_stored(6, c + 32, stride);
-  if (count > 3) _tile_stored(7, c + 48, stride);
 }
 
 }  // namespace
