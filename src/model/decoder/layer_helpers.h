@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstddef>
 #include <initializer_list>
 #include <span>
@@ -16,6 +17,7 @@
 #include "kernels/rope.h"
 #include "kernels/team.h"
 #include "model/decoder/causal_decoder.h"
+#include "model/decoder/output_matrix.h"
 
 namespace s1::decoder {
 
@@ -30,6 +32,59 @@ inline std::size_t rounded_rows(std::size_t rows) {
 // One branch's place in a forward pass's batch: rows [offset, offset + length) of every activation
 // matrix (the kernels' AttentionBranch, so that batched attention reads the same description).
 using BranchRows = kernels::AttentionBranch;
+
+// A forward pass's branches stacked in one matrix, so that the projections and the MLP run once over
+// all of them: each branch's rows, the real row count and the longest branch.
+struct StackedRows {
+  std::vector<BranchRows> branches;
+  std::size_t total = 0;
+  std::size_t longest = 0;
+};
+
+inline StackedRows stack_rows(std::span<const Branch> branches) {
+  StackedRows stacked;
+  for (const Branch& branch : branches) {
+    stacked.branches.push_back(BranchRows{stacked.total, branch.tokens.size()});
+    stacked.total += branch.tokens.size();
+    stacked.longest = std::max(stacked.longest, branch.tokens.size());
+  }
+  return stacked;
+}
+
+// Writes each stacked row's input embedding into hidden_rows ([rows, hidden], rows ≥ the stacked
+// total) and its absolute position (start + its index in the branch) into positions. The table is
+// `embeddings` ([vocab, hidden]), or the LM head's rows when the weights are tied (embeddings empty).
+inline void embed_rows(std::span<const Branch> branches, std::span<const BranchRows> rows, std::size_t start,
+                       std::span<const float> embeddings, const OutputMatrix& lm_head, std::span<int64_t> positions,
+                       std::span<float> hidden_rows) {
+  const std::size_t hidden = lm_head.hidden();
+  for (std::size_t b = 0; b < branches.size(); ++b) {
+    for (std::size_t t = 0; t < rows[b].length; ++t) {
+      const auto id = static_cast<std::size_t>(branches[b].tokens[t]);
+      const std::span<const float> embedding =
+          embeddings.empty() ? lm_head.row(id) : embeddings.subspan(id * hidden, hidden);
+      positions[rows[b].offset + t] = static_cast<int64_t>(start + t);
+      std::copy(embedding.begin(), embedding.end(), hidden_rows.begin() + static_cast<std::ptrdiff_t>((rows[b].offset + t) * hidden));
+    }
+  }
+}
+
+// Each branch's hidden rows at its output positions (hidden_rows: [rows, hidden], stacked as `rows`),
+// after the final RMSNorm, into outputs[b].hidden.
+inline void final_hidden_states(std::span<const Branch> branches, std::span<const BranchRows> rows,
+                                std::span<const float> hidden_rows, std::size_t hidden,
+                                std::span<const float> final_norm, float eps, std::span<BranchOutput> outputs) {
+  for (std::size_t b = 0; b < branches.size(); ++b) {
+    std::vector<float>& states = outputs[b].hidden;
+    states.resize(branches[b].output_positions.size() * hidden);
+    for (std::size_t i = 0; i < branches[b].output_positions.size(); ++i) {
+      const std::size_t row = rows[b].offset + branches[b].output_positions[i];
+      std::copy_n(hidden_rows.begin() + static_cast<std::ptrdiff_t>(row * hidden), hidden,
+                  states.begin() + static_cast<std::ptrdiff_t>(i * hidden));
+    }
+    kernels::rms_norm(states, final_norm, eps, states);
+  }
+}
 
 // Weight matrices stacked along the output dimension, so that one GEMM computes them all.
 inline std::vector<float> concatenate(std::initializer_list<std::span<const float>> parts) {
@@ -47,6 +102,32 @@ struct AttentionHeads {
   [[nodiscard]] std::size_t kv_width() const { return kv_heads * head_dim; }
   [[nodiscard]] std::size_t row_width() const { return q_width() + 2 * kv_width(); }
 };
+
+// Causal attention of the stacked rows of packed [q heads | k heads | v heads] rows `qkv`: every
+// branch sees the prefix's keys and values ([prefix_length, kv_width]) and its own, read in place from
+// `qkv`; the usual 1/√head_dim scale.
+inline kernels::CachedAttentionBranches packed_qkv_attention(std::span<const float> qkv, const AttentionHeads& shape,
+                                                             std::span<const float> prefix_keys,
+                                                             std::span<const float> prefix_values,
+                                                             std::size_t prefix_length,
+                                                             std::span<const BranchRows> rows,
+                                                             kernels::Precision precision) {
+  return {.q = qkv,
+          .q_stride = shape.row_width(),
+          .prefix_keys = prefix_keys,
+          .prefix_values = prefix_values,
+          .prefix_length = prefix_length,
+          .keys = qkv.subspan(shape.q_width()),
+          .values = qkv.subspan(shape.q_width() + shape.kv_width()),
+          .kv_stride = shape.row_width(),
+          .branches = rows,
+          .causal = true,
+          .shape = {.heads = shape.heads,
+                    .kv_heads = shape.kv_heads,
+                    .head_dim = shape.head_dim,
+                    .scale = 1.0F / std::sqrt(static_cast<float>(shape.head_dim)),
+                    .precision = precision}};
+}
 
 // Makes `table` (RoPE angles for rotary_dim at theta) cover positions [0, needed): rebuilt to the next
 // power of two (at most max_positions) when it falls short, so a server's growing prompts rebuild it

@@ -1,7 +1,6 @@
 #include "model/lfm2/lfm2_model.h"
 
 #include <algorithm>
-#include <cmath>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -116,14 +115,9 @@ class Lfm2Decoder final : public decoder::CausalDecoder {
                                              std::span<const decoder::Branch> branches, bool keep_states) override;
 
  private:
-  [[nodiscard]] std::span<const float> embedding_row(int32_t id) const {
-    const auto row = static_cast<std::size_t>(id);
-    if (embeddings_.empty()) return lm_head_->row(row);
-    return std::span<const float>(embeddings_).subspan(row * hidden_, hidden_);
-  }
-  [[nodiscard]] std::size_t q_width() const { return heads_ * head_dim_; }
-  [[nodiscard]] std::size_t kv_width() const { return kv_heads_ * head_dim_; }
-  [[nodiscard]] std::size_t qkv_width() const { return q_width() + 2 * kv_width(); }
+  [[nodiscard]] std::size_t q_width() const { return heads_.q_width(); }
+  [[nodiscard]] std::size_t kv_width() const { return heads_.kv_width(); }
+  [[nodiscard]] std::size_t qkv_width() const { return heads_.row_width(); }
   [[nodiscard]] std::size_t conv_history() const { return kernel_ - 1; }
 
   const Lfm2State* checked_prefix(const decoder::SequenceState* prefix) const;
@@ -136,9 +130,7 @@ class Lfm2Decoder final : public decoder::CausalDecoder {
   Lfm2Config config_;
   decoder::DecoderInfo info_;
   std::size_t hidden_;
-  std::size_t heads_;
-  std::size_t kv_heads_;
-  std::size_t head_dim_;
+  decoder::AttentionHeads heads_;
   std::size_t intermediate_;
   std::size_t kernel_;
   float eps_;
@@ -163,9 +155,9 @@ class Lfm2Decoder final : public decoder::CausalDecoder {
 Lfm2Decoder::Lfm2Decoder(const Lfm2Config& config, const Checkpoint& weights, kernels::Precision precision)
     : config_(config),
       hidden_(static_cast<std::size_t>(config.hidden_size)),
-      heads_(static_cast<std::size_t>(config.num_attention_heads)),
-      kv_heads_(static_cast<std::size_t>(config.num_key_value_heads)),
-      head_dim_(static_cast<std::size_t>(config.head_dim)),
+      heads_{.heads = static_cast<std::size_t>(config.num_attention_heads),
+             .kv_heads = static_cast<std::size_t>(config.num_key_value_heads),
+             .head_dim = static_cast<std::size_t>(config.head_dim)},
       intermediate_(static_cast<std::size_t>(config.intermediate_size)),
       kernel_(static_cast<std::size_t>(config.conv_kernel)),
       eps_(static_cast<float>(config.norm_eps)),
@@ -268,30 +260,16 @@ std::vector<decoder::BranchOutput> Lfm2Decoder::forward(const decoder::SequenceS
   std::vector<decoder::BranchOutput> outputs(branches.size());
   if (branches.empty()) return outputs;
 
-  // Every branch's rows in one matrix: the projections and the MLP run once over all of them.
-  std::vector<BranchRows> rows;
-  std::size_t total = 0;
-  for (const decoder::Branch& branch : branches) {
-    rows.push_back(BranchRows{total, branch.tokens.size()});
-    total += branch.tokens.size();
-  }
-  const std::size_t padded = rounded_rows(total);
-  rows_ = total;
-  positions_.resize(total);
+  const decoder::StackedRows stacked = decoder::stack_rows(branches);
+  const std::vector<BranchRows>& rows = stacked.branches;
+  const std::size_t padded = rounded_rows(stacked.total);
+  rows_ = stacked.total;
+  positions_.resize(stacked.total);
   hidden_rows_.assign(padded * hidden_, 0.0F);  // padding rows stay finite through every layer
-  for (std::size_t b = 0; b < branches.size(); ++b) {
-    for (std::size_t t = 0; t < rows[b].length; ++t) {
-      positions_[rows[b].offset + t] = static_cast<int64_t>(start + t);
-      const std::span<const float> embedding = embedding_row(branches[b].tokens[t]);
-      std::copy(embedding.begin(), embedding.end(),
-                hidden_rows_.begin() + static_cast<std::ptrdiff_t>((rows[b].offset + t) * hidden_));
-    }
-  }
+  decoder::embed_rows(branches, rows, start, embeddings_, *lm_head_, positions_, hidden_rows_);
   normed_.resize(padded, hidden_);
   activated_.resize(padded, intermediate_);
-  std::size_t longest = 0;
-  for (const BranchRows& branch : rows) longest = std::max(longest, branch.length);
-  decoder::cover_positions(rope_, head_dim_, static_cast<float>(config_.rope_theta), start + longest,
+  decoder::cover_positions(rope_, heads_.head_dim, static_cast<float>(config_.rope_theta), start + stacked.longest,
                            info_.max_positions);
 
   std::vector<std::unique_ptr<Lfm2State>> states(keep_states ? branches.size() : 0);
@@ -314,17 +292,8 @@ std::vector<decoder::BranchOutput> Lfm2Decoder::forward(const decoder::SequenceS
     mlp(layer);
   }
 
-  for (std::size_t b = 0; b < branches.size(); ++b) {
-    std::vector<float>& hidden = outputs[b].hidden;
-    hidden.resize(branches[b].output_positions.size() * hidden_);
-    for (std::size_t i = 0; i < branches[b].output_positions.size(); ++i) {
-      const std::size_t row = rows[b].offset + branches[b].output_positions[i];
-      std::copy_n(hidden_rows_.begin() + static_cast<std::ptrdiff_t>(row * hidden_), hidden_,
-                  hidden.begin() + static_cast<std::ptrdiff_t>(i * hidden_));
-    }
-    kernels::rms_norm(hidden, final_norm_, eps_, hidden);
-    if (keep_states) outputs[b].state = std::move(states[b]);
-  }
+  decoder::final_hidden_states(branches, rows, hidden_rows_, hidden_, final_norm_, eps_, outputs);
+  for (std::size_t b = 0; b < states.size(); ++b) outputs[b].state = std::move(states[b]);
   return outputs;
 }
 
@@ -339,29 +308,16 @@ void Lfm2Decoder::attention_layer(const Layer& layer, const Lfm2State* base, std
   const std::size_t width = kv_width();
   // Every branch attends to the prefix's keys in place and to its own rows inside projected_.
   const std::span<const float> no_rows;
-  const std::span<const float> own_rows(projected_);
   context_.resize(padded, q_width());
   // QK-norm, RoPE and the attention in one parallel region (one pool wake-up, not two).
   kernels::run_team([&](kernels::Team& team) {
-    decoder::qk_norm_rope_rows(projected_, team.share(rows_),
-                               {.heads = heads_, .kv_heads = kv_heads_, .head_dim = head_dim_}, weights.q_norm,
-                               weights.k_norm, eps_, positions_, rope_);
+    decoder::qk_norm_rope_rows(projected_, team.share(rows_), heads_, weights.q_norm, weights.k_norm, eps_,
+                               positions_, rope_);
     context_.attention(team, attention_workspace_,
-                       {.q = projected_,
-                        .q_stride = stride,
-                        .prefix_keys = base == nullptr ? no_rows : base->keys[layer.slot],
-                        .prefix_values = base == nullptr ? no_rows : base->values[layer.slot],
-                        .prefix_length = start,
-                        .keys = own_rows.subspan(q_width()),
-                        .values = own_rows.subspan(q_width() + width),
-                        .kv_stride = stride,
-                        .branches = rows,
-                        .causal = true,
-                        .shape = {.heads = heads_,
-                                  .kv_heads = kv_heads_,
-                                  .head_dim = head_dim_,
-                                  .scale = 1.0F / std::sqrt(static_cast<float>(head_dim_)),
-                                  .precision = info_.precision}});
+                       decoder::packed_qkv_attention(projected_, heads_,
+                                                     base == nullptr ? no_rows : base->keys[layer.slot],
+                                                     base == nullptr ? no_rows : base->values[layer.slot], start,
+                                                     rows, info_.precision));
   });
   for (std::size_t b = 0; b < states.size(); ++b) {
     // A kept state holds the whole sequence's rows: the prefix's, then the branch's.

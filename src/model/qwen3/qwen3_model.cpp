@@ -1,7 +1,6 @@
 #include "model/qwen3/qwen3_model.h"
 
 #include <algorithm>
-#include <cmath>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -124,13 +123,9 @@ class Qwen3Decoder final : public decoder::CausalDecoder {
                                              std::span<const decoder::Branch> branches, bool keep_states) override;
 
  private:
-  [[nodiscard]] std::span<const float> embedding_row(int32_t id) const {
-    if (embed_tokens_.empty()) return lm_head_.row(static_cast<std::size_t>(id));
-    return std::span<const float>(embed_tokens_).subspan(static_cast<std::size_t>(id) * hidden_, hidden_);
-  }
-  [[nodiscard]] std::size_t q_width() const { return heads_ * head_dim_; }
-  [[nodiscard]] std::size_t kv_width() const { return kv_heads_ * head_dim_; }
-  [[nodiscard]] std::size_t qkv_width() const { return q_width() + 2 * kv_width(); }
+  [[nodiscard]] std::size_t q_width() const { return heads_.q_width(); }
+  [[nodiscard]] std::size_t kv_width() const { return heads_.kv_width(); }
+  [[nodiscard]] std::size_t qkv_width() const { return heads_.row_width(); }
 
   // Everything between the q/k/v and the output projection, in one parallel region.
   void attention_block(kernels::Team& team, std::size_t layer_index, const Qwen3State* prefix,
@@ -139,9 +134,7 @@ class Qwen3Decoder final : public decoder::CausalDecoder {
   Qwen3Config config_;
   decoder::DecoderInfo info_;
   std::size_t hidden_;
-  std::size_t heads_;
-  std::size_t kv_heads_;
-  std::size_t head_dim_;
+  decoder::AttentionHeads heads_;
   std::size_t intermediate_;
   float eps_;
   decoder::OutputMatrix lm_head_;
@@ -181,9 +174,9 @@ decoder::OutputMatrix make_lm_head(const Qwen3Config& config, const Checkpoint& 
 Qwen3Decoder::Qwen3Decoder(const Qwen3Config& config, const Checkpoint& weights, kernels::Precision precision)
     : config_(config),
       hidden_(static_cast<std::size_t>(config.hidden_size)),
-      heads_(static_cast<std::size_t>(config.num_attention_heads)),
-      kv_heads_(static_cast<std::size_t>(config.num_key_value_heads)),
-      head_dim_(static_cast<std::size_t>(config.head_dim)),
+      heads_{.heads = static_cast<std::size_t>(config.num_attention_heads),
+             .kv_heads = static_cast<std::size_t>(config.num_key_value_heads),
+             .head_dim = static_cast<std::size_t>(config.head_dim)},
       intermediate_(static_cast<std::size_t>(config.intermediate_size)),
       eps_(static_cast<float>(config.rms_norm_eps)),
       lm_head_(make_lm_head(config, weights, WeightNames(weights), precision)),
@@ -238,8 +231,7 @@ void Qwen3Decoder::attention_block(kernels::Team& team, std::size_t layer_index,
   const std::size_t qkv_stride = qkv_width();
   const std::size_t width = kv_width();
   const kernels::Team::Range real = team.share(positions_.size());  // this thread's rows (no padding)
-  decoder::qk_norm_rope_rows(qkv_, real, {.heads = heads_, .kv_heads = kv_heads_, .head_dim = head_dim_},
-                             layer.q_norm, layer.k_norm, eps_, positions_, rope_);
+  decoder::qk_norm_rope_rows(qkv_, real, heads_, layer.q_norm, layer.k_norm, eps_, positions_, rope_);
   // Each branch's keys and values (after k_norm and RoPE) into its new segment, from this thread's rows.
   for (std::size_t b = 0; b < own_segments.size(); ++b) {
     float* keys = own_segments[b]->keys[layer_index].data();
@@ -270,23 +262,9 @@ void Qwen3Decoder::attention_block(kernels::Team& team, std::size_t layer_index,
       first += segment->length;
     }
   }
-  const std::span<const float> own_rows(qkv_);
   context_.attention(team, attention_workspace_,
-                     {.q = qkv_,
-                      .q_stride = qkv_stride,
-                      .prefix_keys = prefix_keys_,
-                      .prefix_values = prefix_values_,
-                      .prefix_length = start,
-                      .keys = own_rows.subspan(q_width()),
-                      .values = own_rows.subspan(q_width() + width),
-                      .kv_stride = qkv_stride,
-                      .branches = rows,
-                      .causal = true,
-                      .shape = {.heads = heads_,
-                                .kv_heads = kv_heads_,
-                                .head_dim = head_dim_,
-                                .scale = 1.0F / std::sqrt(static_cast<float>(head_dim_)),
-                                .precision = info_.precision}});
+                     decoder::packed_qkv_attention(qkv_, heads_, prefix_keys_, prefix_values_, start, rows,
+                                                   info_.precision));
 }
 
 std::vector<decoder::BranchOutput> Qwen3Decoder::forward(const decoder::SequenceState* prefix_state,
@@ -302,33 +280,20 @@ std::vector<decoder::BranchOutput> Qwen3Decoder::forward(const decoder::Sequence
   std::vector<decoder::BranchOutput> outputs(branches.size());
   if (branches.empty()) return outputs;
 
-  // Every branch's rows in one matrix: the projections and the MLP run once over all of them.
   const std::size_t start = prefix == nullptr ? 0 : prefix->length();
-  std::vector<BranchRows> rows;
-  std::size_t total = 0;
-  for (const decoder::Branch& branch : branches) {
-    rows.push_back(BranchRows{total, branch.tokens.size()});
-    total += branch.tokens.size();
-  }
-  const std::size_t padded = rounded_rows(total);
-  positions_.resize(total);
+  const decoder::StackedRows stacked = decoder::stack_rows(branches);
+  const std::vector<BranchRows>& rows = stacked.branches;
+  const std::size_t padded = rounded_rows(stacked.total);
+  positions_.resize(stacked.total);
   hidden_rows_.assign(padded * hidden_, 0.0F);  // padding rows stay finite (zero) through every layer
-  for (std::size_t b = 0; b < branches.size(); ++b)
-    for (std::size_t t = 0; t < rows[b].length; ++t) {
-      positions_[rows[b].offset + t] = static_cast<int64_t>(start + t);
-      const std::span<const float> embedding = embedding_row(branches[b].tokens[t]);
-      std::copy(embedding.begin(), embedding.end(),
-                hidden_rows_.begin() + static_cast<std::ptrdiff_t>((rows[b].offset + t) * hidden_));
-    }
+  decoder::embed_rows(branches, rows, start, embed_tokens_, lm_head_, positions_, hidden_rows_);
   normed_.resize(padded, hidden_);
   qkv_.resize(padded * qkv_width());
   context_.resize(padded, q_width());
   activated_.resize(padded, intermediate_);
   prefix_keys_.resize(start * kv_width());
   prefix_values_.resize(start * kv_width());
-  std::size_t longest = 0;
-  for (const BranchRows& branch : rows) longest = std::max(longest, branch.length);
-  decoder::cover_positions(rope_, head_dim_, static_cast<float>(config_.rope_theta), start + longest,
+  decoder::cover_positions(rope_, heads_.head_dim, static_cast<float>(config_.rope_theta), start + stacked.longest,
                            info_.max_positions);
 
   std::vector<std::shared_ptr<KvSegment>> own_segments;
@@ -355,23 +320,15 @@ std::vector<decoder::BranchOutput> Qwen3Decoder::forward(const decoder::Sequence
     activated_.project_accumulate(layer.down, hidden_rows_);
   }
 
-  for (std::size_t b = 0; b < branches.size(); ++b) {
-    std::vector<float>& hidden = outputs[b].hidden;
-    hidden.resize(branches[b].output_positions.size() * hidden_);
-    for (std::size_t i = 0; i < branches[b].output_positions.size(); ++i) {
-      const std::size_t row = rows[b].offset + branches[b].output_positions[i];
-      std::copy_n(hidden_rows_.begin() + static_cast<std::ptrdiff_t>(row * hidden_), hidden_,
-                  hidden.begin() + static_cast<std::ptrdiff_t>(i * hidden_));
-    }
-    kernels::rms_norm(hidden, final_norm_, eps_, hidden);
-    if (keep_states) {
+  decoder::final_hidden_states(branches, rows, hidden_rows_, hidden_, final_norm_, eps_, outputs);
+  if (keep_states)
+    for (std::size_t b = 0; b < branches.size(); ++b) {
       std::vector<std::shared_ptr<const KvSegment>> segments;
       if (prefix != nullptr) segments.assign(prefix->segments().begin(), prefix->segments().end());
       segments.push_back(std::move(own_segments[b]));
       if (segments.size() > max_segments) segments = {merge_segments(segments, layers_.size())};
       outputs[b].state = std::make_unique<Qwen3State>(std::move(segments), layers_.size(), kv_width());
     }
-  }
   return outputs;
 }
 
