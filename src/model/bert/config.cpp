@@ -14,10 +14,6 @@ namespace {
 using checkpoint::ConfigReader;
 using checkpoint::LoadError;
 
-void require_positive(const ConfigReader& reader, std::string_view key, int64_t value) {
-  if (value <= 0) reader.reject(key, "must be a positive integer");
-}
-
 }  // namespace
 
 BertConfig read_bert_config(const std::filesystem::path& config_file) {
@@ -34,13 +30,13 @@ BertConfig read_bert_config(const std::filesystem::path& config_file) {
   config.max_position_embeddings = reader.required<int64_t>("max_position_embeddings");
   config.type_vocab_size = reader.optional<int64_t>("type_vocab_size", 2);
   config.layer_norm_eps = reader.optional<double>("layer_norm_eps", 1e-12);
-  require_positive(reader, "vocab_size", config.vocab_size);
-  require_positive(reader, "hidden_size", config.hidden_size);
-  require_positive(reader, "num_hidden_layers", config.num_hidden_layers);
-  require_positive(reader, "num_attention_heads", config.num_attention_heads);
-  require_positive(reader, "intermediate_size", config.intermediate_size);
-  require_positive(reader, "max_position_embeddings", config.max_position_embeddings);
-  require_positive(reader, "type_vocab_size", config.type_vocab_size);
+  reader.require_positive("vocab_size", config.vocab_size);
+  reader.require_positive("hidden_size", config.hidden_size);
+  reader.require_positive("num_hidden_layers", config.num_hidden_layers);
+  reader.require_positive("num_attention_heads", config.num_attention_heads);
+  reader.require_positive("intermediate_size", config.intermediate_size);
+  reader.require_positive("max_position_embeddings", config.max_position_embeddings);
+  reader.require_positive("type_vocab_size", config.type_vocab_size);
   if (config.hidden_size % config.num_attention_heads != 0) {
     reader.reject("num_attention_heads", "must divide hidden_size (" + std::to_string(config.hidden_size) + ")");
   }

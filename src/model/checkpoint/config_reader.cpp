@@ -195,6 +195,10 @@ void ConfigReader::reject(std::string_view key, std::string_view reason) const {
   throw LoadError(source_ + ": key '" + std::string(key) + "': " + std::string(reason));
 }
 
+void ConfigReader::require_positive(std::string_view key, int64_t value) const {
+  if (value <= 0) reject(key, "must be a positive integer");
+}
+
 template int64_t ConfigReader::required<int64_t>(std::string_view);
 template double ConfigReader::required<double>(std::string_view);
 template bool ConfigReader::required<bool>(std::string_view);

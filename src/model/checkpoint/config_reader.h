@@ -55,6 +55,8 @@ class ConfigReader {
   void finish() const;
   // For values of the right type that the family does not support ("hidden_act": "swish").
   [[noreturn]] void reject(std::string_view key, std::string_view reason) const;
+  // For counts and sizes (read with required() or optional()) that must be at least 1.
+  void require_positive(std::string_view key, int64_t value) const;
 
   const std::string& source() const { return source_; }
 

@@ -14,10 +14,6 @@ namespace {
 
 using checkpoint::ConfigReader;
 
-void require_positive(const ConfigReader& reader, std::string_view key, int64_t value) {
-  if (value <= 0) reader.reject(key, "must be a positive integer");
-}
-
 // Lfm2MLP's width: with block_auto_adjust_ff_dim, two thirds of the configured width, scaled by
 // block_ffn_dim_multiplier and rounded up to block_multiple_of (Python int() truncation throughout).
 // Transformers skips the scaling and rounding for a null multiplier; null reads as absent (1.0) here,
@@ -26,7 +22,7 @@ int64_t effective_ff_width(ConfigReader& reader, int64_t configured) {
   const bool auto_adjust = reader.optional<bool>("block_auto_adjust_ff_dim", true);
   const double multiplier = reader.optional<double>("block_ffn_dim_multiplier", 1.0);
   const int64_t multiple_of = reader.optional<int64_t>("block_multiple_of", 256);
-  require_positive(reader, "block_multiple_of", multiple_of);
+  reader.require_positive("block_multiple_of", multiple_of);
   if (!auto_adjust) return configured;
   auto width = static_cast<int64_t>(2.0 * static_cast<double>(configured) / 3.0);
   width = static_cast<int64_t>(multiplier * static_cast<double>(width));
@@ -105,22 +101,22 @@ Lfm2Config read_lfm2_config(const std::filesystem::path& config_file) {
   if (!ff) reader.reject("intermediate_size", "is missing (and there is no block_ff_dim)");
   config.tie_word_embeddings = reader.optional<bool>("tie_word_embeddings", true);
   if (auto tie = reader.optional<bool>("tie_embedding")) config.tie_word_embeddings = *tie;
-  require_positive(reader, "vocab_size", config.vocab_size);
-  require_positive(reader, "hidden_size", config.hidden_size);
-  require_positive(reader, "num_hidden_layers", config.num_hidden_layers);
-  require_positive(reader, "num_attention_heads", config.num_attention_heads);
-  require_positive(reader, "num_key_value_heads", config.num_key_value_heads);
-  require_positive(reader, "max_position_embeddings", config.max_position_embeddings);
-  require_positive(reader, "conv_L_cache", config.conv_kernel);
-  require_positive(reader, "intermediate_size", *ff);
+  reader.require_positive("vocab_size", config.vocab_size);
+  reader.require_positive("hidden_size", config.hidden_size);
+  reader.require_positive("num_hidden_layers", config.num_hidden_layers);
+  reader.require_positive("num_attention_heads", config.num_attention_heads);
+  reader.require_positive("num_key_value_heads", config.num_key_value_heads);
+  reader.require_positive("max_position_embeddings", config.max_position_embeddings);
+  reader.require_positive("conv_L_cache", config.conv_kernel);
+  reader.require_positive("intermediate_size", *ff);
   config.intermediate_size = effective_ff_width(reader, *ff);
-  require_positive(reader, "intermediate_size", config.intermediate_size);
+  reader.require_positive("intermediate_size", config.intermediate_size);
   if (config.num_attention_heads % config.num_key_value_heads != 0) {
     reader.reject("num_key_value_heads",
                   "must divide num_attention_heads (" + std::to_string(config.num_attention_heads) + ")");
   }
   config.head_dim = reader.optional<int64_t>("head_dim", config.hidden_size / config.num_attention_heads);
-  require_positive(reader, "head_dim", config.head_dim);
+  reader.require_positive("head_dim", config.head_dim);
   if (config.head_dim % 2 != 0) reader.reject("head_dim", "must be even (RoPE rotates pairs)");
   if (config.vocab_size > INT32_MAX) reader.reject("vocab_size", "must fit 32-bit token ids");
   if (!(config.norm_eps > 0.0)) reader.reject("norm_eps", "must be positive");

@@ -9,10 +9,6 @@ namespace {
 
 using checkpoint::ConfigReader;
 
-void require_positive(const ConfigReader& reader, std::string_view key, int64_t value) {
-  if (value <= 0) reader.reject(key, "must be a positive integer");
-}
-
 // One entry of Transformers 5's rope_parameters: plain RoPE only, any scaling is rejected rather
 // than run unscaled.
 std::optional<double> read_rope_entry(ConfigReader& rope_parameters, std::string_view layer_type) {
@@ -48,7 +44,7 @@ void read_rope(ConfigReader& reader, ModernBertConfig& config) {
 // layer_types wins when present (as in Transformers 5); otherwise every n-th layer from 0 is global.
 void read_layer_types(ConfigReader& reader, ModernBertConfig& config) {
   const int64_t every = reader.optional<int64_t>("global_attn_every_n_layers", 3);
-  require_positive(reader, "global_attn_every_n_layers", every);
+  reader.require_positive("global_attn_every_n_layers", every);
   if (auto types = reader.optional<std::vector<std::string>>("layer_types")) {
     if (types->size() != static_cast<std::size_t>(config.num_hidden_layers)) {
       reader.reject("layer_types", "must list num_hidden_layers entries");
@@ -87,13 +83,13 @@ ModernBertConfig read_modernbert_config(ConfigReader& reader) {
   config.attention_bias = reader.optional<bool>("attention_bias", false);
   config.mlp_bias = reader.optional<bool>("mlp_bias", false);
   config.local_attention = reader.optional<int64_t>("local_attention", 128);
-  require_positive(reader, "vocab_size", config.vocab_size);
-  require_positive(reader, "hidden_size", config.hidden_size);
-  require_positive(reader, "intermediate_size", config.intermediate_size);
-  require_positive(reader, "num_hidden_layers", config.num_hidden_layers);
-  require_positive(reader, "num_attention_heads", config.num_attention_heads);
-  require_positive(reader, "max_position_embeddings", config.max_position_embeddings);
-  require_positive(reader, "local_attention", config.local_attention);
+  reader.require_positive("vocab_size", config.vocab_size);
+  reader.require_positive("hidden_size", config.hidden_size);
+  reader.require_positive("intermediate_size", config.intermediate_size);
+  reader.require_positive("num_hidden_layers", config.num_hidden_layers);
+  reader.require_positive("num_attention_heads", config.num_attention_heads);
+  reader.require_positive("max_position_embeddings", config.max_position_embeddings);
+  reader.require_positive("local_attention", config.local_attention);
   if (config.hidden_size % config.num_attention_heads != 0) {
     reader.reject("num_attention_heads", "must divide hidden_size (" + std::to_string(config.hidden_size) + ")");
   }

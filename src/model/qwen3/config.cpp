@@ -14,10 +14,6 @@ namespace {
 
 using checkpoint::ConfigReader;
 
-void require_positive(const ConfigReader& reader, std::string_view key, int64_t value) {
-  if (value <= 0) reader.reject(key, "must be a positive integer");
-}
-
 }  // namespace
 
 Qwen3Config read_qwen3_config(const std::filesystem::path& config_file) {
@@ -36,14 +32,14 @@ Qwen3Config read_qwen3_config(const std::filesystem::path& config_file) {
   config.max_position_embeddings = reader.required<int64_t>("max_position_embeddings");
   config.rms_norm_eps = reader.required<double>("rms_norm_eps");
   config.tie_word_embeddings = reader.optional<bool>("tie_word_embeddings", false);
-  require_positive(reader, "vocab_size", config.vocab_size);
-  require_positive(reader, "hidden_size", config.hidden_size);
-  require_positive(reader, "intermediate_size", config.intermediate_size);
-  require_positive(reader, "num_hidden_layers", config.num_hidden_layers);
-  require_positive(reader, "num_attention_heads", config.num_attention_heads);
-  require_positive(reader, "num_key_value_heads", config.num_key_value_heads);
-  require_positive(reader, "head_dim", config.head_dim);
-  require_positive(reader, "max_position_embeddings", config.max_position_embeddings);
+  reader.require_positive("vocab_size", config.vocab_size);
+  reader.require_positive("hidden_size", config.hidden_size);
+  reader.require_positive("intermediate_size", config.intermediate_size);
+  reader.require_positive("num_hidden_layers", config.num_hidden_layers);
+  reader.require_positive("num_attention_heads", config.num_attention_heads);
+  reader.require_positive("num_key_value_heads", config.num_key_value_heads);
+  reader.require_positive("head_dim", config.head_dim);
+  reader.require_positive("max_position_embeddings", config.max_position_embeddings);
   if (config.num_attention_heads % config.num_key_value_heads != 0) {
     reader.reject("num_key_value_heads",
                   "must divide num_attention_heads (" + std::to_string(config.num_attention_heads) + ")");

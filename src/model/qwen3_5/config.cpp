@@ -13,10 +13,6 @@ namespace {
 
 using checkpoint::ConfigReader;
 
-void require_positive(const ConfigReader& reader, std::string_view key, int64_t value) {
-  if (value <= 0) reader.reject(key, "must be a positive integer");
-}
-
 // RoPE settings, either Transformers 5's rope_parameters object or the older top-level rope_theta
 // plus rope_scaling. Text-only prompts give M-RoPE's t, h and w the same position, so mrope_section
 // (and mrope_interleaved) only have to be consistent: the rotation is plain 1-D RoPE.
@@ -130,7 +126,7 @@ Qwen35Config read_text(ConfigReader& text) {
         {"linear_value_head_dim", config.linear_value_head_dim},
         {"linear_num_key_heads", config.linear_num_key_heads},
         {"linear_num_value_heads", config.linear_num_value_heads}}) {
-    require_positive(text, key, value);
+    text.require_positive(key, value);
   }
   if (config.num_attention_heads % config.num_key_value_heads != 0) {
     text.reject("num_key_value_heads", "must divide num_attention_heads");

@@ -113,6 +113,15 @@ TEST(ConfigReader, RejectNamesKeyAndReason) {
               HasSubstr("config.json: key 'hidden_act': unsupported activation 'swish'"));
 }
 
+TEST(ConfigReader, RequirePositiveRejectsZeroAndNegatives) {
+  const ConfigReader config = reader_for("{}");
+  EXPECT_NO_THROW(config.require_positive("num_hidden_layers", 1));
+  EXPECT_THAT(error_of([&] { config.require_positive("num_hidden_layers", 0); }),
+              HasSubstr("config.json: key 'num_hidden_layers': must be a positive integer"));
+  EXPECT_THAT(error_of([&] { config.require_positive("head_dim", -64); }),
+              HasSubstr("key 'head_dim': must be a positive integer"));
+}
+
 TEST(ConfigReader, RootMustBeAnObject) {
   EXPECT_THAT(error_of([] { reader_for("[1]"); }), HasSubstr("expected a JSON object, got array"));
 }
