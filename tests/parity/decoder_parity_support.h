@@ -39,6 +39,10 @@ inline std::filesystem::path decoder_fixture_root(std::string_view family) {
          family;
 }
 
+// The sequence lengths every decoder fixture's reference.safetensors holds (LENGTHS in
+// tools/reference/make_{qwen3,lfm2}_fixtures.py).
+inline const std::vector<std::size_t> reference_lengths{1, 7, 64, 65, 130};
+
 struct DecoderReference {
   std::vector<int32_t> ids;
   std::vector<float> hidden;  // [n, hidden]
@@ -99,6 +103,33 @@ inline void expect_rows_match_reference(std::span<const float> got, std::span<co
   }
 }
 
+// fp32 against Transformers: the hidden rows of `reference.ids` within the hidden-row tolerance, and
+// the last position's logits within `tolerance` · the largest |reference logit|, from all_logits and
+// from the label readout path (double accumulation over gathered rows) alike.
+inline void expect_fp32_matches_reference(decoder::CausalDecoder& model, const DecoderReference& reference,
+                                          double tolerance) {
+  const std::size_t n = reference.ids.size();
+  const std::vector<float> hidden = full_hidden(model, reference.ids);
+  expect_rows_match_reference(hidden, reference.hidden, model.info().hidden_size, "hidden, length " + std::to_string(n));
+  const std::span<const float> last = std::span<const float>(hidden).last(model.info().hidden_size);
+  const double bound = tolerance * max_abs(reference.logits);
+  const std::vector<float> logits = model.lm_head().all_logits(last);
+  EXPECT_LE(max_difference(logits, reference.logits), bound) << "logits, length " << n;
+  const std::vector<int32_t> labels{0, 5, static_cast<int32_t>(model.info().vocab_size - 1)};
+  const std::vector<double> gathered = model.lm_head().gather_logits(last, labels);
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    EXPECT_NEAR(gathered[i], reference.logits[static_cast<std::size_t>(labels[i])], bound)
+        << "label " << labels[i] << ", length " << n;
+}
+
+// expect_fp32_matches_reference at every reference length of `fixture`.
+inline void expect_fp32_matches_references(decoder::CausalDecoder& model, const std::filesystem::path& fixture,
+                                           double tolerance) {
+  for (const std::size_t n : reference_lengths) {
+    expect_fp32_matches_reference(model, read_decoder_reference(fixture, n), tolerance);
+  }
+}
+
 // The hidden rows of `reference.ids` and the last position's logits each within `tolerance` · the
 // largest |reference| value (a bound for arithmetic whose error scales with the values, as bf16's).
 inline void expect_within_scaled_bound(decoder::CausalDecoder& model, const DecoderReference& reference,
@@ -109,6 +140,14 @@ inline void expect_within_scaled_bound(decoder::CausalDecoder& model, const Deco
   const std::vector<float> logits =
       model.lm_head().all_logits(std::span<const float>(hidden).last(model.info().hidden_size));
   EXPECT_LE(max_difference(logits, reference.logits), tolerance * max_abs(reference.logits)) << "logits, length " << n;
+}
+
+// expect_within_scaled_bound at every reference length of `fixture`.
+inline void expect_within_scaled_bound_at_every_length(decoder::CausalDecoder& model,
+                                                       const std::filesystem::path& fixture, double tolerance) {
+  for (const std::size_t n : reference_lengths) {
+    expect_within_scaled_bound(model, read_decoder_reference(fixture, n), tolerance);
+  }
 }
 
 // Branches after the first `prefix_length` tokens of `long_reference` (whose first branch must be the
@@ -173,6 +212,25 @@ inline void expect_shared_prefix_branches_equal_full_prompts(decoder::CausalDeco
   EXPECT_EQ(again[0].hidden, shared[0].hidden);
 }
 
+// The shared-prefix check on a fixture's 130- and 65-token references: a 40-token prefix of the
+// first, and branches of different lengths and tokens (the rest of the first, 17 tokens of the second,
+// and one and two tokens: shorter than a short-conv kernel, so a conv reads the prefix's carried
+// inputs).
+inline void expect_reference_branches_equal_full_prompts(decoder::CausalDecoder& model,
+                                                         const std::filesystem::path& fixture) {
+  const DecoderReference long_reference = read_decoder_reference(fixture, 130);
+  const DecoderReference other = read_decoder_reference(fixture, 65);
+  const std::size_t prefix_length = 40;
+  const std::vector<std::vector<int32_t>> branch_tokens{
+      std::vector<int32_t>(long_reference.ids.begin() + prefix_length, long_reference.ids.end()),
+      std::vector<int32_t>(other.ids.begin(), other.ids.begin() + 17),
+      std::vector<int32_t>{other.ids[40]},
+      std::vector<int32_t>{other.ids[41], other.ids[42]},
+  };
+  expect_shared_prefix_branches_equal_full_prompts(model, long_reference, prefix_length, branch_tokens,
+                                                   std::vector<int32_t>(other.ids.begin() + 20, other.ids.begin() + 25));
+}
+
 // One-token steps from the state after `reference`'s first `first` tokens up to position `end`: every
 // step's row is Transformers' row at that position, and the kept state grows by one each time.
 inline void expect_token_by_token_rows_match(decoder::CausalDecoder& model, const DecoderReference& reference,
@@ -218,5 +276,21 @@ inline void expect_bad_calls_rejected(decoder::CausalDecoder& model, decoder::Ca
   const auto foreign = other.run_prefix(good);
   expect_rejected(foreign.get(), {good, {}});
 }
+
+// A TEST_F fixture's own empty directory dir_ (named after the suite, the test and the run's seed, so
+// concurrent runs do not meet), removed after the test.
+class ScratchDirectoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const ::testing::UnitTest& run = *::testing::UnitTest::GetInstance();
+    dir_ = std::filesystem::temp_directory_path() /
+           ("s1_" + std::string(run.current_test_info()->test_suite_name()) + "_" + std::to_string(run.random_seed()) +
+            "_" + run.current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::filesystem::path dir_;
+};
 
 }  // namespace s1::parity

@@ -35,16 +35,11 @@
 namespace s1::lfm2 {
 namespace {
 
-using parity::expect_rows_match_reference;
-using parity::full_hidden;
-using parity::max_abs;
-using parity::max_difference;
 using Reference = parity::DecoderReference;
 
 constexpr double logits_tolerance = 1e-4;
 constexpr double bf16_tolerance = 5e-2;
 
-const std::vector<std::size_t> lengths{1, 7, 64, 65, 130};
 const std::vector<std::string> cases{"types_tied", "idxs_untied_bias"};
 
 std::filesystem::path fixture_root() { return parity::decoder_fixture_root("lfm2"); }
@@ -60,41 +55,18 @@ TEST_P(Lfm2Parity, Fp32MatchesTransformers) {
   const auto model = decoder::load_causal_decoder(fixture_root() / GetParam(), kernels::Precision::fp32);
   ASSERT_EQ(model->info().family, "lfm2");
   ASSERT_EQ(decoder::decoder_family_of(fixture_root() / GetParam()), "lfm2");
-  for (const std::size_t n : lengths) {
-    const Reference reference = read_reference(GetParam(), n);
-    const std::vector<float> hidden = full_hidden(*model, reference.ids);
-    expect_rows_match_reference(hidden, reference.hidden, model->info().hidden_size, "length " + std::to_string(n));
-    const std::span<const float> last = std::span<const float>(hidden).last(model->info().hidden_size);
-    const std::vector<float> logits = model->lm_head().all_logits(last);
-    EXPECT_LE(max_difference(logits, reference.logits), logits_tolerance * max_abs(reference.logits))
-        << "logits, length " << n;
-  }
+  parity::expect_fp32_matches_references(*model, fixture_root() / GetParam(), logits_tolerance);
 }
 
 TEST_P(Lfm2Parity, Bf16WithinDocumentedBound) {
   if (!kernels::linear_supported(kernels::Precision::bf16)) GTEST_SKIP() << "this CPU cannot run bf16 matmuls";
   const auto model = load_lfm2(fixture_root() / GetParam(), kernels::Precision::bf16);
-  for (const std::size_t n : lengths) {
-    parity::expect_within_scaled_bound(*model, read_reference(GetParam(), n), bf16_tolerance);
-  }
+  parity::expect_within_scaled_bound_at_every_length(*model, fixture_root() / GetParam(), bf16_tolerance);
 }
 
 TEST_P(Lfm2Parity, SharedPrefixBranchesEqualFullPrompts) {
   const auto model = load_lfm2(fixture_root() / GetParam(), kernels::Precision::fp32);
-  const Reference long_reference = read_reference(GetParam(), 130);
-  const Reference other = read_reference(GetParam(), 65);
-  const std::size_t prefix_length = 40;
-  // Branches of different lengths and tokens: one and two tokens (shorter than the conv kernel, so
-  // the conv reads the prefix's carried inputs), and longer ones.
-  const std::vector<std::vector<int32_t>> branch_tokens{
-      std::vector<int32_t>(long_reference.ids.begin() + prefix_length, long_reference.ids.end()),
-      std::vector<int32_t>(other.ids.begin(), other.ids.begin() + 17),
-      std::vector<int32_t>{other.ids[40]},
-      std::vector<int32_t>{other.ids[41], other.ids[42]},
-  };
-  parity::expect_shared_prefix_branches_equal_full_prompts(
-      *model, long_reference, prefix_length, branch_tokens,
-      std::vector<int32_t>(other.ids.begin() + 20, other.ids.begin() + 25));
+  parity::expect_reference_branches_equal_full_prompts(*model, fixture_root() / GetParam());
 }
 
 TEST_P(Lfm2Parity, TokenByTokenExtensionEqualsOneForward) {
@@ -110,16 +82,8 @@ TEST(Lfm2Forward, RejectsBadCalls) {
   parity::expect_bad_calls_rejected(*model, *other);
 }
 
-class Lfm2Files : public ::testing::Test {
+class Lfm2Files : public parity::ScratchDirectoryTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("s1_lfm2_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
   static nlohmann::ordered_json fixture_config(const std::string& name) {
     std::ifstream in(fixture_root() / name / "config.json");
     return nlohmann::ordered_json::parse(in);
@@ -139,8 +103,6 @@ class Lfm2Files : public ::testing::Test {
       EXPECT_NE(std::string(error.what()).find(key), std::string::npos) << error.what();
     }
   }
-
-  std::filesystem::path dir_;
 };
 
 TEST_F(Lfm2Files, ReadsTheFixtures) {

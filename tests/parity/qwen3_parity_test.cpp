@@ -35,14 +35,11 @@ namespace s1::qwen3 {
 namespace {
 
 using parity::full_hidden;
-using parity::max_abs;
-using parity::max_difference;
 using Reference = parity::DecoderReference;
 
 constexpr double logits_tolerance = 1e-4;
 constexpr double bf16_tolerance = 5e-2;
 
-const std::vector<std::size_t> lengths{1, 7, 64, 65, 130};
 const std::vector<std::string> cases{"gqa1_tied", "gqa2_untied", "gqa4_untied", "gqa2_tied_wide"};
 
 std::filesystem::path fixture_root() { return parity::decoder_fixture_root("qwen3"); }
@@ -56,46 +53,18 @@ class Qwen3Parity : public ::testing::TestWithParam<std::string> {};
 TEST_P(Qwen3Parity, Fp32MatchesTransformers) {
   const auto model = load_qwen3(fixture_root() / GetParam(), kernels::Precision::fp32);
   ASSERT_EQ(model->info().family, "qwen3");
-  for (const std::size_t n : lengths) {
-    const Reference reference = read_reference(GetParam(), n);
-    const std::vector<float> hidden = full_hidden(*model, reference.ids);
-    parity::expect_rows_match_reference(hidden, reference.hidden, model->info().hidden_size,
-                                        "hidden, length " + std::to_string(n));
-    const std::span<const float> last = std::span<const float>(hidden).last(model->info().hidden_size);
-    const std::vector<float> logits = model->lm_head().all_logits(last);
-    EXPECT_LE(max_difference(logits, reference.logits), logits_tolerance * max_abs(reference.logits))
-        << "logits, length " << n;
-    // The label readout path (double accumulation over gathered rows) agrees with all_logits too.
-    const std::vector<int32_t> labels{0, 5, static_cast<int32_t>(model->info().vocab_size - 1)};
-    const std::vector<double> gathered = model->lm_head().gather_logits(last, labels);
-    for (std::size_t i = 0; i < labels.size(); ++i)
-      EXPECT_NEAR(gathered[i], reference.logits[static_cast<std::size_t>(labels[i])],
-                  logits_tolerance * max_abs(reference.logits));
-  }
+  parity::expect_fp32_matches_references(*model, fixture_root() / GetParam(), logits_tolerance);
 }
 
 TEST_P(Qwen3Parity, Bf16WithinDocumentedBound) {
   if (!kernels::linear_supported(kernels::Precision::bf16)) GTEST_SKIP() << "this CPU cannot run bf16 matmuls";
   const auto model = load_qwen3(fixture_root() / GetParam(), kernels::Precision::bf16);
-  for (const std::size_t n : lengths) {
-    parity::expect_within_scaled_bound(*model, read_reference(GetParam(), n), bf16_tolerance);
-  }
+  parity::expect_within_scaled_bound_at_every_length(*model, fixture_root() / GetParam(), bf16_tolerance);
 }
 
 TEST_P(Qwen3Parity, SharedPrefixBranchesEqualUnsharedForwards) {
   const auto model = load_qwen3(fixture_root() / GetParam(), kernels::Precision::fp32);
-  const Reference long_reference = read_reference(GetParam(), 130);
-  const Reference other = read_reference(GetParam(), 65);
-  const std::size_t prefix_length = 40;
-  // Three branches of different lengths and tokens, one of them a single token.
-  const std::vector<std::vector<int32_t>> branch_tokens{
-      std::vector<int32_t>(long_reference.ids.begin() + prefix_length, long_reference.ids.end()),
-      std::vector<int32_t>(other.ids.begin(), other.ids.begin() + 17),
-      std::vector<int32_t>{other.ids[40]},
-  };
-  parity::expect_shared_prefix_branches_equal_full_prompts(
-      *model, long_reference, prefix_length, branch_tokens,
-      std::vector<int32_t>(other.ids.begin() + 20, other.ids.begin() + 25));
+  parity::expect_reference_branches_equal_full_prompts(*model, fixture_root() / GetParam());
 }
 
 TEST(Qwen3States, TokenByTokenExtensionEqualsOneForward) {
@@ -134,17 +103,7 @@ void write_renamed_checkpoint(const checkpoint::Checkpoint& source, const std::f
   out << text << data;
 }
 
-class Qwen3Checkpoints : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("s1_qwen3_checkpoint_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  std::filesystem::path dir_;
-};
+class Qwen3Checkpoints : public parity::ScratchDirectoryTest {};
 
 TEST_F(Qwen3Checkpoints, BareModelNamesLoadTheSameWeights) {
   // A Qwen3Model saved on its own has no "model." prefix (and, tied, no lm_head.weight).
@@ -181,17 +140,13 @@ TEST_F(Qwen3Checkpoints, AWrongShapeIsALoadError) {
   EXPECT_THROW((void)load_qwen3(dir_, kernels::Precision::fp32), checkpoint::LoadError);
 }
 
-class Qwen3ConfigReading : public ::testing::Test {
+class Qwen3ConfigReading : public parity::ScratchDirectoryTest {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("s1_qwen3_config_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
+    ScratchDirectoryTest::SetUp();
     std::ifstream in(fixture_root() / "gqa2_untied" / "config.json");
     original_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   // The fixture's config.json with `from` replaced by `to`, parsed.
   void expect_rejected(const std::string& from, const std::string& to, const std::string& key) {
@@ -208,7 +163,6 @@ class Qwen3ConfigReading : public ::testing::Test {
     }
   }
 
-  std::filesystem::path dir_;
   std::string original_;
 };
 
