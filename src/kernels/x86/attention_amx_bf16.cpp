@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <bit>
 #include <cassert>
 #include <cstdint>
 #include <cstring>
@@ -156,18 +155,7 @@ void lay_out_converted_keys_values(const AttentionHeadTask& task, std::size_t le
     lay_out_values(task.v_bf16, task.qkv_stride, length, padded, d, 0, length, values_pairs);
     return;
   }
-  const __m512i interleave = _mm512_loadu_si512(interleave_pairs.data());
-  for (std::size_t j = 0; j < length; j += 2) {
-    const float* v0 = task.v + j * task.qkv_stride;
-    const float* v1 = v0 + task.qkv_stride;
-    for (std::size_t c = 0; c < d; c += 16) {
-      const __m512 first = _mm512_loadu_ps(v0 + c);
-      const __m512 second = j + 1 < length ? _mm512_loadu_ps(v1 + c) : _mm512_setzero_ps();
-      const __m512i both = std::bit_cast<__m512i>(_mm512_cvtne2ps_pbh(second, first));
-      _mm512_storeu_si512(values_pairs + (j / 2) * d + c, _mm512_permutexvar_epi16(interleave, both));
-    }
-  }
-  std::fill(values_pairs + (length + 1) / 2 * d, values_pairs + padded / 2 * d, 0U);
+  lay_out_fp32_values(task.v, task.qkv_stride, length, padded, d, values_pairs);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstddef>
@@ -27,6 +28,25 @@ inline constexpr std::array<std::uint16_t, 32> interleave_pairs = [] {
 // 32 floats → 32 bf16 (round to nearest even), stored contiguously.
 inline void store_bf16_32(std::uint16_t* destination, __m512 low, __m512 high) {
   _mm512_storeu_si512(destination, std::bit_cast<__m512i>(_mm512_cvtne2ps_pbh(high, low)));
+}
+
+// `count` fp32 value rows (`stride` floats apart) into the B layout of P·V: row q of a tile holds
+// keys (2q, 2q+1) of 16 channels, interleaved; pairs past the last row up to `padded` rows are zero,
+// so padding adds 0 · 0.
+inline void lay_out_fp32_values(const float* values, std::size_t stride, std::size_t count, std::size_t padded,
+                                std::size_t d, std::uint32_t* values_pairs) {
+  const __m512i interleave = _mm512_loadu_si512(interleave_pairs.data());
+  for (std::size_t j = 0; j < count; j += 2) {
+    const float* v0 = values + j * stride;
+    const float* v1 = v0 + stride;
+    for (std::size_t c = 0; c < d; c += 16) {
+      const __m512 first = _mm512_loadu_ps(v0 + c);
+      const __m512 second = j + 1 < count ? _mm512_loadu_ps(v1 + c) : _mm512_setzero_ps();
+      const __m512i both = std::bit_cast<__m512i>(_mm512_cvtne2ps_pbh(second, first));
+      _mm512_storeu_si512(values_pairs + (j / 2) * d + c, _mm512_permutexvar_epi16(interleave, both));
+    }
+  }
+  std::fill(values_pairs + (count + 1) / 2 * d, values_pairs + padded / 2 * d, 0U);
 }
 
 // The accumulator counts a caller passes: with only 2 or 4 (a multiple of 32 columns, as the

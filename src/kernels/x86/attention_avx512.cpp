@@ -99,10 +99,7 @@ void attention_head_avx512(const AttentionHeadTask& bf16_or_fp32_task) {
       begin = (i0 > task.window ? i0 - task.window : 0) / 16 * 16;
     }
     const std::size_t end_padded = (end + 15) / 16 * 16;
-    std::size_t j0 = begin;
-    for (; j0 + 32 <= end_padded; j0 += 32)
-      score_block<2>(scratch.queries.data(), keys_transposed, padded, d, j0, scores);
-    if (j0 < end_padded) score_block<1>(scratch.queries.data(), keys_transposed, padded, d, j0, scores);
+    score_blocks(scratch.queries.data(), keys_transposed, padded, d, begin, end_padded, scores);
 
     float inverse_sum[block_rows] = {};
     float* out_rows[block_rows] = {};

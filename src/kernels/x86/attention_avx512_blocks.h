@@ -41,6 +41,14 @@ inline void score_block(const float* queries, const float* keys_transposed, std:
     for (std::size_t v = 0; v < vectors; ++v) _mm512_storeu_ps(scores + r * padded + j0 + 16 * v, acc[r][v]);
 }
 
+// Scores of keys [begin, end_padded) (multiples of 16): two vectors per block while they last.
+inline void score_blocks(const float* queries, const float* keys_transposed, std::size_t padded, std::size_t d,
+                         std::size_t begin, std::size_t end_padded, float* scores) {
+  std::size_t j0 = begin;
+  for (; j0 + 32 <= end_padded; j0 += 32) score_block<2>(queries, keys_transposed, padded, d, j0, scores);
+  if (j0 < end_padded) score_block<1>(queries, keys_transposed, padded, d, j0, scores);
+}
+
 // out[r][c0 .. c0+32) = inverse_sum[r] · Σ_{begin ≤ j < end} p[r][j] · v[j][c0 ..], lanes beyond d masked;
 // rows whose out_rows entry is null are skipped.
 inline void weighted_values(const float* scores, std::size_t padded, std::size_t begin, std::size_t end,

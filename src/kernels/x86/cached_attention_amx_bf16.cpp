@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <bit>
 #include <cassert>
 #include <cstdint>
 #include <cstring>
@@ -63,20 +62,7 @@ void amx_bf16_key_value_layout(const float* keys, const float* values, std::size
                           _mm512_i32gather_epi32(_mm512_add_epi32(pair_offsets, _mm512_set1_epi32(static_cast<int>(p))),
                                                  key_rows.data(), 4));
   }
-  // V into the B layout of P·V: row q of a tile holds keys (2q, 2q+1) of 16 channels, interleaved;
-  // pairs past the last key are zero, so padding adds 0 · 0.
-  const __m512i interleave = _mm512_loadu_si512(interleave_pairs.data());
-  for (std::size_t j = 0; j < count; j += 2) {
-    const float* v0 = values + j * kv_stride;
-    const float* v1 = v0 + kv_stride;
-    for (std::size_t c = 0; c < d; c += 16) {
-      const __m512 first = _mm512_loadu_ps(v0 + c);
-      const __m512 second = j + 1 < count ? _mm512_loadu_ps(v1 + c) : _mm512_setzero_ps();
-      const __m512i both = std::bit_cast<__m512i>(_mm512_cvtne2ps_pbh(second, first));
-      _mm512_storeu_si512(values_pairs + (j / 2) * d + c, _mm512_permutexvar_epi16(interleave, both));
-    }
-  }
-  std::fill(values_pairs + (count + 1) / 2 * d, values_pairs + padded / 2 * d, 0U);
+  lay_out_fp32_values(values, kv_stride, count, padded, d, values_pairs);
 }
 
 namespace {

@@ -100,10 +100,7 @@ void cached_attention_head_avx512(const CachedAttentionHeadTask& task) {
     // Keys this block can see, rounded up to whole vectors (padding keys are zero, then masked).
     const std::size_t end = task.causal ? task.first_query_position + i0 + rows : key_count;
     const std::size_t end_padded = (end + 15) / 16 * 16;
-    std::size_t j0 = 0;
-    for (; j0 + 32 <= end_padded; j0 += 32)
-      score_block<2>(scratch.queries.data(), keys_transposed, padded, d, j0, scores);
-    if (j0 < end_padded) score_block<1>(scratch.queries.data(), keys_transposed, padded, d, j0, scores);
+    score_blocks(scratch.queries.data(), keys_transposed, padded, d, 0, end_padded, scores);
 
     float inverse_sum[block_rows] = {};
     float* out_rows[block_rows] = {};
