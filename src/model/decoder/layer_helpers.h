@@ -17,7 +17,6 @@
 #include "kernels/rope.h"
 #include "kernels/team.h"
 #include "model/decoder/causal_decoder.h"
-#include "model/decoder/output_matrix.h"
 
 namespace s1::decoder {
 
@@ -51,18 +50,16 @@ inline StackedRows stack_rows(std::span<const Branch> branches) {
   return stacked;
 }
 
-// Writes each stacked row's input embedding into hidden_rows ([rows, hidden], rows ≥ the stacked
-// total) and its absolute position (start + its index in the branch) into positions. The table is
-// `embeddings` ([vocab, hidden]), or the LM head's rows when the weights are tied (embeddings empty).
+// Writes each stacked row's input embedding, its token's row of `table` ([vocab, hidden]: the
+// embedding matrix, or the LM head's rows when they are tied), into hidden_rows ([rows, hidden], rows ≥
+// the stacked total) and its absolute position (start + its index in the branch) into positions.
 inline void embed_rows(std::span<const Branch> branches, std::span<const BranchRows> rows, std::size_t start,
-                       std::span<const float> embeddings, const OutputMatrix& lm_head, std::span<int64_t> positions,
+                       std::span<const float> table, std::size_t hidden, std::span<int64_t> positions,
                        std::span<float> hidden_rows) {
-  const std::size_t hidden = lm_head.hidden();
   for (std::size_t b = 0; b < branches.size(); ++b) {
     for (std::size_t t = 0; t < rows[b].length; ++t) {
-      const auto id = static_cast<std::size_t>(branches[b].tokens[t]);
       const std::span<const float> embedding =
-          embeddings.empty() ? lm_head.row(id) : embeddings.subspan(id * hidden, hidden);
+          table.subspan(static_cast<std::size_t>(branches[b].tokens[t]) * hidden, hidden);
       positions[rows[b].offset + t] = static_cast<int64_t>(start + t);
       std::copy(embedding.begin(), embedding.end(), hidden_rows.begin() + static_cast<std::ptrdiff_t>((rows[b].offset + t) * hidden));
     }

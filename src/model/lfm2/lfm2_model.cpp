@@ -266,7 +266,8 @@ std::vector<decoder::BranchOutput> Lfm2Decoder::forward(const decoder::SequenceS
   rows_ = stacked.total;
   positions_.resize(stacked.total);
   hidden_rows_.assign(padded * hidden_, 0.0F);  // padding rows stay finite through every layer
-  decoder::embed_rows(branches, rows, start, embeddings_, *lm_head_, positions_, hidden_rows_);
+  decoder::embed_rows(branches, rows, start, embeddings_.empty() ? lm_head_->values() : embeddings_, hidden_,
+                      positions_, hidden_rows_);
   normed_.resize(padded, hidden_);
   activated_.resize(padded, intermediate_);
   decoder::cover_positions(rope_, heads_.head_dim, static_cast<float>(config_.rope_theta), start + stacked.longest,

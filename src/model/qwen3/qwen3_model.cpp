@@ -286,7 +286,8 @@ std::vector<decoder::BranchOutput> Qwen3Decoder::forward(const decoder::Sequence
   const std::size_t padded = rounded_rows(stacked.total);
   positions_.resize(stacked.total);
   hidden_rows_.assign(padded * hidden_, 0.0F);  // padding rows stay finite (zero) through every layer
-  decoder::embed_rows(branches, rows, start, embed_tokens_, lm_head_, positions_, hidden_rows_);
+  decoder::embed_rows(branches, rows, start, embed_tokens_.empty() ? lm_head_.values() : embed_tokens_, hidden_,
+                      positions_, hidden_rows_);
   normed_.resize(padded, hidden_);
   qkv_.resize(padded * qkv_width());
   context_.resize(padded, q_width());

@@ -354,28 +354,17 @@ std::vector<decoder::BranchOutput> Qwen35Decoder::forward(const decoder::Sequenc
   const Qwen35State* base = checked_prefix(prefix);
   const std::size_t start = base == nullptr ? 0 : base->length();
   decoder::check_branches(info_, start, branches);
-  std::vector<BranchRows> rows;
-  std::size_t total = 0;
-  for (const decoder::Branch& branch : branches) {
-    rows.push_back(BranchRows{total, branch.tokens.size()});
-    total += branch.tokens.size();
-  }
-  if (total == 0) return {};
+  const decoder::StackedRows stacked = decoder::stack_rows(branches);
+  const std::vector<BranchRows>& rows = stacked.branches;
+  if (stacked.total == 0) return {};
 
   const std::size_t width = hidden();
-  const std::size_t padded = kernels::padded_row_count(total);
-  rows_ = total;
+  const std::size_t padded = kernels::padded_row_count(stacked.total);
+  rows_ = stacked.total;
   hidden_.assign(padded * width, 0.0F);
-  positions_.resize(total);
-  for (std::size_t b = 0; b < branches.size(); ++b) {
-    for (std::size_t t = 0; t < rows[b].length; ++t) {
-      const auto id = static_cast<std::size_t>(branches[b].tokens[t]);
-      const std::span<const float> embedding =
-          embeddings_.empty() ? lm_head_->row(id) : std::span<const float>(embeddings_).subspan(id * width, width);
-      std::copy(embedding.begin(), embedding.end(), hidden_.begin() + static_cast<std::ptrdiff_t>((rows[b].offset + t) * width));
-      positions_[rows[b].offset + t] = static_cast<int64_t>(start + t);
-    }
-  }
+  positions_.resize(stacked.total);
+  decoder::embed_rows(branches, rows, start, embeddings_.empty() ? lm_head_->values() : embeddings_, width,
+                      positions_, hidden_);
 
   std::vector<std::unique_ptr<Qwen35State>> states(keep_states ? branches.size() : 0);
   for (std::size_t b = 0; b < states.size(); ++b) {
@@ -415,15 +404,8 @@ std::vector<decoder::BranchOutput> Qwen35Decoder::forward(const decoder::Sequenc
   }
 
   std::vector<decoder::BranchOutput> outputs(branches.size());
-  for (std::size_t b = 0; b < branches.size(); ++b) {
-    std::vector<float>& hidden = outputs[b].hidden;
-    for (const std::size_t position : branches[b].output_positions) {
-      const auto row = std::span<const float>(hidden_).subspan((rows[b].offset + position) * width, width);
-      hidden.insert(hidden.end(), row.begin(), row.end());
-    }
-    kernels::rms_norm(hidden, final_norm_, eps, hidden);
-    if (keep_states) outputs[b].state = std::move(states[b]);
-  }
+  decoder::final_hidden_states(branches, rows, hidden_, width, final_norm_, eps, outputs);
+  for (std::size_t b = 0; b < states.size(); ++b) outputs[b].state = std::move(states[b]);
   return outputs;
 }
 
