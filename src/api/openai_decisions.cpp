@@ -334,11 +334,7 @@ void append_probabilities(std::string& out, const Answer& answer, size_t count, 
 }  // namespace
 
 Result<DecisionsRequest> parse_decisions_request(std::string_view body, const RequestLimits& limits) {
-  auto parsed = parse_strict_json(body);
-  if (const auto* error = std::get_if<JsonSyntaxError>(&parsed)) {
-    return ApiError::validation({validation::json_invalid(error->message)});
-  }
-  return validate_decisions_request(std::get<Json>(parsed), limits);
+  return validation::parse_then_validate(body, limits, &validate_decisions_request);
 }
 
 Result<DecisionsRequest> validate_decisions_request(const Json& body, const RequestLimits& limits) {

@@ -279,11 +279,7 @@ class SystemOneValidator {
 }  // namespace
 
 Result<DecisionRequest> parse_system_one_request(std::string_view body, const RequestLimits& limits) {
-  auto parsed = parse_strict_json(body);
-  if (const auto* error = std::get_if<JsonSyntaxError>(&parsed)) {
-    return ApiError::validation({validation::json_invalid(error->message)});
-  }
-  return validate_system_one_request(std::get<Json>(parsed), limits);
+  return validation::parse_then_validate(body, limits, &validate_system_one_request);
 }
 
 Result<DecisionRequest> validate_system_one_request(const Json& body, const RequestLimits& limits) {

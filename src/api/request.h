@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 namespace s1::api {
@@ -64,6 +65,17 @@ void check_name(const std::string& name, const Location& location, std::vector<V
 std::optional<std::string> check_model(const Json* model, const Location& location, bool has_default,
                                        std::vector<ValidationIssue>& issues);
 Location append(Location location, LocationPart part);
+
+// Both routes' parse: strict JSON first (a syntax error is its one issue), then the route's validator.
+template <typename Request>
+Result<Request> parse_then_validate(std::string_view body, const RequestLimits& limits,
+                                    Result<Request> (*validate)(const Json&, const RequestLimits&)) {
+  auto parsed = parse_strict_json(body);
+  if (const auto* error = std::get_if<JsonSyntaxError>(&parsed)) {
+    return ApiError::validation({json_invalid(error->message)});
+  }
+  return validate(std::get<Json>(parsed), limits);
+}
 }  // namespace validation
 
 }  // namespace s1::api
