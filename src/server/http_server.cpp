@@ -685,21 +685,16 @@ HttpServer::Impl::Decision HttpServer::Impl::decide(Route route, const Request& 
   }
 
   const api::RequestLimits limits{options.max_questions, registry.default_model().has_value()};
-  auto parsed = api::parse_strict_json(http_request.body());
-  if (const auto* error = std::get_if<api::JsonSyntaxError>(&parsed)) {
-    return error_reply(api::ApiError::validation({api::validation::json_invalid(error->message)}), route);
-  }
-  const api::Json& body = std::get<api::Json>(parsed);
-
+  using api::validation::parse_then_validate;
   std::shared_ptr<api::DecisionRequest> request;
   std::optional<api::DecisionsRequest> decisions;
   if (route == Route::decisions) {
-    auto validated = api::validate_decisions_request(body, limits);
+    auto validated = parse_then_validate(http_request.body(), limits, &api::validate_decisions_request);
     if (!validated) return error_reply(validated.error(), route);
     decisions = std::move(validated.value());
     request = std::make_shared<api::DecisionRequest>(decisions->pipeline);
   } else {
-    auto validated = api::validate_system_one_request(body, limits);
+    auto validated = parse_then_validate(http_request.body(), limits, &api::validate_system_one_request);
     if (!validated) return error_reply(validated.error(), route);
     request = std::make_shared<api::DecisionRequest>(std::move(validated.value()));
   }
