@@ -10,7 +10,9 @@
 #include "router/header_list.h"
 #include "router/http_wire.h"
 #include "router/socket_io.h"
+#include "server/decide_handler.h"
 #include "server/http_checks.h"
+#include "server/reply.h"
 #include "server/status_routes.h"
 
 #include <boost/asio.hpp>
@@ -23,7 +25,6 @@
 #include <array>
 #include <atomic>
 #include <charconv>
-#include <cerrno>
 #include <limits>
 #include <list>
 #include <mutex>
@@ -31,7 +32,6 @@
 #include <thread>
 #include <variant>
 
-#include <sys/socket.h>
 
 namespace s1::server {
 namespace {
@@ -51,46 +51,6 @@ constexpr size_t header_limit = 64 * 1024;
 // lends (the forwarded request's, which keeps its capacity).
 using RequestParser = http::request_parser<http::string_body, router::ArenaAllocator<char>>;
 using Request = http::request<http::string_body, http::basic_fields<router::ArenaAllocator<char>>>;
-
-struct Reply {
-  int status = 200;
-  router::HeaderList headers;
-  std::string body;
-  // A literal, or the worker's value held by the connection's UpstreamReply until the next request.
-  std::string_view content_type = "application/json";
-  bool close = false;  // the connection cannot be reused (unread body, broken upload)
-  bool send = true;    // false: the client is gone, nothing to write
-  std::string rejected;  // metrics reason, when rejected before inference
-};
-
-Reply error_reply(const api::ApiError& error, Route route) {
-  Reply reply;
-  reply.status = api::http_status(error.code);
-  for (const auto& [name, value] : error.headers) reply.headers.add(name, value);
-  reply.body = route == Route::decisions ? api::openai_error_body(error) : api::system_one_error_body(error);
-  switch (error.code) {
-    case api::ErrorCode::overloaded: reply.rejected = "overloaded"; break;
-    case api::ErrorCode::deadline_exceeded: reply.rejected = "deadline"; break;
-    case api::ErrorCode::payload_too_large: reply.rejected = "too_large"; break;
-    case api::ErrorCode::unauthorized: reply.rejected = "unauthorized"; break;
-    case api::ErrorCode::validation:
-    case api::ErrorCode::unknown_model:
-    case api::ErrorCode::unsupported_media:
-    case api::ErrorCode::unsupported_question_type:
-    case api::ErrorCode::too_many_options:
-    case api::ErrorCode::max_tokens_exceeded:
-    case api::ErrorCode::unsupported_media_type: reply.rejected = "invalid"; break;
-    default: break;
-  }
-  return reply;
-}
-
-// As printf's "%.3f" (to_chars is specified as printf in the C locale), without its format parsing.
-std::string format_milliseconds(double seconds) {
-  char text[64];
-  const auto written = std::to_chars(text, text + sizeof text, seconds * 1000.0, std::chars_format::fixed, 3);
-  return std::string(text, written.ptr);
-}
 
 // "upstream;dur=" and the milliseconds as format_milliseconds writes them, in `text`: no allocation
 // on the forwarding path.
@@ -163,24 +123,6 @@ Reply worker_reply(Connection& connection) {
   return reply;
 }
 
-enum class ClientState { quiet, sent_more, gone };
-
-ClientState peek_client(tcp::socket& socket) {
-  char byte = 0;
-  const ssize_t received = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (received > 0) return ClientState::sent_more;
-  if (received < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return ClientState::quiet;
-  return ClientState::gone;
-}
-
-// Where an inference outcome meets the request waiting for it, on the connection's thread.
-struct Waiter {
-  explicit Waiter(asio::any_io_executor executor) : signal(std::move(executor)) {}
-  asio::steady_timer signal;
-  std::optional<runtime::JobOutcome> outcome;
-  bool readable = false;
-};
-
 }  // namespace
 
 std::vector<std::unique_ptr<asio::io_context>> make_contexts(int threads) {
@@ -215,9 +157,7 @@ struct HttpServer::Impl {
   tcp::acceptor acceptor;
   asio::signal_set signals;
   int64_t started_unix;
-  // Some model is an upstream pool: /v1/systemone bodies are scanned for `model` before any DOM.
-  const bool serves_upstream = std::any_of(registry.models().begin(), registry.models().end(),
-                                           [](const auto& model) { return model->pool != nullptr; });
+  DecideHandler handler{options, registry, metrics};
   std::atomic<bool> draining{false};
   std::atomic<int64_t> in_flight{0};
   std::mutex connections_mutex;
@@ -244,25 +184,6 @@ struct HttpServer::Impl {
   asio::awaitable<bool> read_rest_of_body(Connection& connection, RequestParser& parser, beast::flat_buffer& buffer,
                                           Clock::time_point deadline, Route route, Reply& failure);
 
-  // What serves a request whose body is whole: a reply already (refused), or what to await.
-  struct ForwardSystemOne {
-    router::UpstreamPool* pool;
-    bool renamed;  // the name the client used is not the one the pool's workers know
-  };
-  struct ForwardDecisions {
-    api::DecisionsRequest decisions;
-    const registry::ServedModel* served;
-  };
-  struct RunLocally {
-    std::shared_ptr<api::DecisionRequest> request;
-    std::optional<api::DecisionsRequest> decisions;
-    const registry::ServedModel* served;
-  };
-  using Decision = std::variant<Reply, ForwardSystemOne, ForwardDecisions, RunLocally>;
-  Decision decide(Route route, const Request& request) const;
-  asio::awaitable<Reply> run_locally(Connection& connection, Route route, std::shared_ptr<api::DecisionRequest> request,
-                                     std::optional<api::DecisionsRequest> decisions,
-                                     const registry::ServedModel& served, Clock::time_point deadline);
   asio::awaitable<Reply> forward_decisions(const Request& request,
                                            const api::DecisionsRequest& decisions, const registry::ServedModel& served,
                                            Clock::time_point deadline, const std::string& request_id);
@@ -479,8 +400,8 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn
       error_code body_error;
       if (body_from_buffer(parser, buffer, body_error) ||
           (!body_error && co_await read_rest_of_body(*connection, parser, buffer, deadline, route, reply))) {
-        Decision decision = decide(route, request);
-        if (auto* forward = std::get_if<ForwardSystemOne>(&decision)) {
+        DecideHandler::Decision decision = handler.decide(route, request.body());
+        if (auto* forward = std::get_if<DecideHandler::ForwardSystemOne>(&decision)) {
           router::UpstreamRequest& upstream = connection->upstream;
           upstream.target.assign("/v1/systemone").append(query_of(request.target()));
           if (forward->renamed) {
@@ -494,10 +415,10 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn
           connection->upstream_reply.body = std::move(connection->spare_body);
           const auto failed = co_await forward->pool->forward(upstream, connection->upstream_reply);
           reply = failed ? error_reply(*failed, Route::systemone) : worker_reply(*connection);
-        } else if (auto* relay = std::get_if<ForwardDecisions>(&decision)) {
+        } else if (auto* relay = std::get_if<DecideHandler::ForwardDecisions>(&decision)) {
           reply = co_await forward_decisions(request, relay->decisions, *relay->served, deadline, request_id);
-        } else if (auto* local = std::get_if<RunLocally>(&decision)) {
-          reply = co_await run_locally(*connection, route, std::move(local->request), std::move(local->decisions),
+        } else if (auto* local = std::get_if<DecideHandler::RunLocally>(&decision)) {
+          reply = co_await handler.run_locally(socket, route, std::move(local->request), std::move(local->decisions),
                                        *local->served, deadline);
         } else {
           reply = std::move(std::get<Reply>(decision));
@@ -658,58 +579,6 @@ Reply HttpServer::Impl::status_reply(Route route) const {
   return reply;
 }
 
-HttpServer::Impl::Decision HttpServer::Impl::decide(Route route, const Request& http_request) const {
-  // The router checks only `model` before forwarding (§7.1): a scan applies the strict-JSON rules
-  // without building the document, which only a locally served request needs.
-  if (route == Route::systemone && serves_upstream) {
-    const auto scanned = api::scan_strict_json(http_request.body(), "model");
-    if (const auto* error = std::get_if<api::JsonSyntaxError>(&scanned)) {
-      return error_reply(api::ApiError::validation({api::validation::json_invalid(error->message)}), route);
-    }
-    const api::StrictJsonScan& scan = std::get<api::StrictJsonScan>(scanned);
-    if (scan.object) {
-      const api::TopLevelMember& model = scan.member;
-      std::optional<std::string_view> name_used;
-      if (model.kind == api::TopLevelMember::Kind::absent || model.kind == api::TopLevelMember::Kind::null) {
-        name_used = registry.default_model();
-      } else if (model.kind == api::TopLevelMember::Kind::string && !model.text.empty() &&
-                 api::count_code_points(model.text) <= api::max_name_characters &&
-                 !api::has_control_character(model.text)) {
-        name_used = model.text;
-      }
-      const registry::ServedModel* served = name_used ? registry.resolve(*name_used) : nullptr;
-      if (served != nullptr && served->pool) {
-        return ForwardSystemOne{served->pool.get(), *name_used != served->pool->upstream_model()};
-      }
-    }
-  }
-
-  const api::RequestLimits limits{options.max_questions, registry.default_model().has_value()};
-  using api::validation::parse_then_validate;
-  std::shared_ptr<api::DecisionRequest> request;
-  std::optional<api::DecisionsRequest> decisions;
-  if (route == Route::decisions) {
-    auto validated = parse_then_validate(http_request.body(), limits, &api::validate_decisions_request);
-    if (!validated) return error_reply(validated.error(), route);
-    decisions = std::move(validated.value());
-    request = std::make_shared<api::DecisionRequest>(decisions->pipeline);
-  } else {
-    auto validated = parse_then_validate(http_request.body(), limits, &api::validate_system_one_request);
-    if (!validated) return error_reply(validated.error(), route);
-    request = std::make_shared<api::DecisionRequest>(std::move(validated.value()));
-  }
-
-  const std::string name = request->model.value_or(registry.default_model().value_or(""));
-  const registry::ServedModel* served = registry.resolve(name);
-  if (served == nullptr) {
-    api::ApiError error = api::ApiError::make(api::ErrorCode::unknown_model, "Unknown model: " + name);
-    error.openai_param = "model";
-    return error_reply(error, route);
-  }
-  if (served->pool && decisions) return ForwardDecisions{std::move(*decisions), served};
-  if (served->pool) return ForwardSystemOne{served->pool.get(), served->name != served->pool->upstream_model()};
-  return RunLocally{std::move(request), std::move(decisions), served};
-}
 
 
 asio::awaitable<Reply> HttpServer::Impl::forward_decisions(const Request& request,
@@ -738,103 +607,6 @@ asio::awaitable<Reply> HttpServer::Impl::forward_decisions(const Request& reques
   reply.body = api::serialize_decisions_response(decisions, result.value());
   std::array<char, 64> timing;
   reply.headers.add("Server-Timing", upstream_timing(timing, outcome.seconds));
-  co_return reply;
-}
-
-asio::awaitable<Reply> HttpServer::Impl::run_locally(Connection& connection, Route route,
-                                                     std::shared_ptr<api::DecisionRequest> request,
-                                                     std::optional<api::DecisionsRequest> decisions,
-                                                     const registry::ServedModel& model, Clock::time_point deadline) {
-  const registry::ServedModel* served = &model;
-  runtime::ModelRunner& runner = *served->runner;
-  if (runner.state() != runtime::ModelState::ready) {
-    co_return error_reply(api::ApiError::model_unavailable(served->name, runner.state() == runtime::ModelState::failed),
-                          route);
-  }
-  auto plan = runner.engine().prepare(*request, runtime::PrepareLimits{options.token_budget});
-  if (!plan) co_return error_reply(plan.error(), route);
-  const int64_t input_tokens = (*plan)->input_tokens;
-  const int64_t cached_tokens = (*plan)->cached_tokens;
-
-  const asio::any_io_executor executor = co_await asio::this_coro::executor;
-  auto waiter = std::make_shared<Waiter>(executor);
-  auto job = runner.submit(request, std::move(plan.value()), deadline, [waiter, executor](runtime::JobOutcome outcome) {
-    asio::post(executor, [waiter, outcome = std::move(outcome)]() mutable {
-      waiter->outcome = std::move(outcome);
-      waiter->signal.cancel();
-    });
-  });
-  if (!job) co_return error_reply(job.error(), route);
-  metrics.set_gauge("s1serve_queue_depth", {{"model", served->name}}, static_cast<double>(runner.queue_depth()));
-
-  // While the request waits, a readable socket may mean the client closed it; epoll also reports
-  // stale readiness, so the state is confirmed with a non-blocking peek before acting on it.
-  auto watch_client = [&connection, waiter] {
-    connection.stream.socket().async_wait(tcp::socket::wait_read, [waiter](const error_code& error) {
-      if (error) return;
-      waiter->readable = true;
-      waiter->signal.cancel();
-    });
-  };
-  watch_client();
-  bool owner_gave_up = false;
-  while (!waiter->outcome) {
-    waiter->signal.expires_at(owner_gave_up ? Clock::time_point::max() : deadline);
-    error_code ignored;
-    co_await waiter->signal.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
-    if (waiter->outcome) break;
-    if (waiter->readable) {
-      waiter->readable = false;
-      switch (peek_client(connection.stream.socket())) {
-        case ClientState::quiet: watch_client(); continue;
-        case ClientState::sent_more: continue;  // pipelined: its next request waits in the socket
-        case ClientState::gone: break;
-      }
-      if (job.value()->claim()) {
-        runner.withdraw(job.value());
-        Reply gone;
-        gone.send = false;
-        gone.status = 499;  // nginx's "client closed request", for metrics only
-        co_return gone;
-      }
-      owner_gave_up = true;  // the executor already claimed it; its outcome is on the way
-      continue;
-    }
-    if (Clock::now() >= deadline) {
-      if (job.value()->claim()) {
-        runner.withdraw(job.value());
-        error_code ignored_cancel;
-        connection.stream.socket().cancel(ignored_cancel);
-        co_return error_reply(api::ApiError::make(api::ErrorCode::deadline_exceeded, "The request's deadline passed"),
-                              route);
-      }
-      owner_gave_up = true;
-    }
-  }
-  error_code ignored_cancel;
-  connection.stream.socket().cancel(ignored_cancel);
-
-  runtime::JobOutcome& outcome = *waiter->outcome;
-  metrics.observe("s1serve_queue_wait_seconds", {{"model", served->name}}, outcome.queue_seconds);
-  metrics.observe("s1serve_inference_seconds", {{"model", served->name}}, outcome.inference_seconds);
-  if (!outcome.answers) co_return error_reply(outcome.answers.error(), route);
-
-  api::DecisionResult result;
-  result.model = served->name;
-  result.answers = std::move(outcome.answers.value());
-  result.input_tokens = input_tokens;
-  result.cached_tokens = cached_tokens;
-  metrics.add_counter("s1serve_input_tokens_total", {{"model", served->name}}, static_cast<double>(input_tokens));
-  for (const api::Question& question : request->questions) {
-    metrics.add_counter("s1serve_questions_total",
-                        {{"model", served->name}, {"type", std::string(api::question_type_name(question.type))}});
-  }
-
-  Reply reply;
-  reply.body = route == Route::decisions ? api::serialize_decisions_response(*decisions, result)
-                                         : api::serialize_system_one_response(*request, result);
-  reply.headers.add("Server-Timing", "queue;dur=" + format_milliseconds(outcome.queue_seconds) +
-                                         ", infer;dur=" + format_milliseconds(outcome.inference_seconds));
   co_return reply;
 }
 

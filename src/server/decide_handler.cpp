@@ -1,0 +1,211 @@
+#include "server/decide_handler.h"
+
+#include "api/openai_decisions.h"
+#include "api/request.h"
+#include "api/response.h"
+
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+
+#include <sys/socket.h>
+
+namespace s1::server {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+using error_code = boost::system::error_code;
+
+// As printf's "%.3f" (to_chars is specified as printf in the C locale), without its format parsing.
+std::string format_milliseconds(double seconds) {
+  char text[64];
+  const auto written = std::to_chars(text, text + sizeof text, seconds * 1000.0, std::chars_format::fixed, 3);
+  return std::string(text, written.ptr);
+}
+
+enum class ClientState { quiet, sent_more, gone };
+
+ClientState peek_client(tcp::socket& socket) {
+  char byte = 0;
+  const ssize_t received = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (received > 0) return ClientState::sent_more;
+  if (received < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return ClientState::quiet;
+  return ClientState::gone;
+}
+
+// Where an inference outcome meets the request waiting for it, on the connection's thread.
+struct Waiter {
+  explicit Waiter(asio::any_io_executor executor) : signal(std::move(executor)) {}
+  asio::steady_timer signal;
+  std::optional<runtime::JobOutcome> outcome;
+  bool readable = false;
+};
+
+}  // namespace
+
+DecideHandler::DecideHandler(const registry::ServerConfig& options, const registry::ModelRegistry& registry,
+                             Metrics& metrics)
+    : options_(options),
+      registry_(registry),
+      metrics_(metrics),
+      serves_upstream_(std::any_of(registry.models().begin(), registry.models().end(),
+                                   [](const auto& served) { return served->pool != nullptr; })) {}
+
+DecideHandler::Decision DecideHandler::decide(Route route, std::string_view body) const {
+  // The router checks only `model` before forwarding (§7.1): a scan applies the strict-JSON rules
+  // without building the document, which only a locally served request needs.
+  if (route == Route::systemone && serves_upstream_) {
+    const auto scanned = api::scan_strict_json(body, "model");
+    if (const auto* error = std::get_if<api::JsonSyntaxError>(&scanned)) {
+      return error_reply(api::ApiError::validation({api::validation::json_invalid(error->message)}), route);
+    }
+    const api::StrictJsonScan& scan = std::get<api::StrictJsonScan>(scanned);
+    if (scan.object) {
+      const api::TopLevelMember& model = scan.member;
+      std::optional<std::string_view> name_used;
+      if (model.kind == api::TopLevelMember::Kind::absent || model.kind == api::TopLevelMember::Kind::null) {
+        name_used = registry_.default_model();
+      } else if (model.kind == api::TopLevelMember::Kind::string && !model.text.empty() &&
+                 api::count_code_points(model.text) <= api::max_name_characters &&
+                 !api::has_control_character(model.text)) {
+        name_used = model.text;
+      }
+      const registry::ServedModel* served = name_used ? registry_.resolve(*name_used) : nullptr;
+      if (served != nullptr && served->pool) {
+        return ForwardSystemOne{served->pool.get(), *name_used != served->pool->upstream_model()};
+      }
+    }
+  }
+
+  const api::RequestLimits limits{options_.max_questions, registry_.default_model().has_value()};
+  using api::validation::parse_then_validate;
+  std::shared_ptr<api::DecisionRequest> request;
+  std::optional<api::DecisionsRequest> decisions;
+  if (route == Route::decisions) {
+    auto validated = parse_then_validate(body, limits, &api::validate_decisions_request);
+    if (!validated) return error_reply(validated.error(), route);
+    decisions = std::move(validated.value());
+    request = std::make_shared<api::DecisionRequest>(decisions->pipeline);
+  } else {
+    auto validated = parse_then_validate(body, limits, &api::validate_system_one_request);
+    if (!validated) return error_reply(validated.error(), route);
+    request = std::make_shared<api::DecisionRequest>(std::move(validated.value()));
+  }
+
+  const std::string name = request->model.value_or(registry_.default_model().value_or(""));
+  const registry::ServedModel* served = registry_.resolve(name);
+  if (served == nullptr) {
+    api::ApiError error = api::ApiError::make(api::ErrorCode::unknown_model, "Unknown model: " + name);
+    error.openai_param = "model";
+    return error_reply(error, route);
+  }
+  if (served->pool && decisions) return ForwardDecisions{std::move(*decisions), served};
+  if (served->pool) return ForwardSystemOne{served->pool.get(), served->name != served->pool->upstream_model()};
+  return RunLocally{std::move(request), std::move(decisions), served};
+}
+
+asio::awaitable<Reply> DecideHandler::run_locally(tcp::socket& socket, Route route,
+                                                  std::shared_ptr<api::DecisionRequest> request,
+                                                  std::optional<api::DecisionsRequest> decisions,
+                                                  const registry::ServedModel& model, Clock::time_point deadline) {
+  const registry::ServedModel* served = &model;
+  runtime::ModelRunner& runner = *served->runner;
+  if (runner.state() != runtime::ModelState::ready) {
+    co_return error_reply(api::ApiError::model_unavailable(served->name, runner.state() == runtime::ModelState::failed),
+                          route);
+  }
+  auto plan = runner.engine().prepare(*request, runtime::PrepareLimits{options_.token_budget});
+  if (!plan) co_return error_reply(plan.error(), route);
+  const int64_t input_tokens = (*plan)->input_tokens;
+  const int64_t cached_tokens = (*plan)->cached_tokens;
+
+  const asio::any_io_executor executor = co_await asio::this_coro::executor;
+  auto waiter = std::make_shared<Waiter>(executor);
+  auto job = runner.submit(request, std::move(plan.value()), deadline, [waiter, executor](runtime::JobOutcome outcome) {
+    asio::post(executor, [waiter, outcome = std::move(outcome)]() mutable {
+      waiter->outcome = std::move(outcome);
+      waiter->signal.cancel();
+    });
+  });
+  if (!job) co_return error_reply(job.error(), route);
+  metrics_.set_gauge("s1serve_queue_depth", {{"model", served->name}}, static_cast<double>(runner.queue_depth()));
+
+  // While the request waits, a readable socket may mean the client closed it; epoll also reports
+  // stale readiness, so the state is confirmed with a non-blocking peek before acting on it.
+  auto watch_client = [&socket, waiter] {
+    socket.async_wait(tcp::socket::wait_read, [waiter](const error_code& error) {
+      if (error) return;
+      waiter->readable = true;
+      waiter->signal.cancel();
+    });
+  };
+  watch_client();
+  bool owner_gave_up = false;
+  while (!waiter->outcome) {
+    waiter->signal.expires_at(owner_gave_up ? Clock::time_point::max() : deadline);
+    error_code ignored;
+    co_await waiter->signal.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    if (waiter->outcome) break;
+    if (waiter->readable) {
+      waiter->readable = false;
+      switch (peek_client(socket)) {
+        case ClientState::quiet: watch_client(); continue;
+        case ClientState::sent_more: continue;  // pipelined: its next request waits in the socket
+        case ClientState::gone: break;
+      }
+      if (job.value()->claim()) {
+        runner.withdraw(job.value());
+        Reply gone;
+        gone.send = false;
+        gone.status = 499;  // nginx's "client closed request", for metrics only
+        co_return gone;
+      }
+      owner_gave_up = true;  // the executor already claimed it; its outcome is on the way
+      continue;
+    }
+    if (Clock::now() >= deadline) {
+      if (job.value()->claim()) {
+        runner.withdraw(job.value());
+        error_code ignored_cancel;
+        socket.cancel(ignored_cancel);
+        co_return error_reply(api::ApiError::make(api::ErrorCode::deadline_exceeded, "The request's deadline passed"),
+                              route);
+      }
+      owner_gave_up = true;
+    }
+  }
+  error_code ignored_cancel;
+  socket.cancel(ignored_cancel);
+
+  runtime::JobOutcome& outcome = *waiter->outcome;
+  metrics_.observe("s1serve_queue_wait_seconds", {{"model", served->name}}, outcome.queue_seconds);
+  metrics_.observe("s1serve_inference_seconds", {{"model", served->name}}, outcome.inference_seconds);
+  if (!outcome.answers) co_return error_reply(outcome.answers.error(), route);
+
+  api::DecisionResult result;
+  result.model = served->name;
+  result.answers = std::move(outcome.answers.value());
+  result.input_tokens = input_tokens;
+  result.cached_tokens = cached_tokens;
+  metrics_.add_counter("s1serve_input_tokens_total", {{"model", served->name}}, static_cast<double>(input_tokens));
+  for (const api::Question& question : request->questions) {
+    metrics_.add_counter("s1serve_questions_total",
+                        {{"model", served->name}, {"type", std::string(api::question_type_name(question.type))}});
+  }
+
+  Reply reply;
+  reply.body = route == Route::decisions ? api::serialize_decisions_response(*decisions, result)
+                                         : api::serialize_system_one_response(*request, result);
+  reply.headers.add("Server-Timing", "queue;dur=" + format_milliseconds(outcome.queue_seconds) +
+                                         ", infer;dur=" + format_milliseconds(outcome.inference_seconds));
+  co_return reply;
+}
+
+}  // namespace s1::server

@@ -1,0 +1,61 @@
+#pragma once
+// The request work of the decision routes once a body is whole: parse and validate it, choose what
+// serves it (a worker pool or a local model), and run it locally through the model's runner.
+
+#include "api/openai_decisions.h"
+#include "registry/config.h"
+#include "registry/model_registry.h"
+#include "server/http_checks.h"
+#include "server/metrics.h"
+#include "server/reply.h"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <variant>
+
+namespace s1::server {
+
+class DecideHandler {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  DecideHandler(const registry::ServerConfig& options, const registry::ModelRegistry& registry, Metrics& metrics);
+
+  // What serves a request whose body is whole: a reply already (refused), or what to await.
+  struct ForwardSystemOne {
+    router::UpstreamPool* pool;
+    bool renamed;  // the name the client used is not the one the pool's workers know
+  };
+  struct ForwardDecisions {
+    api::DecisionsRequest decisions;
+    const registry::ServedModel* served;
+  };
+  struct RunLocally {
+    std::shared_ptr<api::DecisionRequest> request;
+    std::optional<api::DecisionsRequest> decisions;
+    const registry::ServedModel* served;
+  };
+  using Decision = std::variant<Reply, ForwardSystemOne, ForwardDecisions, RunLocally>;
+  Decision decide(Route route, std::string_view body) const;
+
+  // Queues the request on its model and waits for the outcome, its deadline, or the client on
+  // `socket` going away (then the work is withdrawn).
+  boost::asio::awaitable<Reply> run_locally(boost::asio::ip::tcp::socket& socket, Route route,
+                                            std::shared_ptr<api::DecisionRequest> request,
+                                            std::optional<api::DecisionsRequest> decisions,
+                                            const registry::ServedModel& served, Clock::time_point deadline);
+
+ private:
+  const registry::ServerConfig& options_;
+  const registry::ModelRegistry& registry_;
+  Metrics& metrics_;
+  // Some model is an upstream pool: /v1/systemone bodies are scanned for `model` before any DOM.
+  const bool serves_upstream_;
+};
+
+}  // namespace s1::server

@@ -1,0 +1,27 @@
+#include "server/reply.h"
+
+namespace s1::server {
+
+Reply error_reply(const api::ApiError& error, Route route) {
+  Reply reply;
+  reply.status = api::http_status(error.code);
+  for (const auto& [name, value] : error.headers) reply.headers.add(name, value);
+  reply.body = route == Route::decisions ? api::openai_error_body(error) : api::system_one_error_body(error);
+  switch (error.code) {
+    case api::ErrorCode::overloaded: reply.rejected = "overloaded"; break;
+    case api::ErrorCode::deadline_exceeded: reply.rejected = "deadline"; break;
+    case api::ErrorCode::payload_too_large: reply.rejected = "too_large"; break;
+    case api::ErrorCode::unauthorized: reply.rejected = "unauthorized"; break;
+    case api::ErrorCode::validation:
+    case api::ErrorCode::unknown_model:
+    case api::ErrorCode::unsupported_media:
+    case api::ErrorCode::unsupported_question_type:
+    case api::ErrorCode::too_many_options:
+    case api::ErrorCode::max_tokens_exceeded:
+    case api::ErrorCode::unsupported_media_type: reply.rejected = "invalid"; break;
+    default: break;
+  }
+  return reply;
+}
+
+}  // namespace s1::server
