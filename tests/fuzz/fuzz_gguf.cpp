@@ -1,0 +1,32 @@
+// libFuzzer target for the GGUF reader: any bytes must give either a file whose tensor views lie
+// inside the input and dequantise to their element count, or a LoadError, never a crash,
+// sanitizer report or runaway allocation.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <span>
+
+#include "model/checkpoint/gguf.h"
+#include "model/checkpoint/gguf_dequant.h"
+#include "model/checkpoint/load_error.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const auto bytes = std::as_bytes(std::span<const uint8_t>(data, size));
+  try {
+    const auto file = s1::checkpoint::parse_gguf(bytes, "fuzz.gguf");
+    for (const auto& tensor : file.tensors) {
+      if (tensor.bytes.data() < bytes.data() ||
+          tensor.bytes.data() + tensor.bytes.size() > bytes.data() + bytes.size()) {
+        std::abort();
+      }
+      // Touches every byte of the view, so ASan sees any view that escapes the input.
+      if (s1::checkpoint::dequantize(tensor).size() != static_cast<size_t>(tensor.element_count())) {
+        std::abort();
+      }
+    }
+  } catch (const s1::checkpoint::LoadError&) {
+    // Rejecting malformed input is the expected outcome.
+  }
+  return 0;
+}

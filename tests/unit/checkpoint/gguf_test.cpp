@@ -1,0 +1,318 @@
+#include "model/checkpoint/gguf.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "model/checkpoint/gguf_dequant.h"
+#include "model/checkpoint/load_error.h"
+#include "model/checkpoint/mapped_file.h"
+
+namespace s1::checkpoint {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr std::string_view kLabel = "/models/broken.gguf";
+
+// Writes GGUF bytes field by field, so that each test can break exactly one thing.
+class GgufBytes {
+ public:
+  GgufBytes& u8(uint8_t value) { return raw(&value, 1); }
+  GgufBytes& u32(uint32_t value) { return raw(&value, 4); }
+  GgufBytes& u64(uint64_t value) { return raw(&value, 8); }
+  GgufBytes& f32(float value) { return raw(&value, 4); }
+  GgufBytes& str(std::string_view text) {
+    u64(text.size());
+    return raw(text.data(), text.size());
+  }
+  GgufBytes& header(uint64_t tensors, uint64_t keys, uint32_t version = 3) {
+    raw("GGUF", 4);
+    return u32(version).u64(tensors).u64(keys);
+  }
+  // A u32 metadata entry.
+  GgufBytes& key_u32(std::string_view key, uint32_t value) {
+    return str(key).u32(static_cast<uint32_t>(GgufType::kUint32)).u32(value);
+  }
+  // One tensor info entry.
+  GgufBytes& tensor(std::string_view name, std::vector<uint64_t> dims, uint32_t type, uint64_t offset) {
+    str(name).u32(static_cast<uint32_t>(dims.size()));
+    for (uint64_t dim : dims) u64(dim);
+    return u32(type).u64(offset);
+  }
+  GgufBytes& pad_to(std::size_t alignment) {
+    while (bytes_.size() % alignment != 0) bytes_.push_back(std::byte{0});
+    return *this;
+  }
+  GgufBytes& zeros(std::size_t count) {
+    bytes_.resize(bytes_.size() + count);
+    return *this;
+  }
+  std::span<const std::byte> bytes() const { return bytes_; }
+
+ private:
+  GgufBytes& raw(const void* data, std::size_t size) {
+    const auto* first = static_cast<const std::byte*>(data);
+    bytes_.insert(bytes_.end(), first, first + size);
+    return *this;
+  }
+  std::vector<std::byte> bytes_;
+};
+
+std::string parse_error(std::span<const std::byte> bytes) {
+  try {
+    parse_gguf(bytes, kLabel);
+  } catch (const LoadError& error) {
+    const std::string message = error.what();
+    EXPECT_THAT(message, HasSubstr(std::string(kLabel)));
+    return message;
+  }
+  ADD_FAILURE() << "expected a LoadError";
+  return "";
+}
+
+// Written by tools/reference/make_gguf_fixtures.py.
+MappedFile types_file() {
+  const char* source = std::getenv("S1SERVE_SOURCE_DIR");
+  if (source == nullptr) throw std::runtime_error("S1SERVE_SOURCE_DIR is not set");
+  return MappedFile::open(std::filesystem::path(source) / "tests/fixtures/gguf/types.gguf");
+}
+
+TEST(ParseGguf, ReadsEveryMetadataValueType) {
+  const auto mapped = types_file();
+  const GgufFile file = parse_gguf(mapped.bytes(), "types.gguf");
+  EXPECT_EQ(file.version, 3u);
+  EXPECT_EQ(file.alignment, 64u);
+  EXPECT_EQ(file.get_string("general.architecture"), "s1test");
+  EXPECT_EQ(file.get_uint("test.uint8"), 200u);
+  EXPECT_EQ(file.find("test.uint8")->type, GgufType::kUint8);
+  EXPECT_EQ(file.get_int("test.int8"), -100);
+  EXPECT_EQ(file.get_uint("test.uint16"), 60000u);
+  EXPECT_EQ(file.get_int("test.int16"), -30000);
+  EXPECT_EQ(file.get_uint("test.uint32"), 4000000000u);
+  EXPECT_EQ(file.get_int("test.int32"), -2000000000);
+  EXPECT_EQ(file.get_float("test.float32"), 0.5);
+  EXPECT_EQ(file.find("test.float32")->type, GgufType::kFloat32);
+  EXPECT_EQ(file.get_bool("test.bool"), true);
+  EXPECT_EQ(file.get_string("test.string"), "h\xc3\xa9llo");
+  EXPECT_EQ(file.get_uint("test.uint64"), (uint64_t{1} << 63) + 5);
+  EXPECT_EQ(file.get_int("test.int64"), -(int64_t{1} << 62));
+  EXPECT_EQ(file.get_float("test.float64"), 0.1);
+  EXPECT_THAT(*file.get_ints("test.array.int32"), ElementsAre(1, -2, 3));
+  EXPECT_THAT(*file.get_strings("test.array.string"), ElementsAre("a", "bc", ""));
+  EXPECT_THAT(*file.get_floats("test.array.float32"), ElementsAre(0.25, -1.5));
+  const GgufValue* nested = file.find("test.array.nested");
+  ASSERT_NE(nested, nullptr);
+  const auto& outer = std::get<GgufArray>(nested->value);
+  ASSERT_EQ(outer.element_type, GgufType::kArray);
+  ASSERT_EQ(outer.items.size(), 2u);
+  const auto& first = std::get<GgufArray>(outer.items[0].value);
+  EXPECT_EQ(first.element_type, GgufType::kInt32);
+  ASSERT_EQ(first.items.size(), 2u);
+  EXPECT_EQ(std::get<int64_t>(first.items[1].value), 2);
+  EXPECT_EQ(std::get<GgufArray>(outer.items[1].value).items.size(), 1u);
+  EXPECT_FALSE(file.get_uint("test.absent").has_value());
+}
+
+TEST(ParseGguf, TypedReadersNameTheKeyOfAWrongType) {
+  const auto mapped = types_file();
+  const GgufFile file = parse_gguf(mapped.bytes(), "types.gguf");
+  const auto message = [](auto&& read) {
+    try {
+      read();
+    } catch (const LoadError& error) {
+      return std::string(error.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(message([&] { file.get_string("test.uint8"); }),
+              HasSubstr("key 'test.uint8' is a uint8, expected a string"));
+  EXPECT_THAT(message([&] { file.get_uint("test.int8"); }), HasSubstr("'test.int8'"));
+  EXPECT_THAT(message([&] { file.get_strings("test.array.int32"); }),
+              HasSubstr("is a array of int32, expected an array of string"));
+  EXPECT_THAT(message([&] { file.require(file.get_uint("test.absent"), "test.absent"); }),
+              HasSubstr("key 'test.absent' is missing"));
+}
+
+// gguf.quants.dequantize's values for random blocks of each type, stored next to them by
+// tools/reference/make_gguf_fixtures.py: ours must agree bit for bit.
+TEST(Dequantize, MatchesTheGgufPackageForEveryType) {
+  const auto mapped = types_file();
+  const GgufFile file = parse_gguf(mapped.bytes(), "types.gguf");
+  for (const char* name : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q5_k", "q6_k"}) {
+    SCOPED_TRACE(name);
+    const GgufTensor* tensor = file.find_tensor(name);
+    const GgufTensor* expected = file.find_tensor(std::string(name) + ".expected");
+    ASSERT_NE(tensor, nullptr);
+    ASSERT_NE(expected, nullptr);
+    EXPECT_THAT(tensor->shape(), ElementsAre(3, 512));
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(tensor->bytes.data()) % 64,
+              reinterpret_cast<std::uintptr_t>(mapped.bytes().data()) % 64);
+    const auto values = dequantize(*tensor);
+    const auto reference = dequantize(*expected);
+    ASSERT_EQ(values.size(), reference.size());
+    std::size_t mismatches = 0;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (std::bit_cast<uint32_t>(values[i]) != std::bit_cast<uint32_t>(reference[i])) {
+        if (mismatches++ < 5) ADD_FAILURE() << "value " << i << ": " << values[i] << " vs " << reference[i];
+      }
+    }
+    EXPECT_EQ(mismatches, 0u);
+  }
+}
+
+TEST(Dequantize, RejectsAMismatchedBuffer) {
+  std::vector<std::byte> blocks(34);
+  std::vector<float> out(31);
+  EXPECT_THROW(dequantize(GgmlType::kQ8_0, blocks, out), std::invalid_argument);
+}
+
+TEST(ParseGguf, AcceptsVersion2AndRejectsOthers) {
+  const auto mapped = types_file();
+  std::vector<std::byte> bytes(mapped.bytes().begin(), mapped.bytes().end());
+  bytes[4] = std::byte{2};
+  EXPECT_EQ(parse_gguf(bytes, kLabel).version, 2u);
+  bytes[4] = std::byte{1};
+  EXPECT_THAT(parse_error(bytes), HasSubstr("GGUF version 1 is not supported"));
+  bytes[4] = std::byte{0};
+  bytes[7] = std::byte{3};
+  EXPECT_THAT(parse_error(bytes), HasSubstr("big-endian"));
+}
+
+TEST(ParseGguf, EveryTruncationIsALoadError) {
+  const auto mapped = types_file();
+  const auto bytes = mapped.bytes();
+  // Every prefix through the header, then a sample of the data section (whose tensors end past
+  // each cut).
+  for (std::size_t size = 0; size < bytes.size(); size += size < 4096 ? 1 : 997) {
+    SCOPED_TRACE(size);
+    EXPECT_THROW(parse_gguf(bytes.first(size), kLabel), LoadError);
+  }
+}
+
+TEST(ParseGguf, RejectsAFileThatIsNotGguf) {
+  GgufBytes file;
+  file.u32(0x46554746).u32(3).u64(0).u64(0);
+  EXPECT_THAT(parse_error(file.bytes()), HasSubstr("not a GGUF file"));
+}
+
+TEST(ParseGguf, ReadsAnEmptyFileOfNoTensors) {
+  GgufBytes file;
+  file.header(0, 1).key_u32("general.alignment", 16);
+  const auto parsed = parse_gguf(file.bytes(), kLabel);
+  EXPECT_EQ(parsed.alignment, 16u);
+  EXPECT_TRUE(parsed.tensors.empty());
+}
+
+TEST(ParseGguf, RejectsBadMetadata) {
+  {
+    GgufBytes file;
+    file.header(0, 2).key_u32("a.key", 1).key_u32("a.key", 2);
+    EXPECT_THAT(parse_error(file.bytes()), HasSubstr("key 'a.key' appears twice"));
+  }
+  {
+    GgufBytes file;
+    file.header(0, 1).str("a.key").u32(13).u32(0);
+    EXPECT_THAT(parse_error(file.bytes()), HasSubstr("the value type of key 'a.key' 13"));
+  }
+  {
+    GgufBytes file;
+    file.header(0, 1).str("a.flag").u32(static_cast<uint32_t>(GgufType::kBool)).u8(2);
+    EXPECT_THAT(parse_error(file.bytes()), HasSubstr("'a.flag' is a bool of byte value 2"));
+  }
+  {
+    GgufBytes file;
+    file.header(0, 1).str("a.text").u32(static_cast<uint32_t>(GgufType::kString)).u64(~uint64_t{0});
+    EXPECT_THAT(parse_error(file.bytes()), HasSubstr("'a.text'"));
+  }
+  {
+    GgufBytes file;  // an array claiming 2^61 strings
+    file.header(0, 1).str("a.list").u32(static_cast<uint32_t>(GgufType::kArray));
+    file.u32(static_cast<uint32_t>(GgufType::kString)).u64(uint64_t{1} << 61);
+    EXPECT_THAT(parse_error(file.bytes()), HasSubstr("key 'a.list': array length"));
+  }
+  {
+    GgufBytes file;  // more metadata entries than the file could hold
+    file.header(0, uint64_t{1} << 40);
+    EXPECT_THAT(parse_error(file.bytes()), HasSubstr("metadata count"));
+  }
+  {
+    GgufBytes file;  // arrays nested past the cap
+    file.header(0, 1).str("a.deep").u32(static_cast<uint32_t>(GgufType::kArray));
+    for (int depth = 0; depth < kGgufMaxArrayDepth + 2; ++depth) {
+      file.u32(static_cast<uint32_t>(GgufType::kArray)).u64(1);
+    }
+    file.zeros(64);
+    EXPECT_THAT(parse_error(file.bytes()), HasSubstr("'a.deep' nests arrays deeper"));
+  }
+  {
+    GgufBytes file;
+    file.header(0, 1).key_u32("general.alignment", 48);
+    EXPECT_THAT(parse_error(file.bytes()), HasSubstr("key 'general.alignment' is 48, expected a power of two"));
+  }
+  {
+    GgufBytes file;
+    file.header(0, 1).str("general.alignment").u32(static_cast<uint32_t>(GgufType::kUint64)).u64(32);
+    EXPECT_THAT(parse_error(file.bytes()), HasSubstr("'general.alignment' is a uint64, expected uint32"));
+  }
+}
+
+constexpr uint32_t kF32 = 0;
+
+TEST(ParseGguf, PlacesTensorsAtTheirAlignedOffsets) {
+  GgufBytes file;
+  file.header(2, 0).tensor("a", {3}, kF32, 0).tensor("b", {2, 2}, kF32, 32).pad_to(32);
+  file.f32(1).f32(2).f32(3).zeros(20).f32(4).f32(5).f32(6).f32(7);
+  const auto parsed = parse_gguf(file.bytes(), kLabel);
+  ASSERT_EQ(parsed.tensors.size(), 2u);
+  EXPECT_THAT(parsed.tensors[1].shape(), ElementsAre(2, 2));
+  EXPECT_THAT(dequantize(parsed.tensors[0]), ElementsAre(1, 2, 3));
+  EXPECT_THAT(dequantize(parsed.tensors[1]), ElementsAre(4, 5, 6, 7));
+}
+
+TEST(ParseGguf, RejectsBadTensorInfo) {
+  const auto error_for = [](auto build) {
+    GgufBytes file;
+    build(file);
+    file.pad_to(32).zeros(4096);
+    return parse_error(file.bytes());
+  };
+  EXPECT_THAT(error_for([](GgufBytes& f) { f.header(2, 0).tensor("t", {1}, kF32, 0).tensor("t", {1}, kF32, 32); }),
+              HasSubstr("tensor 't': appears twice"));
+  EXPECT_THAT(error_for([](GgufBytes& f) {
+                f.header(1, 0).tensor("t", {1, 1, 1, 1, 1}, kF32, 0);
+              }),
+              HasSubstr("tensor 't': 5 dimensions"));
+  EXPECT_THAT(error_for([](GgufBytes& f) { f.header(1, 0).tensor("t", {32}, 3, 0); }),
+              HasSubstr("tensor 't': has type Q4_1 (type id 3), which s1serve does not read"));
+  EXPECT_THAT(error_for([](GgufBytes& f) { f.header(1, 0).tensor("t", {32}, 1000, 0); }),
+              HasSubstr("unknown type id 1000"));
+  EXPECT_THAT(error_for([](GgufBytes& f) {
+                f.header(1, 0).tensor("t", {48, 2}, 12, 0);
+              }),
+              HasSubstr("innermost dimension 48 is not a multiple of the Q4_K block size 256"));
+  EXPECT_THAT(error_for([](GgufBytes& f) {
+                f.header(1, 0).tensor("t", {uint64_t{1} << 32, uint64_t{1} << 32}, kF32, 0);
+              }),
+              HasSubstr("tensor 't': dimensions overflow"));
+  EXPECT_THAT(error_for([](GgufBytes& f) { f.header(1, 0).tensor("t", {uint64_t{1} << 40}, kF32, 0); }),
+              HasSubstr("tensor 't': needs more bytes than the file holds"));
+  // Overlapping and misplaced tensors: anything but the running aligned offset.
+  EXPECT_THAT(error_for([](GgufBytes& f) { f.header(2, 0).tensor("a", {16}, kF32, 0).tensor("b", {4}, kF32, 0); }),
+              HasSubstr("tensor 'b' has data offset 0, expected 64"));
+  EXPECT_THAT(error_for([](GgufBytes& f) { f.header(1, 0).tensor("a", {4}, kF32, 8); }),
+              HasSubstr("tensor 'a' has data offset 8, expected 0"));
+  EXPECT_THAT(error_for([](GgufBytes& f) { f.header(1, 0).tensor("a", {1030}, kF32, 0); }),
+              HasSubstr("tensor 'a': data (4120 bytes at offset 0) runs past the end of the file"));
+}
+
+}  // namespace
+}  // namespace s1::checkpoint
