@@ -1,5 +1,7 @@
 #include "registry/config.h"
 
+#include "router/upstream_pool.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
@@ -106,8 +108,9 @@ ModelConfig read_model(const Json& entry, const std::filesystem::path& path, con
 
 ModelConfig parse_upstream_flag(const std::string& flag) {
   const size_t equals = flag.find('=');
-  if (equals == std::string::npos || equals == 0 || equals + 1 == flag.size()) {
-    throw ConfigError("--upstream '" + flag + "' must be NAME=URL[,URL...]");
+  // A URL before any '=' means NAME= was left out, and the '=' is the URL's own (a query's).
+  if (equals == std::string::npos || equals == 0 || equals + 1 == flag.size() || flag.find("://") < equals) {
+    throw ConfigError("--upstream '" + router::shown_url(flag) + "' must be NAME=URL[,URL...]");
   }
   ModelConfig model;
   model.name = flag.substr(0, equals);

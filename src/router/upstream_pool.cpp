@@ -7,6 +7,7 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cctype>
@@ -110,19 +111,47 @@ void end_reply(ReplyParser& parser, error_code& error) {
 
 }  // namespace
 
+std::string shown_url(std::string_view url) {
+  const size_t scheme_end = url.find("://");
+  const size_t authority_start = scheme_end == std::string_view::npos ? 0 : scheme_end + 3;
+  const size_t authority_end = std::min(url.find_first_of("/?#", authority_start), url.size());
+  const size_t at = url.substr(0, authority_end).rfind('@');
+  std::string shown(url.substr(0, authority_start));
+  if (at != std::string_view::npos && at >= authority_start) {
+    shown.append("***").append(url.substr(at, authority_end - at));
+  } else {
+    shown.append(url.substr(authority_start, authority_end - authority_start));
+  }
+  const size_t query = std::min(url.find_first_of("?#", authority_end), url.size());
+  shown.append(url.substr(authority_end, query - authority_end));
+  if (query < url.size()) shown.append(1, url[query]).append("***");
+  return shown;
+}
+
 ParsedUrl parse_upstream_url(const std::string& url) {
   constexpr std::string_view scheme = "http://";
-  if (!url.starts_with(scheme)) throw std::invalid_argument("upstream URL '" + url + "' must start with http://");
+  const std::string named = "upstream URL '" + shown_url(url) + "'";
+  if (!url.starts_with(scheme)) throw std::invalid_argument(named + " must start with http://");
   std::string_view rest = std::string_view(url).substr(scheme.size());
+  if (rest.find_first_of("?#") != std::string_view::npos) {
+    throw std::invalid_argument(named +
+                                " has a query string or fragment: put credentials in the pool's credential_env or "
+                                "credential_file, never in a URL");
+  }
   const size_t slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
+  if (authority.find('@') != std::string_view::npos) {
+    throw std::invalid_argument(named +
+                                " has user-info: put credentials in the pool's credential_env or credential_file, "
+                                "never in a URL");
+  }
   ParsedUrl parsed;
   parsed.base_path = slash == std::string_view::npos ? "" : std::string(rest.substr(slash));
   while (!parsed.base_path.empty() && parsed.base_path.back() == '/') parsed.base_path.pop_back();
-  if (authority.empty()) throw std::invalid_argument("upstream URL '" + url + "' has no host");
+  if (authority.empty()) throw std::invalid_argument(named + " has no host");
   if (authority.front() == '[') {
     const size_t close = authority.find(']');
-    if (close == std::string_view::npos) throw std::invalid_argument("upstream URL '" + url + "' has a bad IPv6 host");
+    if (close == std::string_view::npos) throw std::invalid_argument(named + " has a bad IPv6 host");
     parsed.host = std::string(authority.substr(1, close - 1));
     authority.remove_prefix(close + 1);
     parsed.port = authority.starts_with(":") ? std::string(authority.substr(1)) : "80";
@@ -133,7 +162,7 @@ ParsedUrl parse_upstream_url(const std::string& url) {
   }
   if (parsed.host.empty() || parsed.port.empty() ||
       !std::all_of(parsed.port.begin(), parsed.port.end(), [](unsigned char c) { return std::isdigit(c); })) {
-    throw std::invalid_argument("upstream URL '" + url + "' must be http://host[:port][/path]");
+    throw std::invalid_argument(named + " must be http://host[:port][/path]");
   }
   return parsed;
 }
@@ -155,6 +184,7 @@ struct UpstreamPool::Replica {
   ParsedUrl address;
   std::string host;  // host:port, the Host field
   std::atomic<bool> healthy{true};  // not yet polled counts as healthy
+  std::atomic<Clock::rep> failed_at{0};  // the last failed poll or connect, on Clock; 0: never
   std::atomic<int> outstanding{0};
   std::mutex idle_mutex;
   // Pooled connections with the I/O context (thread) that owns them: a request reuses only its own
@@ -199,9 +229,11 @@ bool UpstreamPool::is_hop_by_hop(std::string_view name) {
   }
 }
 
-UpstreamPool::Replica* UpstreamPool::choose(const Replica* excluded) {
+UpstreamPool::Replica* UpstreamPool::choose(const std::vector<const Replica*>& excluded) {
   // Two passes instead of a list of the tied replicas: nothing allocated per request.
-  auto eligible = [excluded](const Replica& replica) { return &replica != excluded && replica.healthy.load(); };
+  auto eligible = [&excluded](const Replica& replica) {
+    return replica.healthy.load() && std::find(excluded.begin(), excluded.end(), &replica) == excluded.end();
+  };
   int fewest = std::numeric_limits<int>::max();
   size_t tied = 0;
   for (const auto& replica : replicas_) {
@@ -225,6 +257,33 @@ UpstreamPool::Replica* UpstreamPool::choose(const Replica* excluded) {
   return nullptr;
 }
 
+UpstreamPool::Replica* UpstreamPool::least_recently_failed(const std::vector<const Replica*>& excluded) {
+  // Panic routing (Envoy's): a poll can be wrong or late, and a replica that failed longest ago is
+  // the likeliest to be back, so trying beats answering 502 untried.
+  Replica* best = nullptr;
+  Clock::rep earliest = std::numeric_limits<Clock::rep>::max();
+  for (const auto& replica : replicas_) {
+    if (std::find(excluded.begin(), excluded.end(), replica.get()) != excluded.end()) continue;
+    const Clock::rep failed_at = replica->failed_at.load();
+    if (failed_at < earliest) {
+      earliest = failed_at;
+      best = replica.get();
+    }
+  }
+  return best;
+}
+
+void UpstreamPool::set_health(Replica& replica, bool healthy, std::string_view failure, bool first) {
+  if (!healthy) replica.failed_at.store(Clock::now().time_since_epoch().count());
+  if (replica.healthy.exchange(healthy) == healthy && !first) return;
+  if (healthy) {
+    spdlog::info("upstream {}: replica {} is healthy", name_, replica.url);
+  } else {
+    spdlog::info("upstream {}: replica {} is unhealthy: {}", name_, replica.url, failure);
+  }
+  if (observer_.on_health) observer_.on_health(replica.url, healthy);
+}
+
 asio::awaitable<std::optional<api::ApiError>> UpstreamPool::forward(const UpstreamRequest& request, UpstreamReply& reply) {
   const auto executor = co_await asio::this_coro::executor;
   asio::execution_context& context = asio::query(executor, asio::execution::context);
@@ -237,11 +296,13 @@ asio::awaitable<std::optional<api::ApiError>> UpstreamPool::forward(const Upstre
     std::atomic<size_t>& count;
     ~InFlight() { --count; }
   } in_flight{in_flight_};
-  Replica* replica = choose(nullptr);
-  if (replica == nullptr) co_return unavailable(name_);
+  Replica* replica = choose({});
+  if (replica == nullptr) replica = least_recently_failed({});
+  // The replicas whose connect failed, each tried once; filled (and allocated) only on failure.
+  std::vector<const Replica*> unreachable;
 
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    if ((attempt == 0 ? started : Clock::now()) >= request.deadline) co_return deadline_passed();
+  while (replica != nullptr) {
+    if ((unreachable.empty() ? started : Clock::now()) >= request.deadline) co_return deadline_passed();
     // Take a pooled connection that is still open and silent, else connect afresh. Each pooled
     // connection keeps a receive pending, which the worker's close, an error or bytes the worker
     // should not have sent complete: such a connection is discarded here, known from epoll's
@@ -285,12 +346,16 @@ asio::awaitable<std::optional<api::ApiError>> UpstreamPool::forward(const Upstre
         if (!error) socket.non_blocking(true, error);
       }
       if (error) {
-        replica->healthy.store(false);  // until its next good poll
-        if (observer_.on_health) observer_.on_health(replica->url, false);
+        // No byte was sent: the request moves on to a healthy replica not yet tried, else to the
+        // least recently failed of the others; 502 once every replica failed to connect.
+        set_health(*replica, false, "connect failed: " + error.message());  // until its next good poll
+        unreachable.push_back(replica);
         if (Clock::now() >= request.deadline) co_return deadline_passed();
-        Replica* other = attempt == 0 ? choose(replica) : nullptr;
+        Replica* other = choose(unreachable);
+        if (other == nullptr) other = least_recently_failed(unreachable);
+        spdlog::info("upstream {}: request {} could not connect to {} ({}); {}", name_, request.request_id,
+                     replica->url, error.message(), other ? "trying " + other->url : "no replica left: 502");
         if (observer_.on_request) observer_.on_request(replica->url, other ? "retried" : "connect_error");
-        if (other == nullptr) co_return unavailable(name_);
         replica = other;
         continue;
       }
@@ -371,10 +436,13 @@ asio::awaitable<std::optional<api::ApiError>> UpstreamPool::forward(const Upstre
       co_return std::nullopt;
     }
     if (error == beast::error::timeout) {
+      spdlog::info("upstream {}: request {} to {} passed its deadline: 504", name_, request.request_id, replica->url);
       if (observer_.on_request) observer_.on_request(replica->url, "timeout");
       co_return deadline_passed();
     }
     // A byte may have reached the worker: never retried.
+    spdlog::info("upstream {}: request {} to {} got a broken reply ({}): 502", name_, request.request_id, replica->url,
+                 error.message());
     if (observer_.on_request) observer_.on_request(replica->url, "bad_response");
     co_return bad_response(name_);
   }
@@ -390,41 +458,53 @@ void UpstreamPool::close_idle_connections() {
 
 asio::awaitable<void> UpstreamPool::poll_health() {
   const auto executor = co_await asio::this_coro::executor;
-  asio::steady_timer timer(executor);
+  for (const auto& replica : replicas_) asio::co_spawn(executor, poll_replica(*replica), asio::detached);
+}
+
+asio::awaitable<void> UpstreamPool::poll_replica(Replica& replica) {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  bool first = true;
+  bool failing = false;  // the last poll failed
   while (true) {
-    for (const auto& replica : replicas_) {
-      bool healthy = false;
-      error_code error;
-      tcp::resolver resolver(executor);
-      beast::tcp_stream stream(executor);
-      stream.expires_after(settings_.health_timeout);
-      const auto endpoints = co_await resolver.async_resolve(replica->address.host, replica->address.port,
-                                                             asio::redirect_error(asio::use_awaitable, error));
-      if (!error) co_await stream.async_connect(endpoints, asio::redirect_error(asio::use_awaitable, error));
-      if (!error) {
-        http::request<http::empty_body> probe{http::verb::get, replica->address.base_path + "/health", 11};
-        probe.set(http::field::host, replica->address.host + ":" + replica->address.port);
-        if (!settings_.credential.empty()) probe.set(http::field::authorization, "Bearer " + settings_.credential);
-        probe.keep_alive(false);
-        co_await http::async_write(stream, probe, asio::redirect_error(asio::use_awaitable, error));
-        if (!error) {
-          beast::flat_buffer buffer;
-          http::response_parser<http::string_body> parser;
-          parser.body_limit(1024 * 1024);
-          co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, error));
-          healthy = !error && parser.get().result_int() == 200;
-        }
-      }
-      error_code ignored;
-      stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
-      replica->healthy.store(healthy);
-      if (observer_.on_health) observer_.on_health(replica->url, healthy);
-    }
-    timer.expires_after(settings_.health_interval);
+    const std::string failure = co_await probe(replica);
+    set_health(replica, failure.empty(), failure, first);
+    first = false;
+    const bool retry_soon = !failure.empty() && !failing;
+    failing = !failure.empty();
+    timer.expires_after(retry_soon ? std::min(settings_.health_retry, settings_.health_interval)
+                                   : settings_.health_interval);
     error_code cancelled;
     co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, cancelled));
     if (cancelled) co_return;
   }
+}
+
+asio::awaitable<std::string> UpstreamPool::probe(Replica& replica) {
+  const auto executor = co_await asio::this_coro::executor;
+  error_code error;
+  tcp::resolver resolver(executor);
+  beast::tcp_stream stream(executor);
+  stream.expires_after(settings_.health_timeout);
+  const auto endpoints = co_await resolver.async_resolve(replica.address.host, replica.address.port,
+                                                         asio::redirect_error(asio::use_awaitable, error));
+  if (error) co_return "cannot resolve " + replica.address.host + ": " + error.message();
+  co_await stream.async_connect(endpoints, asio::redirect_error(asio::use_awaitable, error));
+  if (error) co_return "GET /health: connect failed: " + error.message();
+  http::request<http::empty_body> request{http::verb::get, replica.address.base_path + "/health", 11};
+  request.set(http::field::host, replica.host);
+  if (!settings_.credential.empty()) request.set(http::field::authorization, "Bearer " + settings_.credential);
+  request.keep_alive(false);
+  co_await http::async_write(stream, request, asio::redirect_error(asio::use_awaitable, error));
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(1024 * 1024);
+  if (!error) co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, error));
+  error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  if (error) co_return "GET /health: " + error.message();
+  const int status = parser.get().result_int();
+  if (status != 200) co_return "GET /health answered " + std::to_string(status);
+  co_return std::string();
 }
 
 }  // namespace s1::router

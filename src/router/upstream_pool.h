@@ -1,6 +1,7 @@
 #pragma once
-// A pool of upstream /v1/systemone workers (contract §7): least-outstanding choice among healthy
-// replicas, pooled keep-alive connections, one retry only for a failed connect, health polling.
+// A pool of upstream /v1/systemone workers (contract §7, §11.7): least-outstanding choice among
+// healthy replicas, the others least recently failed first when none is (panic routing), pooled
+// keep-alive connections, retries only for a failed connect, health polling of each replica.
 
 #include "api/errors.h"
 #include "router/header_list.h"
@@ -29,6 +30,9 @@ struct UpstreamSettings {
   std::chrono::milliseconds connect_timeout{2'000};
   std::chrono::milliseconds health_interval{5'000};
   std::chrono::milliseconds health_timeout{2'000};
+  // After a failed poll the next comes this soon, once: a worker started just after its router is
+  // in use within it, not a whole interval later.
+  std::chrono::milliseconds health_retry{1'000};
   size_t response_cap = 16 * 1024 * 1024;
   size_t max_in_flight = 256;  // forwarded requests at once; beyond it 503 overloaded
 };
@@ -39,8 +43,13 @@ struct ParsedUrl {
   std::string base_path;  // without a trailing slash
 };
 
-// Throws std::invalid_argument naming the URL when it is not http://host[:port][/path].
+// Throws std::invalid_argument naming the URL (as shown_url shows it) when it is not
+// http://host[:port][/path]: user-info or a query string included, since credentials go in the
+// pool's credential setting, where nothing prints them.
 ParsedUrl parse_upstream_url(const std::string& url);
+
+// The URL as an error message may show it: user-info, query and fragment replaced by "***".
+std::string shown_url(std::string_view url);
 
 // Request and reply are meant to be kept per client connection and refilled: their strings and
 // lists keep their storage from one request to the next.
@@ -80,7 +89,8 @@ class UpstreamPool {
   size_t healthy_count() const;
   const std::vector<std::string>& replica_urls() const { return settings_.urls; }
 
-  // Polls every replica's /health until the context stops.
+  // Starts polling every replica's /health, each on its own (a hung replica delays only its own
+  // polls), the first poll at once; they run until the context stops.
   boost::asio::awaitable<void> poll_health();
 
   // One exchange with a worker: 502 upstream_unavailable, 502 upstream_bad_response or
@@ -97,7 +107,13 @@ class UpstreamPool {
  private:
   struct Replica;
   struct Connection;
-  Replica* choose(const Replica* excluded);
+  Replica* choose(const std::vector<const Replica*>& excluded);
+  Replica* least_recently_failed(const std::vector<const Replica*>& excluded);
+  boost::asio::awaitable<void> poll_replica(Replica& replica);
+  boost::asio::awaitable<std::string> probe(Replica& replica);
+  // Records a poll's or a connect's verdict; `failure` says why when unhealthy. State changes (and
+  // a replica's first poll, `first`) are logged.
+  void set_health(Replica& replica, bool healthy, std::string_view failure, bool first = false);
 
   std::string name_;
   UpstreamSettings settings_;

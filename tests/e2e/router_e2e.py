@@ -21,9 +21,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class Stub:
     """A /v1/systemone worker whose next replies the test programs; it records every POST."""
 
-    def __init__(self):
+    def __init__(self, port=0):
         self.lock = threading.Lock()
         self.requests = []
+        self.health_polls = []  # when each GET /health came
         self.behaviour = {"status": 200, "content_type": "application/json", "body": b"{}"}
         stub = self
 
@@ -34,6 +35,8 @@ class Stub:
                 pass
 
             def do_GET(self):
+                with stub.lock:
+                    stub.health_polls.append(time.time())
                 body = b'{"status":"ok"}'
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -65,7 +68,7 @@ class Stub:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the router gave up on an oversize or late reply, as it should
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
@@ -78,6 +81,35 @@ class Stub:
     def posts(self):
         with self.lock:
             return list(self.requests)
+
+
+def start_serve(binary, args, env=None):
+    """s1serve with `args`, its port and the list its stderr lines are collected into."""
+    process = subprocess.Popen([binary, "serve", *args], stderr=subprocess.PIPE, env=env, text=True)
+    deadline = time.time() + 20
+    port = None
+    lines = []
+    while time.time() < deadline and port is None:
+        line = process.stderr.readline()
+        if not line and process.poll() is not None:
+            break
+        lines.append(line)
+        match = re.search(r"listening on http://[^:]+:(\d+)", line)
+        if match:
+            port = int(match.group(1))
+    if port is None:
+        process.kill()
+        raise RuntimeError("s1serve did not start: " + "".join(lines))
+    threading.Thread(target=lambda: [lines.append(line) for line in process.stderr], daemon=True).start()
+    return process, port, lines
+
+
+def stop(process):
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
 
 
 def start_router(binary, stub_port, workdir):
@@ -99,26 +131,13 @@ def start_router(binary, stub_port, workdir):
     path = os.path.join(workdir, "router.json")
     with open(path, "w") as f:
         json.dump(config, f)
-    env = dict(os.environ, ROUTER_E2E_UP_KEY="up-key")
-    process = subprocess.Popen([binary, "serve", "--config", path], stderr=subprocess.PIPE, env=env, text=True)
-    deadline = time.time() + 20
-    port = None
-    while time.time() < deadline and port is None:
-        line = process.stderr.readline()
-        match = re.search(r"listening on http://[^:]+:(\d+)", line)
-        if match:
-            port = int(match.group(1))
-    if port is None:
-        process.kill()
-        raise RuntimeError("router did not start")
-    threading.Thread(target=lambda: [None for _ in process.stderr], daemon=True).start()
-    return process, port
+    return start_serve(binary, ["--config", path], dict(os.environ, ROUTER_E2E_UP_KEY="up-key"))
 
 
-def post(port, body, model=None, key="k-test", path="/v1/systemone", timeout=30, raw=None):
+def post(port, body, model=None, key="k-test", path="/v1/systemone", timeout=30, raw=None, extra_headers=None):
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     payload = raw if raw is not None else json.dumps(body if model is None else {**body, "model": model}).encode()
-    headers = {"Content-Type": "application/json"}
+    headers = {"Content-Type": "application/json", **(extra_headers or {})}
     if key:
         headers["Authorization"] = f"Bearer {key}"
     started = time.time()
@@ -130,6 +149,7 @@ def post(port, body, model=None, key="k-test", path="/v1/systemone", timeout=30,
     return response.status, response.getheader("Content-Type"), data, dict(response.getheaders()), elapsed
 
 
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 SAMPLE = {"state": "Ticket: I was charged twice.", "questions": {"q": {"type": "noul", "instructions": "Refund?"}}}
 
 
@@ -159,6 +179,84 @@ def read_replies(sock, count, timeout=10):
     return replies
 
 
+def refused_start(binary, args):
+    """(exit status, stderr) of an s1serve start expected to fail; status None when it served instead."""
+    try:
+        run = subprocess.run([binary, "serve", *args], capture_output=True, text=True, timeout=10)
+        return run.returncode, run.stderr + run.stdout
+    except subprocess.TimeoutExpired as served:
+        return None, (served.stderr or b"").decode()
+
+
+def check_start_up_refusals(binary, workdir, check):
+    """Upstream URLs with user-info or a query string stop the start-up, naming the URL, not the secret."""
+    for url in ["http://user:s3cret@127.0.0.1:1", "http://127.0.0.1:1/v1?key=s3cret"]:
+        for args in (["--upstream", "remote=" + url], ["--upstream", url]):
+            status, output = refused_start(binary, ["--port", "0", *args])
+            check(f"start-up refuses {args}", status == 2 and "127.0.0.1:1" in output and "s3cret" not in output,
+                  (status, output))
+    path = os.path.join(workdir, "credentials-in-url.json")
+    with open(path, "w") as f:
+        json.dump({"port": 0, "models": [{"name": "r", "upstream": {"urls": ["http://u:s3cret@127.0.0.1:1"]}}]}, f)
+    status, output = refused_start(binary, ["--config", path])
+    check("start-up refuses a configured URL with user-info", status == 2 and "user-info" in output
+          and "s3cret" not in output, (status, output))
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def check_polling_and_panic_routing(binary, workdir, check):
+    """Contract §11.7: polled at start-up and again 1 s after a failure; a hung replica delays nobody's
+    polls; with no healthy replica the router still tries them."""
+    late_port = free_port()
+    hung = socket.socket()  # accepts connections (the backlog does) and never answers
+    hung.bind(("127.0.0.1", 0))
+    hung.listen(16)
+    beside_hung = Stub()
+    config = {"port": 0, "timeout_ms": 5000, "models": [
+        {"name": "late", "upstream": {"urls": [f"http://127.0.0.1:{late_port}"], "health_interval_ms": 60000}},
+        {"name": "hung-pair", "upstream": {"urls": [f"http://127.0.0.1:{hung.getsockname()[1]}",
+                                                    f"http://127.0.0.1:{beside_hung.port}"],
+                                           "health_interval_ms": 200, "health_timeout_ms": 5000}}]}
+    path = os.path.join(workdir, "polling.json")
+    with open(path, "w") as f:
+        json.dump(config, f)
+    process, port, log = start_serve(binary, ["--config", path])
+    started = time.time()
+    try:
+        time.sleep(0.3)  # the start-up poll of the late worker has failed
+        status, _, data, _, _ = post(port, SAMPLE, "late", key=None)
+        check("no replica reachable is 502 upstream_unavailable",
+              status == 502 and json.loads(data)["detail"]["error_type"] == "upstream_unavailable", (status, data))
+        late = Stub(late_port)
+        late.program(body=b'{"late":1}')
+        status, _, data, _, _ = post(port, SAMPLE, "late", key=None)
+        check("panic routing: no replica healthy, the request is still tried", (status, data) == (200, b'{"late":1}'),
+              (status, data))
+        healthy_after = None
+        while time.time() - started < 4 and healthy_after is None:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            connection.request("GET", "/health")
+            health = json.loads(connection.getresponse().read())
+            connection.close()
+            if health["models"]["late"]["replicas_healthy"] == 1:
+                healthy_after = time.time() - started
+            time.sleep(0.05)
+        check("a failed start-up poll is retried after 1 s, not the 60 s interval",
+              healthy_after is not None and healthy_after < 2.5, healthy_after)
+        polls = len(beside_hung.health_polls)
+        check("a hung replica does not delay its neighbour's polls (every 200 ms)", polls >= 6, polls)
+        check("the late replica's recovery is logged", f"upstream late: replica http://127.0.0.1:{late_port} is healthy"
+              in "".join(log), "".join(log)[-2000:])
+    finally:
+        stop(process)
+        hung.close()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
@@ -171,12 +269,13 @@ def main():
         print(("PASS " if condition else "FAIL ") + name + ("" if condition else f": {detail}"), flush=True)
 
     with tempfile.TemporaryDirectory() as workdir:
-        process, port = start_router(args.binary, stub.port, workdir)
+        process, port, log = start_router(args.binary, stub.port, workdir)
         try:
             time.sleep(0.5)  # the first health poll marks 127.0.0.1:1 unhealthy
 
             stub.program(content_type="application/json; charset=utf-8", body=b'{"model":"stub-1" , "answers":{}}')
-            status, content_type, data, headers, _ = post(port, SAMPLE, "remote", path="/v1/systemone?trace=1")
+            status, content_type, data, headers, _ = post(port, SAMPLE, "remote", path="/v1/systemone?trace=1",
+                                                          extra_headers={"traceparent": TRACEPARENT})
             seen = stub.posts()
             check("V32 relays status, content type and bytes",
                   (status, content_type, data) == (200, "application/json; charset=utf-8", b'{"model":"stub-1" , "answers":{}}'),
@@ -185,6 +284,9 @@ def main():
                   len(seen) == 1 and seen[0]["headers"].get("Authorization") == "Bearer up-key"
                   and seen[0]["path"] == "/v1/systemone?trace=1" and "x-request-id" in {k.lower() for k in seen[0]["headers"]}
                   and json.loads(seen[0]["body"])["model"] == "stub-1", seen)
+            check("the W3C traceparent is forwarded to the worker",
+                  len(seen) == 1 and {k.lower(): v for k, v in seen[0]["headers"].items()}.get("traceparent") == TRACEPARENT,
+                  seen)
             check("client key never reaches the worker", all("k-test" not in json.dumps(r["headers"]) for r in seen), seen)
             check("only the model value changed",
                   seen and seen[0]["body"] == json.dumps({**SAMPLE, "model": "remote"}).encode().replace(b'"remote"', b'"stub-1"'),
@@ -259,6 +361,13 @@ def main():
             metrics = connection.getresponse().read().decode()
             check("metrics count upstream outcomes", 's1serve_upstream_requests_total{model="remote"' in metrics
                   and "s1serve_upstream_replica_healthy" in metrics, metrics[-500:])
+            check("metrics never show the pool credential", "up-key" not in metrics)
+            text = "".join(log)
+            check("upstream state changes and failed forwards are logged at info",
+                  "upstream remote-dead: replica http://127.0.0.1:1 is unhealthy" in text
+                  and re.search(r"info\].*upstream remote-dead: request \S+ could not connect to http://127.0.0.1:1 .*no replica left", text)
+                  and re.search(r"upstream remote: request \S+ to http://127.0.0.1:\d+ passed its deadline", text)
+                  and "upstream remote: replica http://127.0.0.1:" in text and "up-key" not in text, text[-3000:])
 
             stub.program(sleep=1, body=b'{"ok":1}')
             burst = []
@@ -313,11 +422,9 @@ def main():
             check("connections the worker closed while pooled are replaced, never a 502",
                   outcomes == [(200, b'{"ok":4}')] * 3 and len(stub.posts()) == 3, outcomes)
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
+            stop(process)
+        check_start_up_refusals(args.binary, workdir, check)
+        check_polling_and_panic_routing(args.binary, workdir, check)
     passed = sum(results)
     print(f"{passed} passed, {len(results) - passed} failed")
     return 0 if passed == len(results) else 1

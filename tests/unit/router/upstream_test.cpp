@@ -8,6 +8,16 @@
 namespace s1::router {
 namespace {
 
+// Why parse_upstream_url refused `url`; empty when it accepted it.
+std::string refusal(const std::string& url) {
+  try {
+    parse_upstream_url(url);
+  } catch (const std::invalid_argument& error) {
+    return error.what();
+  }
+  return {};
+}
+
 TEST(UpstreamUrl, ParsesHostPortAndBase) {
   const ParsedUrl plain = parse_upstream_url("http://127.0.0.1:8081");
   EXPECT_EQ(plain.host, "127.0.0.1");
@@ -22,6 +32,27 @@ TEST(UpstreamUrl, ParsesHostPortAndBase) {
   EXPECT_THROW(parse_upstream_url("https://x"), std::invalid_argument);
   EXPECT_THROW(parse_upstream_url("http://:80"), std::invalid_argument);
   EXPECT_THROW(parse_upstream_url("http://host:8o"), std::invalid_argument);
+}
+
+TEST(UpstreamUrl, RefusesCredentialsWithoutShowingThem) {
+  for (const char* url : {"http://user:s3cret@worker:8000", "http://s3cret@worker", "http://worker:8000/v1?key=s3cret",
+                          "http://worker/#s3cret", "https://user:s3cret@worker/?s3cret"}) {
+    const std::string message = refusal(url);
+    EXPECT_NE(message.find("worker"), std::string::npos) << url << ": " << message;
+    EXPECT_EQ(message.find("s3cret"), std::string::npos) << message;
+  }
+  EXPECT_NE(refusal("http://user:s3cret@worker:8000/a").find("'http://***@worker:8000/a' has user-info"),
+            std::string::npos);
+  EXPECT_NE(refusal("http://worker:8000/a?key=s3cret").find("'http://worker:8000/a?***' has a query"),
+            std::string::npos);
+}
+
+TEST(UpstreamUrl, ShownUrl) {
+  EXPECT_EQ(shown_url("http://worker:8000/base"), "http://worker:8000/base");
+  EXPECT_EQ(shown_url("http://a:b@c@worker/x?y#z"), "http://***@worker/x?***");
+  EXPECT_EQ(shown_url("http://worker/p@th"), "http://worker/p@th");  // an @ in the path is no user-info
+  EXPECT_EQ(shown_url("user:pass@worker"), "***@worker");
+  EXPECT_EQ(shown_url("http://worker#frag"), "http://worker#***");
 }
 
 TEST(UpstreamPool, HopByHopHeaders) {
