@@ -24,6 +24,7 @@ struct ServeFlags {
   std::string api_key_file;
   std::optional<size_t> max_body;
   std::optional<size_t> queue;
+  std::optional<int> overload_status;
   std::optional<int64_t> timeout_ms;
   std::optional<std::string> default_model;
   std::optional<size_t> max_questions;
@@ -43,6 +44,7 @@ registry::ServerConfig build_config(const ServeFlags& flags) {
   if (flags.port) config.port = *flags.port;
   if (flags.max_body) config.max_body_bytes = *flags.max_body;
   if (flags.queue) config.queue_capacity = *flags.queue;
+  if (flags.overload_status) config.overload_status = *flags.overload_status;
   if (flags.timeout_ms) config.timeout = std::chrono::milliseconds(*flags.timeout_ms);
   if (flags.max_questions) config.max_questions = *flags.max_questions;
   if (flags.token_budget) config.token_budget = *flags.token_budget;
@@ -182,6 +184,8 @@ void add_serve_command(CLI::App& app) {
   command->add_option("--api-key-file", flags->api_key_file, "File with one API key per line")->check(CLI::ExistingFile);
   command->add_option("--max-body", flags->max_body, "Largest request body in bytes (default 4194304)");
   command->add_option("--queue", flags->queue, "Waiting requests per model before 503 (default 32)");
+  command->add_option("--overload-status", flags->overload_status, "Status of a full queue's refusal: 503 or 529")
+      ->check(CLI::IsMember({503, 529}));
   command->add_option("--timeout-ms", flags->timeout_ms, "Deadline per request in ms (default 60000)");
   command->add_option("--default-model", flags->default_model, "Model used when a request names none");
   command->add_option("--max-questions", flags->max_questions, "Questions per request (default 64)");

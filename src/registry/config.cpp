@@ -200,6 +200,11 @@ ServerConfig read_config_file(const std::filesystem::path& path, ServerConfig co
       config.token_budget = read_number<int64_t>(value, path, key, 1, int64_t{1} << 40);
     } else if (key == "queue") {
       config.queue_capacity = read_number<size_t>(value, path, key, 1, 1'000'000);
+    } else if (key == "overload_status") {
+      config.overload_status = read_number<int>(value, path, key, 503, 529);
+      if (config.overload_status != 503 && config.overload_status != 529) {
+        throw ConfigError(describe(path, "overload_status must be 503 or 529"));
+      }
     } else if (key == "default_model") {
       if (value.is_null()) {
         config.default_model.reset();

@@ -51,6 +51,7 @@ struct ServerConfig {
   size_t max_questions = 64;
   int64_t token_budget = 65'536;
   size_t queue_capacity = 32;
+  int overload_status = 503;  // or 529, TypeSafe's overload status, for clients that key on it
   std::optional<std::string> default_model;
   std::string owned_by = "s1serve";
   std::chrono::milliseconds drain_timeout{30'000};

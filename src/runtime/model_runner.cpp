@@ -20,7 +20,18 @@ namespace {
 double seconds_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
 }
+
+// The weight of the newest run in the moving average: recent enough to follow a change of load
+// (longer states, another batch size), smooth enough that one outlier does not swing Retry-After.
+constexpr double newest_run_weight = 0.2;
 }  // namespace
+
+int64_t retry_after_seconds(double seconds_per_run, double running_for) {
+  const double remaining = seconds_per_run - std::max(running_for, 0.0);
+  if (!(remaining > 1.0)) return 1;  // also NaN
+  constexpr double longest = 86'400.0;  // a bound for the conversion; no client waits a day
+  return static_cast<int64_t>(std::ceil(std::min(remaining, longest)));
+}
 
 ModelRunner::ModelRunner(std::string name, std::unique_ptr<Engine> engine, RunnerOptions options,
                          RunnerObserver observer)
@@ -77,13 +88,27 @@ api::Result<std::shared_ptr<Job>> ModelRunner::submit(std::shared_ptr<const api:
   {
     std::lock_guard lock(mutex_);
     if (stopping_) return api::ApiError::model_unavailable(name_, /*failed=*/false);
-    if (queue_.size() >= options_.queue_capacity) {
-      return api::ApiError::make(api::ErrorCode::overloaded, "The model's queue is full; retry shortly");
-    }
+    if (queue_.size() + (running_ ? 1 : 0) > options_.queue_capacity) return overloaded();
     queue_.push_back(job);
   }
   wake_.notify_one();
   return job;
+}
+
+api::ApiError ModelRunner::overloaded() const {
+  api::ApiError error = api::ApiError::make(api::ErrorCode::overloaded, "The model's queue is full; retry shortly");
+  const double running_for = running_ ? seconds_between(run_started_, Clock::now()) : 0.0;
+  const std::string seconds = std::to_string(retry_after_seconds(seconds_per_run_, running_for));
+  for (auto& [name, value] : error.headers) {
+    if (name == "Retry-After") value = seconds;
+  }
+  return error;
+}
+
+void ModelRunner::run_ended(double seconds) {
+  running_ = false;
+  seconds_per_run_ =
+      seconds_per_run_ == 0.0 ? seconds : (1.0 - newest_run_weight) * seconds_per_run_ + newest_run_weight * seconds;
 }
 
 void ModelRunner::withdraw(const std::shared_ptr<Job>& job) {
@@ -95,6 +120,7 @@ void ModelRunner::withdraw(const std::shared_ptr<Job>& job) {
 bool ModelRunner::warm_up() {
   set_state(ModelState::warming);
   std::string reason;
+  const Clock::time_point started = Clock::now();
   try {
     const api::DecisionRequest request = engine_->warm_up_request();
     auto plan = engine_->prepare(request, PrepareLimits{});
@@ -108,8 +134,11 @@ bool ModelRunner::warm_up() {
   } catch (const std::exception&) {
     reason = "warm-up failed";
   }
-  if (reason.empty()) return true;
   std::lock_guard lock(mutex_);
+  if (reason.empty()) {
+    run_ended(seconds_between(started, Clock::now()));
+    return true;
+  }
   failure_reason_ = reason;
   return false;
 }
@@ -141,16 +170,22 @@ void ModelRunner::executor_loop() {
   set_state(ModelState::ready);
   while (true) {
     std::shared_ptr<Job> job;
+    bool late = false;
     {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
       if (stopping_) return;
       job = std::move(queue_.front());
       queue_.pop_front();
+      if (job->claimed()) continue;  // its request already gave up
+      late = Clock::now() >= job->deadline();
+      if (!late) {
+        running_ = true;
+        run_started_ = Clock::now();
+      }
     }
-    if (job->claimed()) continue;  // its request already gave up
     // Work not started before its deadline is answered 504 without running.
-    if (Clock::now() >= job->deadline()) {
+    if (late) {
       if (job->claim()) {
         JobOutcome outcome;
         outcome.answers = api::ApiError::make(api::ErrorCode::deadline_exceeded, "The request's deadline passed");
@@ -159,6 +194,12 @@ void ModelRunner::executor_loop() {
       continue;
     }
     JobOutcome outcome = execute(*job);
+    {
+      // Before the answer goes out: a client that sends its next request on reading it finds the
+      // slot free (queue N admits N waiting plus the one running, never one less).
+      std::lock_guard lock(mutex_);
+      run_ended(outcome.inference_seconds);
+    }
     if (job->claim()) job->deliver(std::move(outcome));
   }
 }

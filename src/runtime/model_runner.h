@@ -55,8 +55,14 @@ class Job {
 };
 
 struct RunnerOptions {
-  size_t queue_capacity = 32;  // waiting requests, not counting the one running
+  // Admitted requests are this many waiting plus the one running; a run's slot frees when the run
+  // ends, before its answer is delivered.
+  size_t queue_capacity = 32;
 };
+
+// Retry-After for a full queue: the ceiling of the seconds until the running request's slot frees,
+// from the measured seconds per run and how long the current one has run; at least 1.
+int64_t retry_after_seconds(double seconds_per_run, double running_for);
 
 // Observations the server turns into metrics; the runtime does not know how they are exported.
 struct RunnerObserver {
@@ -84,8 +90,8 @@ class ModelRunner {
   size_t queue_depth() const;
   size_t queue_capacity() const { return options_.queue_capacity; }
 
-  // Step 12 of the check order: 503 overloaded when the queue is full, 503 model_unavailable when
-  // the model is not ready.
+  // Step 12 of the check order: 503 overloaded when the queue is full (Retry-After from the measured
+  // drain rate), 503 model_unavailable when the model is not ready.
   api::Result<std::shared_ptr<Job>> submit(std::shared_ptr<const api::DecisionRequest> request,
                                            std::unique_ptr<Plan> plan,
                                            Clock::time_point deadline, std::function<void(JobOutcome)> on_done);
@@ -98,6 +104,10 @@ class ModelRunner {
   bool warm_up();
   void set_state(ModelState state);
   JobOutcome execute(Job& job);
+  // Under mutex_: the overload refusal, with the estimated wait for a slot.
+  api::ApiError overloaded() const;
+  // Under mutex_: a run ended after `seconds`; its slot is free.
+  void run_ended(double seconds);
 
   std::string name_;
   std::unique_ptr<Engine> engine_;
@@ -111,6 +121,9 @@ class ModelRunner {
   std::deque<std::shared_ptr<Job>> queue_;
   std::string failure_reason_;
   bool stopping_ = false;
+  bool running_ = false;  // a job taken from the queue has not finished running
+  Clock::time_point run_started_;
+  double seconds_per_run_ = 0.0;  // moving average of runs (the warm-up's first), 0 before any
   std::thread executor_;
 };
 

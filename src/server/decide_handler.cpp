@@ -134,7 +134,11 @@ asio::awaitable<Reply> DecideHandler::run_locally(tcp::socket& socket, Route rou
       waiter->signal.cancel();
     });
   });
-  if (!job) co_return error_reply(job.error(), route);
+  if (!job) {
+    Reply refused = error_reply(job.error(), route);
+    if (job.error().code == api::ErrorCode::overloaded) refused.status = options_.overload_status;
+    co_return refused;
+  }
   metrics_.set_gauge("s1serve_queue_depth", {{"model", served->name}}, static_cast<double>(runner.queue_depth()));
 
   // While the request waits, a readable socket may mean the client closed it; epoll also reports

@@ -846,8 +846,9 @@ def scenario_i57(server):
             check_error_envelope(response, 503, "overloaded", problems, "503: ")
             if seconds > 1.0:
                 problems.append(f"503 after {seconds:.2f}s, expected at once")
-            if response.header("Retry-After") != "1":
-                problems.append(f"503 Retry-After {response.header('Retry-After')!r}, expected '1'")
+            # §11.1: the ceiling of the seconds until the 3 s run ends; the 503 comes ~0.4 s into it.
+            if response.header("Retry-After") not in ("2", "3"):
+                problems.append(f"503 Retry-After {response.header('Retry-After')!r}, expected '3' (or '2')")
     return problems
 
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <condition_variable>
 #include <future>
 #include <mutex>
@@ -144,6 +145,7 @@ TEST(ModelRunner, FullQueueRefusesWithOverloadedAndRecovers) {
   ASSERT_FALSE(refused.job.ok());
   EXPECT_EQ(refused.job.error().code, api::ErrorCode::overloaded);
   EXPECT_EQ(refused.job.error().headers.front().first, "Retry-After");
+  EXPECT_EQ(refused.job.error().headers.front().second, "1");  // runs here take microseconds
 
   gated.engine->release_one();
   EXPECT_TRUE(running.outcome.get().answers.ok());
@@ -155,6 +157,58 @@ TEST(ModelRunner, FullQueueRefusesWithOverloadedAndRecovers) {
   const JobOutcome outcome = later.outcome.get();
   EXPECT_TRUE(outcome.answers.ok());
   EXPECT_GE(outcome.inference_seconds, 0.0);
+}
+
+// The boundary is exact at every moment: a client that sends its next request as soon as it reads
+// the answer (here from the delivery itself, before the executor takes the next job) finds the
+// finished run's slot free.
+TEST(ModelRunner, QueueNAdmitsNWaitingPlusTheOneRunning) {
+  constexpr size_t capacity = 2;
+  GatedRunner gated(RunnerOptions{capacity});
+  ModelRunner& runner = *gated.runner;
+  // Whatever fails, every admitted run is let through, so that the runner stops.
+  struct OpenGate {
+    GatedEngine* engine;
+    ~OpenGate() {
+      for (size_t i = 0; i < capacity + 3; ++i) engine->release_one();
+    }
+  } open_gate{gated.engine};
+  std::promise<Submitted> resubmitted;
+  auto first = runner.submit(sample_request(), std::make_unique<Plan>(), Clock::now() + 10s,
+                             [&](JobOutcome) { resubmitted.set_value(submit(runner)); });
+  ASSERT_TRUE(first.ok());
+  gated.engine->wait_started(2);
+  std::vector<Submitted> waiting;
+  for (size_t i = 0; i < capacity; ++i) {
+    waiting.push_back(submit(runner));
+    ASSERT_TRUE(waiting.back().job.ok()) << "waiting request " << i;
+  }
+  Submitted beyond = submit(runner);
+  ASSERT_FALSE(beyond.job.ok());
+  EXPECT_EQ(beyond.job.error().code, api::ErrorCode::overloaded);
+
+  gated.engine->release_one();
+  Submitted next = resubmitted.get_future().get();
+  ASSERT_TRUE(next.job.ok()) << next.job.error().message;
+  gated.engine->wait_started(3);
+  EXPECT_EQ(runner.queue_depth(), capacity);
+  Submitted again_beyond = submit(runner);
+  ASSERT_FALSE(again_beyond.job.ok());
+  for (size_t i = 0; i < capacity + 1; ++i) gated.engine->release_one();
+  for (auto& work : waiting) EXPECT_TRUE(work.outcome.get().answers.ok());
+  EXPECT_TRUE(next.outcome.get().answers.ok());
+}
+
+TEST(RetryAfter, IsTheCeilingOfTheRunsRemainingSecondsAndAtLeastOne) {
+  EXPECT_EQ(retry_after_seconds(3.0, 0.1), 3);
+  EXPECT_EQ(retry_after_seconds(2.0, 0.0), 2);
+  EXPECT_EQ(retry_after_seconds(2.01, 0.0), 3);
+  EXPECT_EQ(retry_after_seconds(3.0, 2.5), 1);
+  EXPECT_EQ(retry_after_seconds(3.0, 4.0), 1);  // overdue: a slot frees any moment
+  EXPECT_EQ(retry_after_seconds(0.004, 0.0), 1);
+  EXPECT_EQ(retry_after_seconds(0.0, 0.0), 1);  // nothing measured yet
+  EXPECT_EQ(retry_after_seconds(std::nan(""), 0.0), 1);
+  EXPECT_EQ(retry_after_seconds(1e12, 0.0), 86'400);
 }
 
 TEST(ModelRunner, WorkPastItsDeadlineIsAnswered504WithoutRunning) {
