@@ -1,5 +1,6 @@
 // libFuzzer target for the GGUF reader: any bytes must give either a file whose tensor views lie
-// inside the input and dequantise to their element count, or a LoadError, never a crash,
+// inside the input and dequantise to their element count (and map onto our names with matching
+// sizes), or a LoadError, never a crash,
 // sanitizer report or runaway allocation.
 
 #include <cstddef>
@@ -9,6 +10,7 @@
 
 #include "model/checkpoint/gguf.h"
 #include "model/checkpoint/gguf_dequant.h"
+#include "model/checkpoint/gguf_weights.h"
 #include "model/checkpoint/load_error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -22,6 +24,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       // Touches every byte of the view, so ASan sees any view that escapes the input.
       if (s1::checkpoint::dequantize(tensor).size() != static_cast<size_t>(tensor.element_count())) {
+        std::abort();
+      }
+    }
+    // Our names and the converter's changes undone, on shapes and head counts from the input.
+    const auto weights = s1::checkpoint::map_gguf_weights(file);
+    for (const auto& tensor : weights.tensors) {
+      if (tensor.element_count() * static_cast<int64_t>(s1::checkpoint::dtype_size(tensor.dtype)) !=
+          static_cast<int64_t>(tensor.bytes.size())) {
         std::abort();
       }
     }

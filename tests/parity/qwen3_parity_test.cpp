@@ -103,6 +103,24 @@ void write_renamed_checkpoint(const checkpoint::Checkpoint& source, const std::f
   out << text << data;
 }
 
+// tests/fixtures/gguf/tiny-qwen3.gguf is tests/fixtures/tiny-qwen3-chat under llama.cpp's names and
+// keys (tools/reference/make_gguf_fixtures.py): the same BF16 weights, so loading it through the
+// GGUF path must give exactly the logits of the safetensors directory.
+TEST(Qwen3Gguf, LoadsTheSameModelAsItsSafetensorsDirectory) {
+  const std::filesystem::path fixtures = fixture_root().parent_path().parent_path() / "fixtures";
+  for (const auto precision : {kernels::Precision::fp32, kernels::Precision::bf16}) {
+    if (!kernels::linear_supported(precision)) continue;
+    const auto from_gguf = load_qwen3(fixtures / "gguf" / "tiny-qwen3.gguf", precision);
+    const auto from_directory = load_qwen3(fixtures / "tiny-qwen3-chat", precision);
+    EXPECT_EQ(from_gguf->info().vocab_size, from_directory->info().vocab_size);
+    const std::vector<int32_t> ids{3030, 12, 500, 7, 2999, 41, 3031, 8, 3033};
+    const std::vector<float> hidden = full_hidden(*from_gguf, ids);
+    EXPECT_EQ(hidden, full_hidden(*from_directory, ids));
+    const auto last = std::span<const float>(hidden).last(from_gguf->info().hidden_size);
+    EXPECT_EQ(from_gguf->lm_head().all_logits(last), from_directory->lm_head().all_logits(last));
+  }
+}
+
 class Qwen3Checkpoints : public parity::ScratchDirectoryTest {};
 
 TEST_F(Qwen3Checkpoints, BareModelNamesLoadTheSameWeights) {

@@ -10,6 +10,9 @@ tiny-qwen3.gguf  tests/fixtures/tiny-qwen3-chat (BF16 weights, config, tokenizer
                  under the tensor and key names llama.cpp's convert_hf_to_gguf.py writes for
                  Qwen3ForCausalLM (names from the gguf package's TensorNameMap, as the converter
                  takes them), vocabulary as its get_vocab_base() lays it out (BPE, pre "qwen2").
+tiny-qwen35.gguf tests/fixtures/tiny-qwen3_5-chat's weights with the value changes the converter
+                 makes for Qwen3.5 (norms + 1, A_log as -exp, conv squeezed, value heads tiled),
+                 reimplemented here in numpy from its code: what loading must undo.
 name_map.json    for each tiny fixture of our families, every safetensors tensor name and the GGUF
                  name TensorNameMap gives it: the ground truth for s1serve's name table.
 
@@ -174,23 +177,113 @@ def write_tiny_qwen3(path):
     finish(writer)
 
 
-# Our tiny fixtures of each family, with the llama.cpp architecture their converter writes.
+MINILM = pathlib.Path.home() / ".local/share/s1serve/models/all-minilm-l6-v2"
+
+
+def qwen35_rename(name):
+    # Qwen3NextModel.modify_tensors renames dt_bias before TensorNameMap sees it.
+    return name[: -len(".dt_bias")] + ".dt_proj.bias" if name.endswith(".dt_bias") else name
+
+
+def bf16_to_f32(raw, shape):
+    return (np.frombuffer(raw, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32).reshape(shape)
+
+
+def reorder_v_heads(tensor, dim, num_k_heads, num_v_per_k, head_dim):
+    """_LinearAttentionVReorderBase._reorder_v_heads: value heads from grouped-by-key to tiled."""
+    shape = list(tensor.shape)
+    new_shape = shape[:dim] + [num_k_heads, num_v_per_k, head_dim] + shape[dim + 1:]
+    return np.swapaxes(tensor.reshape(new_shape), dim, dim + 1).reshape(shape)
+
+
+def qwen35_converted(name, data, config):
+    """What convert_hf_to_gguf.py's Qwen3.5 path does to a tensor's values (computed in f32)."""
+    num_k, num_v = config["linear_num_key_heads"], config["linear_num_value_heads"]
+    head_k, head_v = config["linear_key_head_dim"], config["linear_value_head_dim"]
+    per_k = num_v // num_k
+    if num_k != num_v and "linear_attn." in name:
+        if ".in_proj_qkv." in name:
+            qk = 2 * head_k * num_k
+            data = np.concatenate([data[:qk], reorder_v_heads(data[qk:], 0, num_k, per_k, head_v)])
+        elif ".in_proj_z." in name:
+            data = reorder_v_heads(data, 0, num_k, per_k, head_v)
+        elif ".in_proj_b." in name or ".in_proj_a." in name:
+            data = reorder_v_heads(data, 0, num_k, per_k, 1)
+        elif ".A_log" in name or ".dt_bias" in name:
+            data = reorder_v_heads(data[:, None], 0, num_k, per_k, 1)[:, 0]
+        elif ".conv1d" in name:
+            data = data.squeeze()
+            qk = 2 * head_k * num_k
+            data = np.concatenate([data[:qk], reorder_v_heads(data[qk:], 0, num_k, per_k, head_v)])
+        elif ".out_proj." in name:
+            data = reorder_v_heads(data, 1, num_k, per_k, head_v)
+    if name.endswith(".A_log"):
+        data = -np.exp(data)
+    elif name.endswith(".dt_bias"):
+        name = name[: -len(".dt_bias")] + ".dt_proj.bias"
+    elif "conv1d" in name:
+        data = data.squeeze()
+    elif name.endswith("norm.weight") and not name.endswith("linear_attn.norm.weight"):
+        data = data + np.float32(1)
+    return name, np.ascontiguousarray(data, dtype=np.float32)
+
+
+def write_tiny_qwen35(path):
+    """tests/fixtures/tiny-qwen3_5-chat's weights as the converter stores them (tensor data only:
+    the metadata holds just the keys loading the weights reads)."""
+    source = FIXTURES / "tiny-qwen3_5-chat"
+    config = json.loads((source / "config.json").read_text())
+    arch = gguf.MODEL_ARCH.QWEN35
+    writer = gguf.GGUFWriter(str(path), arch=gguf.MODEL_ARCH_NAMES[arch])
+    writer.add_block_count(config["num_hidden_layers"])
+    writer.add_ssm_group_count(config["linear_num_key_heads"])
+    writer.add_ssm_time_step_rank(config["linear_num_value_heads"])
+    writer.add_ssm_state_size(config["linear_key_head_dim"])
+    writer.add_ssm_inner_size(config["linear_value_head_dim"] * config["linear_num_value_heads"])
+    name_map = gguf.get_tensor_name_map(arch, config["num_hidden_layers"])
+    for name, (dtype, shape, raw) in sorted(read_safetensors(source / "model.safetensors").items()):
+        assert dtype == "BF16", (name, dtype)
+        new_name, data = qwen35_converted(name, bf16_to_f32(raw, shape), config)
+        # The converter keeps 1-D tensors and norms in F32; the rest stay BF16 (exact here: the
+        # reorders only move values).
+        if data.ndim <= 1 or new_name.endswith("norm.weight"):
+            writer.add_tensor(gguf_name(name_map, new_name), data)
+        else:
+            bits = (data.view(np.uint32) >> 16).astype(np.uint16).view(np.uint8)
+            raw_bf16 = bits.reshape(*data.shape[:-1], data.shape[-1] * 2)
+            writer.add_tensor(gguf_name(name_map, new_name), raw_bf16, raw_shape=raw_bf16.shape,
+                              raw_dtype=Q.BF16)
+    finish(writer)
+
+
+# Checkpoints of each family (our tiny fixtures; MiniLM, the default model, for BERT when fetched),
+# with the llama.cpp architecture their converter writes and its renaming before TensorNameMap.
 FAMILIES = {
-    "qwen3": ("tiny-qwen3-chat", gguf.MODEL_ARCH.QWEN3),
-    "qwen35": ("tiny-qwen3_5-chat", gguf.MODEL_ARCH.QWEN35),
-    "lfm2": ("tiny-lfm2", gguf.MODEL_ARCH.LFM2),
+    "qwen3": (FIXTURES / "tiny-qwen3-chat", gguf.MODEL_ARCH.QWEN3, lambda name: name),
+    "qwen35": (FIXTURES / "tiny-qwen3_5-chat", gguf.MODEL_ARCH.QWEN35, qwen35_rename),
+    "lfm2": (FIXTURES / "tiny-lfm2", gguf.MODEL_ARCH.LFM2, lambda name: name),
+    "modern-bert": (ROOT / "tests/parity/modernbert/bias_every_2", gguf.MODEL_ARCH.MODERN_BERT, lambda name: name),
+    "bert": (MINILM, gguf.MODEL_ARCH.BERT, lambda name: name),
 }
 
 
 def write_name_map(path):
     result = {}
-    for family, (folder, arch) in FAMILIES.items():
-        source = FIXTURES / folder
+    for architecture, (source, arch, rename) in FAMILIES.items():
+        if not source.exists():
+            raise SystemExit(f"{source} is missing (scripts/fetch-default-model fetches MiniLM)")
         config = json.loads((source / "config.json").read_text())
         layers = config.get("num_hidden_layers") or config["text_config"]["num_hidden_layers"]
         name_map = gguf.get_tensor_name_map(arch, layers)
-        names = sorted(read_safetensors(source / "model.safetensors"))
-        result[family] = {name: name_map.get_name(name, try_suffixes=(".weight", ".bias")) for name in names}
+        # BertModel's converter drops the position-id buffer and the pooler (unused by
+        # sentence-transformers' mean pooling); the name map leaves them out likewise.
+        names = sorted(name for name in read_safetensors(source / "model.safetensors")
+                       if name != "embeddings.position_ids" and not name.startswith("pooler."))
+        mapped = {name: name_map.get_name(rename(name), try_suffixes=(".weight", ".bias")) for name in names}
+        unmapped = [name for name, gguf_name in mapped.items() if gguf_name is None]
+        if unmapped:
+            raise SystemExit(f"{architecture}: TensorNameMap has no GGUF name for {unmapped}")
+        result[architecture] = mapped
     path.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
 
 
@@ -206,12 +299,25 @@ def write_fuzz_seeds(folder):
         raw = random_tensor(rng, qtype, 1, 256)
         writer.add_tensor(qtype.name.lower(), raw, raw_shape=raw.shape, raw_dtype=qtype)
     finish(writer)
+    # A Qwen3.5 layer of 1 key head and 2 value heads of width 2, so the mapper's reorders run.
+    writer = gguf.GGUFWriter(str(folder / "qwen35_layer"), arch="qwen35")
+    writer.add_ssm_group_count(1)
+    writer.add_ssm_time_step_rank(2)
+    writer.add_ssm_state_size(2)
+    writer.add_ssm_inner_size(4)
+    shapes = {"blk.0.ssm_a": (2,), "blk.0.ssm_dt.bias": (2,), "blk.0.ssm_alpha.weight": (2, 4),
+              "blk.0.attn_gate.weight": (4, 4), "blk.0.attn_qkv.weight": (8, 4), "blk.0.ssm_conv1d.weight": (8, 3),
+              "blk.0.ssm_out.weight": (4, 4), "blk.0.attn_norm.weight": (4,)}
+    for name, shape in shapes.items():
+        writer.add_tensor(name, -rng.uniform(0.5, 1.5, size=shape).astype(np.float32))
+    finish(writer)
 
 
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
     write_types(OUT / "types.gguf")
     write_tiny_qwen3(OUT / "tiny-qwen3.gguf")
+    write_tiny_qwen35(OUT / "tiny-qwen35.gguf")
     write_name_map(OUT / "name_map.json")
     write_fuzz_seeds(ROOT / "tests/fuzz/corpus/gguf")
 

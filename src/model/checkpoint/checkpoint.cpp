@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "model/checkpoint/gguf_weights.h"
 #include "model/checkpoint/load_error.h"
 #include "model/checkpoint/safetensors.h"
 
@@ -86,10 +87,23 @@ Checkpoint Checkpoint::open(const std::filesystem::path& dir_or_file) {
 }
 
 Checkpoint Checkpoint::open_file(const std::filesystem::path& file) {
+  MappedFile mapped = MappedFile::open(file);
+  if (has_gguf_magic(mapped.bytes())) return open_gguf(file, std::move(mapped));
   std::vector<MappedFile> files;
-  files.push_back(MappedFile::open(file));
+  files.push_back(std::move(mapped));
   auto contents = parse_safetensors(files.back().bytes(), file.string());
   return Checkpoint(file, std::move(files), std::move(contents.tensors));
+}
+
+Checkpoint Checkpoint::open_gguf(const std::filesystem::path& file, MappedFile mapped) {
+  auto parsed = std::make_shared<GgufFile>(parse_gguf(mapped.bytes(), file.string()));
+  GgufWeights weights = map_gguf_weights(*parsed);
+  std::vector<MappedFile> files;
+  files.push_back(std::move(mapped));
+  Checkpoint checkpoint(file, std::move(files), std::move(weights.tensors));
+  checkpoint.owned_ = std::move(weights.owned);
+  checkpoint.gguf_ = std::move(parsed);
+  return checkpoint;
 }
 
 Checkpoint Checkpoint::open_index(const std::filesystem::path& index_file) {

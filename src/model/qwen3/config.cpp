@@ -17,7 +17,10 @@ using checkpoint::ConfigReader;
 }  // namespace
 
 Qwen3Config read_qwen3_config(const std::filesystem::path& config_file) {
-  ConfigReader reader = ConfigReader::from_file(config_file);
+  return read_qwen3_config(ConfigReader::from_file(config_file));
+}
+
+Qwen3Config read_qwen3_config(ConfigReader reader) {
   Qwen3Config config;
   if (const auto model_type = reader.required<std::string>("model_type"); model_type != "qwen3") {
     reader.reject("model_type", "is '" + model_type + "'; this family loads 'qwen3' checkpoints");

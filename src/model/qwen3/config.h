@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <filesystem>
 
+#include "model/checkpoint/config_reader.h"
+
 namespace s1::qwen3 {
 
 struct Qwen3Config {
@@ -23,5 +25,7 @@ struct Qwen3Config {
 };
 
 Qwen3Config read_qwen3_config(const std::filesystem::path& config_file);
+// The same checks over any config source (a GGUF file's metadata: checkpoint/gguf_config.h).
+Qwen3Config read_qwen3_config(checkpoint::ConfigReader reader);
 
 }  // namespace s1::qwen3

@@ -11,6 +11,7 @@
 #include "kernels/rope.h"
 #include "kernels/team.h"
 #include "model/checkpoint/checkpoint.h"
+#include "model/checkpoint/gguf_config.h"
 #include "model/checkpoint/load_error.h"
 #include "model/decoder/layer_helpers.h"
 #include "model/decoder/matmul_input.h"
@@ -336,8 +337,10 @@ std::vector<decoder::BranchOutput> Qwen3Decoder::forward(const decoder::Sequence
 }  // namespace
 
 std::unique_ptr<decoder::CausalDecoder> load_qwen3(const std::filesystem::path& dir, kernels::Precision precision) {
-  const Qwen3Config config = read_qwen3_config(dir / "config.json");
+  // A GGUF file carries its config in its metadata; a directory has config.json.
   const Checkpoint weights = Checkpoint::open(dir);
+  const Qwen3Config config = weights.gguf() != nullptr ? read_qwen3_config(checkpoint::gguf_config(*weights.gguf()))
+                                                       : read_qwen3_config(dir / "config.json");
   return std::make_unique<Qwen3Decoder>(config, weights, precision);
 }
 

@@ -12,7 +12,8 @@ namespace s1::qwen3 {
 
 // Reads dir/config.json (strictly) and the checkpoint in dir (model.safetensors or a sharded index),
 // checking every weight's shape. Weights may carry the "model." prefix (Qwen3ForCausalLM) or not
-// (a bare Qwen3Model, which then needs tied embeddings). Throws checkpoint::LoadError.
+// (a bare Qwen3Model, which then needs tied embeddings). `dir` may also be a GGUF file of
+// architecture qwen3 (config from its metadata). Throws checkpoint::LoadError.
 [[nodiscard]] std::unique_ptr<decoder::CausalDecoder> load_qwen3(const std::filesystem::path& dir,
                                                                  kernels::Precision precision);
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "model/checkpoint/gguf_config.h"
 #include "model/checkpoint/gguf_dequant.h"
 #include "model/checkpoint/load_error.h"
 #include "model/checkpoint/mapped_file.h"
@@ -41,6 +42,9 @@ class GgufBytes {
   // A u32 metadata entry.
   GgufBytes& key_u32(std::string_view key, uint32_t value) {
     return str(key).u32(static_cast<uint32_t>(GgufType::kUint32)).u32(value);
+  }
+  GgufBytes& key_string(std::string_view key, std::string_view value) {
+    return str(key).u32(static_cast<uint32_t>(GgufType::kString)).str(value);
   }
   // One tensor info entry.
   GgufBytes& tensor(std::string_view name, std::vector<uint64_t> dims, uint32_t type, uint64_t offset) {
@@ -312,6 +316,34 @@ TEST(ParseGguf, RejectsBadTensorInfo) {
               HasSubstr("tensor 'a' has data offset 8, expected 0"));
   EXPECT_THAT(error_for([](GgufBytes& f) { f.header(1, 0).tensor("a", {1030}, kF32, 0); }),
               HasSubstr("tensor 'a': data (4120 bytes at offset 0) runs past the end of the file"));
+}
+
+// The GGUF keys of a Qwen3 model become config.json keys; any other key of the architecture may
+// change the maths, so it is refused by name rather than ignored.
+TEST(GgufConfig, RefusesArchitectureKeysItDoesNotKnow) {
+  const auto error_for = [](auto build) {
+    GgufBytes bytes;
+    build(bytes);
+    const auto file = parse_gguf(bytes.bytes(), kLabel);
+    try {
+      gguf_config(file);
+    } catch (const LoadError& error) {
+      return std::string(error.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(
+      error_for([](GgufBytes& b) {
+        b.header(0, 2).key_string("general.architecture", "qwen3").key_string("qwen3.rope.scaling.type", "yarn");
+      }),
+      HasSubstr("key 'qwen3.rope.scaling.type' is a setting s1serve does not implement"));
+  EXPECT_THAT(error_for([](GgufBytes& b) {
+                b.header(0, 3).key_string("general.architecture", "qwen3");
+                b.key_u32("qwen3.attention.key_length", 64).key_u32("qwen3.attention.value_length", 32);
+              }),
+              HasSubstr("key 'qwen3.attention.value_length' must equal qwen3.attention.key_length"));
+  EXPECT_THAT(error_for([](GgufBytes& b) { b.header(0, 1).key_string("general.architecture", "llama"); }),
+              HasSubstr("only 'qwen3' GGUF files load for now"));
 }
 
 }  // namespace
