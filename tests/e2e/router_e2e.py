@@ -17,6 +17,10 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "conformance"))
+import s1harness as h  # noqa: E402
+from checklist import Checklist  # noqa: E402
+
 
 class Stub:
     """A /v1/systemone worker whose next replies the test programs; it records every POST."""
@@ -83,35 +87,6 @@ class Stub:
             return list(self.requests)
 
 
-def start_serve(binary, args, env=None):
-    """s1serve with `args`, its port and the list its stderr lines are collected into."""
-    process = subprocess.Popen([binary, "serve", *args], stderr=subprocess.PIPE, env=env, text=True)
-    deadline = time.time() + 20
-    port = None
-    lines = []
-    while time.time() < deadline and port is None:
-        line = process.stderr.readline()
-        if not line and process.poll() is not None:
-            break
-        lines.append(line)
-        match = re.search(r"listening on http://[^:]+:(\d+)", line)
-        if match:
-            port = int(match.group(1))
-    if port is None:
-        process.kill()
-        raise RuntimeError("s1serve did not start: " + "".join(lines))
-    threading.Thread(target=lambda: [lines.append(line) for line in process.stderr], daemon=True).start()
-    return process, port, lines
-
-
-def stop(process):
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-
-
 def start_router(binary, stub_port, workdir):
     keys = os.path.join(workdir, "keys.txt")
     with open(keys, "w") as f:
@@ -131,7 +106,7 @@ def start_router(binary, stub_port, workdir):
     path = os.path.join(workdir, "router.json")
     with open(path, "w") as f:
         json.dump(config, f)
-    return start_serve(binary, ["--config", path], dict(os.environ, ROUTER_E2E_UP_KEY="up-key"))
+    return h.Server(binary, ["--config", path], env={"ROUTER_E2E_UP_KEY": "up-key"}, name="router").start()
 
 
 def post(port, body, model=None, key="k-test", path="/v1/systemone", timeout=30, raw=None, extra_headers=None):
@@ -225,7 +200,8 @@ def check_polling_and_panic_routing(binary, workdir, check):
     path = os.path.join(workdir, "polling.json")
     with open(path, "w") as f:
         json.dump(config, f)
-    process, port, log = start_serve(binary, ["--config", path])
+    server = h.Server(binary, ["--config", path], name="polling").start()
+    port = server.port
     started = time.time()
     try:
         time.sleep(0.3)  # the start-up poll of the late worker has failed
@@ -251,9 +227,9 @@ def check_polling_and_panic_routing(binary, workdir, check):
         polls = len(beside_hung.health_polls)
         check("a hung replica does not delay its neighbour's polls (every 200 ms)", polls >= 6, polls)
         check("the late replica's recovery is logged", f"upstream late: replica http://127.0.0.1:{late_port} is healthy"
-              in "".join(log), "".join(log)[-2000:])
+              in server.log_text(), server.log_text()[-2000:])
     finally:
-        stop(process)
+        server.stop()
         hung.close()
 
 
@@ -262,14 +238,10 @@ def main():
     parser.add_argument("--binary", required=True)
     args = parser.parse_args()
     stub = Stub()
-    results = []
-
-    def check(name, condition, detail=""):
-        results.append(condition)
-        print(("PASS " if condition else "FAIL ") + name + ("" if condition else f": {detail}"), flush=True)
-
+    check = Checklist()
     with tempfile.TemporaryDirectory() as workdir:
-        process, port, log = start_router(args.binary, stub.port, workdir)
+        router = start_router(args.binary, stub.port, workdir)
+        port = router.port
         try:
             time.sleep(0.5)  # the first health poll marks 127.0.0.1:1 unhealthy
 
@@ -362,7 +334,7 @@ def main():
             check("metrics count upstream outcomes", 's1serve_upstream_requests_total{model="remote"' in metrics
                   and "s1serve_upstream_replica_healthy" in metrics, metrics[-500:])
             check("metrics never show the pool credential", "up-key" not in metrics)
-            text = "".join(log)
+            text = router.log_text()
             check("upstream state changes and failed forwards are logged at info",
                   "upstream remote-dead: replica http://127.0.0.1:1 is unhealthy" in text
                   and re.search(r"info\].*upstream remote-dead: request \S+ could not connect to http://127.0.0.1:1 .*no replica left", text)
@@ -422,12 +394,10 @@ def main():
             check("connections the worker closed while pooled are replaced, never a 502",
                   outcomes == [(200, b'{"ok":4}')] * 3 and len(stub.posts()) == 3, outcomes)
         finally:
-            stop(process)
+            router.stop()
         check_start_up_refusals(args.binary, workdir, check)
         check_polling_and_panic_routing(args.binary, workdir, check)
-    passed = sum(results)
-    print(f"{passed} passed, {len(results) - passed} failed")
-    return 0 if passed == len(results) else 1
+    return check.exit_status()
 
 
 if __name__ == "__main__":
