@@ -14,12 +14,13 @@ Contract (see tests/parity/minilm/README.md):
 - text(x): a JSON string is used as-is; an object or array is rendered with
   ``json.dumps(x, ensure_ascii=False, separators=(",", ":"))`` (member order kept, raw non-ASCII).
 - The state is embedded once: e_s = embed(text(state)).
-- Candidates per question:
+- Candidates per question (I = text(instructions) when instructions are present and not null):
     choice: per option in criteria order, ``name`` if the description is null else
-            ``name + ": " + text(description)``;
-    score:  per level in order, ``text(level)``;
-    noul:   yes = text(criteria["true"]) if given, else text(instructions) if present and not null,
-            else "yes"; no = text(criteria["false"]) if given, else "not " + yes. Labels [yes, no].
+            ``name + ": " + text(description)``, preceded by ``I + " "`` when I is not empty;
+    score:  per level in order, ``"This is " + text(level) + "."``;
+    noul:   yes = text(criteria["true"]) if given and not null, else ``"yes, " + I`` if I exists, else "yes";
+            no = text(criteria["false"]) if given and not null, else ``"no, " + I`` if yes came from I, else
+            "not " + yes. Labels [yes, no].
 - s_i = cos(e_s, e_c_i) = dot product of the normalised fp32 embeddings, accumulated in float64.
 - p = softmax(s * SIMILARITY_SCALE) in float64, maximum subtracted first (T = 1/20).
 - Answers and confidence as in reference/system-one-api.md section 5.1 (linear method).
@@ -67,23 +68,33 @@ def question_candidates(question: dict) -> list[str]:
     """The candidate texts of one question, in label order (noul: [yes, no])."""
     qtype = question["type"]
     criteria = question.get("criteria")
+    instructions = question.get("instructions")
+    text_i = None if instructions is None else render_text(instructions)
     if qtype == "choice":
+        prefix = text_i + " " if text_i else ""
         out = []
         for name, description in criteria.items():
-            out.append(name if description is None else name + ": " + render_text(description))
+            out.append(prefix + (name if description is None else name + ": " + render_text(description)))
         return out
     if qtype == "score":
-        return [render_text(level) for level in criteria]
+        return ["This is " + render_text(level) + "." for level in criteria]
     if qtype == "noul":
         criteria = criteria or {}
-        instructions = question.get("instructions")
-        if "true" in criteria:
+        # A null criterion is an undescribed side, as if absent (contract §11.1).
+        has_true, has_false = criteria.get("true") is not None, criteria.get("false") is not None
+        from_instructions = not has_true and text_i is not None
+        if has_true:
             yes = render_text(criteria["true"])
-        elif instructions is not None:
-            yes = render_text(instructions)
+        elif from_instructions:
+            yes = "yes, " + text_i
         else:
             yes = "yes"
-        no = render_text(criteria["false"]) if "false" in criteria else "not " + yes
+        if has_false:
+            no = render_text(criteria["false"])
+        elif from_instructions:
+            no = "no, " + text_i
+        else:
+            no = "not " + yes
         return [yes, no]
     raise ValueError(f"unknown question type {qtype!r}")
 

@@ -38,22 +38,32 @@ EmbeddingSimilaritySettings read_embedding_similarity_settings(checkpoint::Confi
 }
 
 std::vector<std::string> candidate_texts(const api::Question& question) {
+  // Question-aware phrasing (docs/models.md, measured on tests/parity/minilm/zeroshot.jsonl): a bare
+  // option name or level word is a weak point in embedding space, and "not " + a sentence embeds
+  // almost like the sentence. Options carry the question they answer; levels become a statement;
+  // instruction-only nouls put "yes, " / "no, " before the same sentence.
+  const std::string instructions = question.instructions.is_null() ? std::string() : render_text(question.instructions);
   std::vector<std::string> texts;
   switch (question.type) {
     case api::QuestionType::choice:
       for (const api::ChoiceOption& option : question.options) {
-        texts.push_back(option.description.is_null() ? option.name
-                                                      : option.name + ": " + render_text(option.description));
+        std::string text = instructions.empty() ? option.name : instructions + " " + option.name;
+        if (!option.description.is_null()) text += ": " + render_text(option.description);
+        texts.push_back(std::move(text));
       }
       break;
     case api::QuestionType::score:
-      for (const api::Json& level : question.levels) texts.push_back(render_text(level));
+      for (const api::Json& level : question.levels) texts.push_back("This is " + render_text(level) + ".");
       break;
     case api::QuestionType::noul: {
-      std::string yes = !question.noul_true.is_null()      ? render_text(question.noul_true)
-                        : !question.instructions.is_null() ? render_text(question.instructions)
-                                                           : std::string("yes");
-      std::string no = !question.noul_false.is_null() ? render_text(question.noul_false) : "not " + yes;
+      const bool has_true = !question.noul_true.is_null();
+      const bool from_instructions = !has_true && !question.instructions.is_null();
+      std::string yes = has_true            ? render_text(question.noul_true)
+                        : from_instructions ? "yes, " + instructions
+                                            : std::string("yes");
+      std::string no = !question.noul_false.is_null() ? render_text(question.noul_false)
+                       : from_instructions            ? "no, " + instructions
+                                                      : "not " + yes;
       texts.push_back(std::move(yes));
       texts.push_back(std::move(no));
       break;

@@ -3,9 +3,10 @@
 // tools/reference/embedding_contract.py). A sentence-embedding model decides zero-shot:
 //
 //   text(x)      a string as-is, an object or array as Python-compatible compact JSON;
-//   candidates   choice: name, or name + ": " + text(description); score: text(level);
-//                noul: [yes, no] with yes = text(true) | text(instructions) | "yes",
-//                no = text(false) | "not " + yes;
+//   candidates   choice: [I + " "] + name [+ ": " + text(description)], I = text(instructions) when
+//                not empty; score: "This is " + text(level) + ".";
+//                noul: [yes, no] with yes = text(true) | "yes, " + I | "yes",
+//                no = text(false) | "no, " + I (when yes came from I) | "not " + yes;
 //   sᵢ           cos(embed(text(state)), embed(candidateᵢ)), the dot product of the unit vectors
 //                accumulated in float64;
 //   pᵢ           softmax(similarity_scale · sᵢ) per question (T = 1/similarity_scale, default 20);

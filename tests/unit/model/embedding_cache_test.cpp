@@ -68,21 +68,29 @@ TEST(EmbeddingSimilarity, CandidateTextsFollowTheContract) {
   choice.type = api::QuestionType::choice;
   choice.options = {{"billing", nullptr}, {"technical", "bugs"}, {"x", api::Json::parse(R"({"a":[1,2.5,"é"]})")}};
   EXPECT_EQ(candidate_texts(choice), (std::vector<std::string>{"billing", "technical: bugs", "x: {\"a\":[1,2.5,\"é\"]}"}));
+  choice.instructions = "Which team?";
+  EXPECT_EQ(candidate_texts(choice), (std::vector<std::string>{"Which team? billing", "Which team? technical: bugs",
+                                                               "Which team? x: {\"a\":[1,2.5,\"é\"]}"}));
+  choice.instructions = "";
+  EXPECT_EQ(candidate_texts(choice)[0], "billing");
 
   api::Question score;
   score.type = api::QuestionType::score;
   score.levels = {"low", api::Json::parse("[1,2]")};
-  EXPECT_EQ(candidate_texts(score), (std::vector<std::string>{"low", "[1,2]"}));
+  score.instructions = "How urgent?";
+  EXPECT_EQ(candidate_texts(score), (std::vector<std::string>{"This is low.", "This is [1,2]."}));
 
   api::Question noul;
   noul.type = api::QuestionType::noul;
   EXPECT_EQ(candidate_texts(noul), (std::vector<std::string>{"yes", "not yes"}));
   noul.instructions = "Refund requested";
-  EXPECT_EQ(candidate_texts(noul), (std::vector<std::string>{"Refund requested", "not Refund requested"}));
+  EXPECT_EQ(candidate_texts(noul), (std::vector<std::string>{"yes, Refund requested", "no, Refund requested"}));
   noul.noul_false = "no refund";
-  EXPECT_EQ(candidate_texts(noul), (std::vector<std::string>{"Refund requested", "no refund"}));
+  EXPECT_EQ(candidate_texts(noul), (std::vector<std::string>{"yes, Refund requested", "no refund"}));
   noul.noul_true = "asks for money back";
   EXPECT_EQ(candidate_texts(noul), (std::vector<std::string>{"asks for money back", "no refund"}));
+  noul.noul_false = nullptr;
+  EXPECT_EQ(candidate_texts(noul), (std::vector<std::string>{"asks for money back", "not asks for money back"}));
 }
 
 TEST(EmbeddingSimilarity, DecisionFileIsStrict) {
