@@ -31,6 +31,7 @@ struct ServeFlags {
   std::optional<int64_t> token_budget;
   std::optional<int64_t> drain_ms;
   std::optional<int> http_threads;
+  std::optional<int> prepare_threads;
 };
 
 registry::ServerConfig build_config(const ServeFlags& flags) {
@@ -50,6 +51,7 @@ registry::ServerConfig build_config(const ServeFlags& flags) {
   if (flags.token_budget) config.token_budget = *flags.token_budget;
   if (flags.drain_ms) config.drain_timeout = std::chrono::milliseconds(*flags.drain_ms);
   if (flags.http_threads) config.http_threads = *flags.http_threads;
+  if (flags.prepare_threads) config.prepare_threads = *flags.prepare_threads;
   for (const std::string& source : flags.models) config.models.push_back(registry::ModelConfig{source, {}, {}, {}, {}});
   for (const std::string& upstream : flags.upstreams) config.models.push_back(registry::parse_upstream_flag(upstream));
   if (flags.default_model) config.default_model = *flags.default_model;
@@ -192,6 +194,9 @@ void add_serve_command(CLI::App& app) {
   command->add_option("--token-budget", flags->token_budget, "Input tokens per request (default 65536)");
   command->add_option("--drain-ms", flags->drain_ms, "Shutdown drain budget in ms (default 30000)");
   command->add_option("--http-threads", flags->http_threads, "HTTP I/O threads (default 2)");
+  command->add_option("--prepare-threads", flags->prepare_threads,
+                      "Threads parsing large bodies, rendering and tokenising (default 2)")
+      ->check(CLI::Range(1, 256));
   command->callback([flags] { std::exit(serve(*flags)); });
 }
 

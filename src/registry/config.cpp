@@ -217,6 +217,8 @@ ServerConfig read_config_file(const std::filesystem::path& path, ServerConfig co
       config.drain_timeout = std::chrono::milliseconds(read_number<int64_t>(value, path, key, 0, 3'600'000));
     } else if (key == "http_threads") {
       config.http_threads = read_number<int>(value, path, key, 1, 256);
+    } else if (key == "prepare_threads") {
+      config.prepare_threads = read_number<int>(value, path, key, 1, 256);
     } else if (key == "models") {
       if (!value.is_array()) throw ConfigError(describe(path, "models must be an array"));
       size_t index = 0;

@@ -56,6 +56,7 @@ struct ServerConfig {
   std::string owned_by = "s1serve";
   std::chrono::milliseconds drain_timeout{30'000};
   int http_threads = 2;
+  int prepare_threads = 2;  // parsing large bodies, rendering, tokenising: never on the I/O threads
   std::vector<ModelConfig> models;
 };
 

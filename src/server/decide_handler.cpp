@@ -4,6 +4,8 @@
 #include "api/request.h"
 #include "api/response.h"
 
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -11,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <functional>
 
 #include <sys/socket.h>
 
@@ -48,6 +51,38 @@ struct Waiter {
   bool readable = false;
 };
 
+// Runs `work` on `pool` and resumes on the awaiting coroutine's executor with its result; nullopt
+// when the pool refused it (full).
+template <typename Result>
+asio::awaitable<std::optional<Result>> on_pool(runtime::PreparePool& pool, runtime::PreparePool::Size size,
+                                               std::function<Result()> work) {
+  const asio::any_io_executor executor = co_await asio::this_coro::executor;
+  co_return co_await asio::async_initiate<const asio::use_awaitable_t<>&, void(std::optional<Result>)>(
+      [&pool, size, &work, executor](auto handler) {
+        // Shared: the pool's tasks are copyable, the coroutine's completion handler is not.
+        auto resume = std::make_shared<decltype(handler)>(std::move(handler));
+        auto deliver = [resume, executor](std::optional<Result> result) {
+          asio::post(executor, [resume, result = std::move(result)]() mutable {
+            std::move(*resume)(std::move(result));
+          });
+        };
+        if (!pool.submit([work = std::move(work), deliver] { deliver(work()); }, size)) deliver(std::nullopt);
+      },
+      asio::use_awaitable);
+}
+
+// Bodies from this size on are parsed off the I/O thread (a strict parse and validation take tens of
+// milliseconds per MiB, the hop to the pool tens of microseconds), and their work, like that of
+// states from this size on, is a large task of the pool.
+constexpr size_t large_body_bytes = 64 * 1024;
+// Tasks waiting for a prepare thread before the next is refused with 503: enough for a burst of
+// every connection at once, few enough that a flood of 4 MiB bodies cannot queue without bound.
+constexpr size_t prepare_tasks_waiting = 256;
+
+api::ApiError preparing_overloaded() {
+  return api::ApiError::make(api::ErrorCode::overloaded, "Too many requests being prepared; retry shortly");
+}
+
 }  // namespace
 
 DecideHandler::DecideHandler(const registry::ServerConfig& options, const registry::ModelRegistry& registry,
@@ -56,7 +91,27 @@ DecideHandler::DecideHandler(const registry::ServerConfig& options, const regist
       registry_(registry),
       metrics_(metrics),
       serves_upstream_(std::any_of(registry.models().begin(), registry.models().end(),
-                                   [](const auto& served) { return served->pool != nullptr; })) {}
+                                   [](const auto& served) { return served->pool != nullptr; })),
+      prepare_pool_(static_cast<size_t>(options.prepare_threads), prepare_tasks_waiting) {}
+
+Reply DecideHandler::overloaded(const api::ApiError& error, Route route) const {
+  Reply refused = error_reply(error, route);
+  refused.status = options_.overload_status;
+  return refused;
+}
+
+bool DecideHandler::decides_off_io(std::string_view body) { return body.size() >= large_body_bytes; }
+
+asio::awaitable<DecideHandler::Decision> DecideHandler::decide_off_io(Route route, std::string_view body) {
+  // Named, not a temporary in the co_await expression: GCC 12 destroys such temporaries twice.
+  std::function<Decision()> work = [this, route, body] { return decide(route, body); };
+  std::optional<Decision> decision =
+      co_await on_pool<Decision>(prepare_pool_, runtime::PreparePool::Size::large, std::move(work));
+  if (!decision) {
+    co_return overloaded(preparing_overloaded(), route);
+  }
+  co_return std::move(*decision);
+}
 
 DecideHandler::Decision DecideHandler::decide(Route route, std::string_view body) const {
   // The router checks only `model` before forwarding (§7.1): a scan applies the strict-JSON rules
@@ -108,20 +163,29 @@ DecideHandler::Decision DecideHandler::decide(Route route, std::string_view body
   }
   if (served->pool && decisions) return ForwardDecisions{std::move(*decisions), served};
   if (served->pool) return ForwardSystemOne{served->pool.get(), served->name != served->pool->upstream_model()};
-  return RunLocally{std::move(request), std::move(decisions), served};
+  return RunLocally{std::move(request), std::move(decisions), served, decides_off_io(body)};
 }
 
-asio::awaitable<Reply> DecideHandler::run_locally(tcp::socket& socket, Route route,
-                                                  std::shared_ptr<api::DecisionRequest> request,
-                                                  std::optional<api::DecisionsRequest> decisions,
-                                                  const registry::ServedModel& model, Clock::time_point deadline) {
-  const registry::ServedModel* served = &model;
+asio::awaitable<Reply> DecideHandler::run_locally(tcp::socket& socket, Route route, RunLocally local,
+                                                  Clock::time_point deadline) {
+  const std::shared_ptr<api::DecisionRequest> request = std::move(local.request);
+  const std::optional<api::DecisionsRequest> decisions = std::move(local.decisions);
+  const registry::ServedModel* served = local.served;
   runtime::ModelRunner& runner = *served->runner;
   if (runner.state() != runtime::ModelState::ready) {
     co_return error_reply(api::ApiError::model_unavailable(served->name, runner.state() == runtime::ModelState::failed),
                           route);
   }
-  auto plan = runner.engine().prepare(*request, runtime::PrepareLimits{options_.token_budget});
+  using Prepared = api::Result<std::unique_ptr<runtime::Plan>>;
+  const runtime::Engine& engine = runner.engine();
+  const runtime::PrepareLimits limits{options_.token_budget};
+  std::function<Prepared()> work = [&engine, request, limits] { return engine.prepare(*request, limits); };
+  const auto size = local.large ? runtime::PreparePool::Size::large : runtime::PreparePool::Size::small;
+  std::optional<Prepared> prepared = co_await on_pool<Prepared>(prepare_pool_, size, std::move(work));
+  if (!prepared) {
+    co_return overloaded(preparing_overloaded(), route);
+  }
+  Prepared& plan = *prepared;
   if (!plan) co_return error_reply(plan.error(), route);
   const int64_t input_tokens = (*plan)->input_tokens;
   const int64_t cached_tokens = (*plan)->cached_tokens;
@@ -135,9 +199,8 @@ asio::awaitable<Reply> DecideHandler::run_locally(tcp::socket& socket, Route rou
     });
   });
   if (!job) {
-    Reply refused = error_reply(job.error(), route);
-    if (job.error().code == api::ErrorCode::overloaded) refused.status = options_.overload_status;
-    co_return refused;
+    co_return job.error().code == api::ErrorCode::overloaded ? overloaded(job.error(), route)
+                                                             : error_reply(job.error(), route);
   }
   metrics_.set_gauge("s1serve_queue_depth", {{"model", served->name}}, static_cast<double>(runner.queue_depth()));
 

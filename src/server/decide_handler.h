@@ -5,6 +5,7 @@
 #include "api/openai_decisions.h"
 #include "registry/config.h"
 #include "registry/model_registry.h"
+#include "runtime/prepare_pool.h"
 #include "server/http_checks.h"
 #include "server/metrics.h"
 #include "server/reply.h"
@@ -39,23 +40,32 @@ class DecideHandler {
     std::shared_ptr<api::DecisionRequest> request;
     std::optional<api::DecisionsRequest> decisions;
     const registry::ServedModel* served;
+    bool large;  // its body was large: its preparation is a large task of the prepare pool
   };
   using Decision = std::variant<Reply, ForwardSystemOne, ForwardDecisions, RunLocally>;
   Decision decide(Route route, std::string_view body) const;
+  // Whether `body` is large enough to be parsed by decide_off_io rather than on the I/O thread.
+  static bool decides_off_io(std::string_view body);
+  // decide on the prepare pool; `body` must outlive the wait.
+  boost::asio::awaitable<Decision> decide_off_io(Route route, std::string_view body);
 
-  // Queues the request on its model and waits for the outcome, its deadline, or the client on
+  // Prepares the request on the prepare pool (rendering, tokenisation), queues it on its model and
+  // waits for the outcome, its deadline, or the client on
   // `socket` going away (then the work is withdrawn).
-  boost::asio::awaitable<Reply> run_locally(boost::asio::ip::tcp::socket& socket, Route route,
-                                            std::shared_ptr<api::DecisionRequest> request,
-                                            std::optional<api::DecisionsRequest> decisions,
-                                            const registry::ServedModel& served, Clock::time_point deadline);
+  boost::asio::awaitable<Reply> run_locally(boost::asio::ip::tcp::socket& socket, Route route, RunLocally local,
+                                            Clock::time_point deadline);
 
  private:
+  // A full queue's refusal, with the configured overload status.
+  Reply overloaded(const api::ApiError& error, Route route) const;
+
   const registry::ServerConfig& options_;
   const registry::ModelRegistry& registry_;
   Metrics& metrics_;
   // Some model is an upstream pool: /v1/systemone bodies are scanned for `model` before any DOM.
   const bool serves_upstream_;
+  // Last: destroyed first, so no task still runs when the rest goes.
+  runtime::PreparePool prepare_pool_;
 };
 
 }  // namespace s1::server

@@ -400,7 +400,13 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn
       error_code body_error;
       if (body_from_buffer(parser, buffer, body_error) ||
           (!body_error && co_await read_rest_of_body(*connection, parser, buffer, deadline, route, reply))) {
-        DecideHandler::Decision decision = handler.decide(route, request.body());
+        // Not a conditional expression: GCC 12 miscompiles co_await in one.
+        DecideHandler::Decision decision;
+        if (DecideHandler::decides_off_io(request.body())) {
+          decision = co_await handler.decide_off_io(route, request.body());
+        } else {
+          decision = handler.decide(route, request.body());
+        }
         if (auto* forward = std::get_if<DecideHandler::ForwardSystemOne>(&decision)) {
           router::UpstreamRequest& upstream = connection->upstream;
           upstream.target.assign("/v1/systemone").append(query_of(request.target()));
@@ -418,8 +424,7 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn
         } else if (auto* relay = std::get_if<DecideHandler::ForwardDecisions>(&decision)) {
           reply = co_await forward_decisions(request, relay->decisions, *relay->served, deadline, request_id);
         } else if (auto* local = std::get_if<DecideHandler::RunLocally>(&decision)) {
-          reply = co_await handler.run_locally(socket, route, std::move(local->request), std::move(local->decisions),
-                                       *local->served, deadline);
+          reply = co_await handler.run_locally(socket, route, std::move(*local), deadline);
         } else {
           reply = std::move(std::get<Reply>(decision));
         }
