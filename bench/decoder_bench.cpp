@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/parallel.h"
 #include "decide/contracts/label_token.h"
-#include "kernels/parallel.h"
 #include "model/decoder/families.h"
 
 namespace {
@@ -61,8 +61,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: s1_decoder_bench --model-dir DIR [--precision fp32|bf16] ...\n");
     return 2;
   }
-  s1::kernels::set_thread_count(threads);
-  const auto precision = precision_name == "bf16" ? s1::kernels::Precision::bf16 : s1::kernels::Precision::fp32;
+  s1::backend::cpu::set_thread_count(threads);
+  const auto precision =
+      precision_name == "bf16" ? s1::backend::cpu::Precision::bf16 : s1::backend::cpu::Precision::fp32;
   const auto decoder = s1::decoder::load_causal_decoder(model_dir, precision);
   const std::size_t vocab = decoder->info().vocab_size;
 

@@ -9,14 +9,14 @@
 #include <random>
 #include <vector>
 
-#include "kernels/attention.h"
-#include "kernels/gelu.h"
-#include "kernels/layer_norm.h"
-#include "kernels/linear.h"
-#include "kernels/parallel.h"
-#include "kernels/softmax.h"
+#include "backend/cpu/attention.h"
+#include "backend/cpu/gelu.h"
+#include "backend/cpu/layer_norm.h"
+#include "backend/cpu/linear.h"
+#include "backend/cpu/parallel.h"
+#include "backend/cpu/softmax.h"
 
-namespace s1::kernels {
+namespace s1::backend::cpu {
 namespace {
 
 std::vector<float> random_values(std::size_t count, float scale) {
@@ -373,6 +373,6 @@ BENCHMARK(minilm_encoder_kernels)
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace
-}  // namespace s1::kernels
+}  // namespace s1::backend::cpu
 
 BENCHMARK_MAIN();

@@ -16,15 +16,15 @@
 #include <vector>
 
 #include "api/request.h"
+#include "backend/cpu/linear.h"
+#include "backend/cpu/parallel.h"
 #include "decide/contracts/embedding_similarity.h"
-#include "kernels/linear.h"
-#include "kernels/parallel.h"
 #include "model/bert/sentence_encoder.h"
 #include "timing.h"
 
 namespace {
 
-using s1::kernels::Precision;
+using s1::backend::cpu::Precision;
 
 using s1::bench::json;
 using s1::bench::Summary;
@@ -88,11 +88,11 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  s1::kernels::set_thread_count(threads);
+  s1::backend::cpu::set_thread_count(threads);
   std::printf("{\"threads\": %d, \"reps\": %d, \"warmup\": %d, \"results\": {", threads, reps, warmup);
   bool first = true;
   for (const Precision precision : {Precision::fp32, Precision::bf16}) {
-    if (!s1::kernels::linear_supported(precision)) continue;
+    if (!s1::backend::cpu::linear_supported(precision)) continue;
     const char* name = precision == Precision::fp32 ? "fp32" : "bf16";
     if (!only.empty() && only != name) continue;
     const auto decision_summary = [&](int64_t& tokens) {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/parallel.h"
+#include "backend/cpu/parallel.h"
 #include "model/laya/laya_model.h"
 #include "timing.h"
 
@@ -41,8 +41,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: s1_modernbert_bench --model-dir DIR [--precision fp32|bf16] ...\n");
     return 2;
   }
-  s1::kernels::set_thread_count(threads);
-  const auto precision = precision_name == "bf16" ? s1::kernels::Precision::bf16 : s1::kernels::Precision::fp32;
+  s1::backend::cpu::set_thread_count(threads);
+  const auto precision =
+      precision_name == "bf16" ? s1::backend::cpu::Precision::bf16 : s1::backend::cpu::Precision::fp32;
   s1::laya::LayaModel model(model_dir, precision);
   const auto vocab = static_cast<int32_t>(model.encoder_config().vocab_size);
 

@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "api/request.h"
+#include "backend/cpu/parallel.h"
 #include "decide/contract_table.h"
-#include "kernels/parallel.h"
 
 namespace {
 
@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: s1_questions_bench --model SOURCE [--mode questions|options] [--questions K] ...\n");
     return 2;
   }
-  s1::kernels::set_thread_count(threads);
+  s1::backend::cpu::set_thread_count(threads);
   try {
     s1::decide::LoadedModel model = s1::decide::load_model(source);
     const s1::runtime::ModelInfo info = model.engine->info();

@@ -4,28 +4,29 @@
 #include <cstdint>
 #include <utility>
 
+#include "backend/cpu/linear.h"
 #include "decide/token_budget.h"
-#include "kernels/linear.h"
 #include "model/checkpoint/load_error.h"
 
 namespace s1::decide {
 
-std::optional<kernels::Precision> parse_precision(std::string_view name) {
-  if (name == "fp32") return kernels::Precision::fp32;
-  if (name == "bf16") return kernels::Precision::bf16;
+std::optional<backend::cpu::Precision> parse_precision(std::string_view name) {
+  if (name == "fp32") return backend::cpu::Precision::fp32;
+  if (name == "bf16") return backend::cpu::Precision::bf16;
   return std::nullopt;
 }
 
-kernels::Precision default_linear_precision() {
-  return kernels::linear_supported(kernels::Precision::bf16) ? kernels::Precision::bf16 : kernels::Precision::fp32;
+backend::cpu::Precision default_linear_precision() {
+  return backend::cpu::linear_supported(backend::cpu::Precision::bf16) ? backend::cpu::Precision::bf16
+                                                                       : backend::cpu::Precision::fp32;
 }
 
-kernels::Precision read_precision(checkpoint::ConfigReader& decision_file, kernels::Precision fallback) {
+backend::cpu::Precision read_precision(checkpoint::ConfigReader& decision_file, backend::cpu::Precision fallback) {
   const auto precision = decision_file.optional<std::string>("precision");
   if (!precision) return fallback;
   const auto parsed = parse_precision(*precision);
   if (!parsed) decision_file.reject("precision", "must be \"fp32\" or \"bf16\"");
-  if (!kernels::linear_supported(*parsed)) decision_file.reject("precision", "bf16 needs a CPU with AVX-512");
+  if (!backend::cpu::linear_supported(*parsed)) decision_file.reject("precision", "bf16 needs a CPU with AVX-512");
   return *parsed;
 }
 

@@ -13,7 +13,7 @@
 
 #include "api/errors.h"
 #include "api/request.h"
-#include "kernels/precision.h"
+#include "backend/cpu/precision.h"
 #include "model/checkpoint/config_reader.h"
 #include "runtime/engine.h"
 #include "text/tokenizer.h"
@@ -21,14 +21,14 @@
 namespace s1::decide {
 
 // "fp32" or "bf16"; nullopt for anything else.
-std::optional<kernels::Precision> parse_precision(std::string_view name);
+std::optional<backend::cpu::Precision> parse_precision(std::string_view name);
 
-// bf16 where the CPU runs bf16 linears (kernels::linear_supported: AVX-512, AMX when present), else fp32.
-kernels::Precision default_linear_precision();
+// bf16 where the CPU runs bf16 linears (backend::cpu::linear_supported: AVX-512, AMX when present), else fp32.
+backend::cpu::Precision default_linear_precision();
 
 // The optional "precision" member ("fp32" | "bf16"); `fallback` when absent. A value this CPU cannot
 // run is a load error naming the key.
-kernels::Precision read_precision(checkpoint::ConfigReader& decision_file, kernels::Precision fallback);
+backend::cpu::Precision read_precision(checkpoint::ConfigReader& decision_file, backend::cpu::Precision fallback);
 
 // How label logits reach the softmax: rounded to BF16 as a reference's BF16 LM head leaves them, or
 // kept as computed (to compare against an fp32 reference worker).

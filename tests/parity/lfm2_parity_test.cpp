@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/linear.h"
+#include "backend/cpu/linear.h"
 #include "model/checkpoint/checkpoint.h"
 #include "model/checkpoint/load_error.h"
 #include "model/decoder/families.h"
@@ -52,33 +52,34 @@ class Lfm2Parity : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Lfm2Parity, Fp32MatchesTransformers) {
   // Through the family table, as contracts load chat checkpoints.
-  const auto model = decoder::load_causal_decoder(fixture_root() / GetParam(), kernels::Precision::fp32);
+  const auto model = decoder::load_causal_decoder(fixture_root() / GetParam(), backend::cpu::Precision::fp32);
   ASSERT_EQ(model->info().family, "lfm2");
   ASSERT_EQ(decoder::decoder_family_of(fixture_root() / GetParam()), "lfm2");
   parity::expect_fp32_matches_references(*model, fixture_root() / GetParam(), logits_tolerance);
 }
 
 TEST_P(Lfm2Parity, Bf16WithinDocumentedBound) {
-  if (!kernels::linear_supported(kernels::Precision::bf16)) GTEST_SKIP() << "this CPU cannot run bf16 matmuls";
-  const auto model = load_lfm2(fixture_root() / GetParam(), kernels::Precision::bf16);
+  if (!backend::cpu::linear_supported(backend::cpu::Precision::bf16))
+    GTEST_SKIP() << "this CPU cannot run bf16 matmuls";
+  const auto model = load_lfm2(fixture_root() / GetParam(), backend::cpu::Precision::bf16);
   parity::expect_within_scaled_bound_at_every_length(*model, fixture_root() / GetParam(), bf16_tolerance);
 }
 
 TEST_P(Lfm2Parity, SharedPrefixBranchesEqualFullPrompts) {
-  const auto model = load_lfm2(fixture_root() / GetParam(), kernels::Precision::fp32);
+  const auto model = load_lfm2(fixture_root() / GetParam(), backend::cpu::Precision::fp32);
   parity::expect_reference_branches_equal_full_prompts(*model, fixture_root() / GetParam());
 }
 
 TEST_P(Lfm2Parity, TokenByTokenExtensionEqualsOneForward) {
-  const auto model = load_lfm2(fixture_root() / GetParam(), kernels::Precision::fp32);
+  const auto model = load_lfm2(fixture_root() / GetParam(), backend::cpu::Precision::fp32);
   parity::expect_token_by_token_rows_match(*model, read_reference(GetParam(), 64), 1, 20);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, Lfm2Parity, ::testing::ValuesIn(cases));
 
 TEST(Lfm2Forward, RejectsBadCalls) {
-  const auto model = load_lfm2(fixture_root() / "types_tied", kernels::Precision::fp32);
-  const auto other = load_lfm2(fixture_root() / "idxs_untied_bias", kernels::Precision::fp32);
+  const auto model = load_lfm2(fixture_root() / "types_tied", backend::cpu::Precision::fp32);
+  const auto other = load_lfm2(fixture_root() / "idxs_untied_bias", backend::cpu::Precision::fp32);
   parity::expect_bad_calls_rejected(*model, *other);
 }
 
@@ -166,13 +167,13 @@ TEST_F(Lfm2Files, AnUnusedOrMissingTensorIsALoadError) {
   // The untied fixture's weights under the tied case's config: shapes disagree.
   std::filesystem::copy_file(fixture_root() / "types_tied" / "config.json", dir_ / "config.json");
   std::filesystem::copy_file(fixture_root() / "idxs_untied_bias" / "model.safetensors", dir_ / "model.safetensors");
-  EXPECT_THROW((void)load_lfm2(dir_, kernels::Precision::fp32), checkpoint::LoadError);
+  EXPECT_THROW((void)load_lfm2(dir_, backend::cpu::Precision::fp32), checkpoint::LoadError);
   // The biased checkpoint read as unbiased: its bias tensors are left over and named.
   nlohmann::ordered_json config = fixture_config("idxs_untied_bias");
   config["conv_bias"] = false;
   write_config(config);
   try {
-    (void)load_lfm2(dir_, kernels::Precision::fp32);
+    (void)load_lfm2(dir_, backend::cpu::Precision::fp32);
     ADD_FAILURE() << "loaded a checkpoint whose bias tensors the config does not use";
   } catch (const checkpoint::LoadError& error) {
     EXPECT_NE(std::string(error.what()).find(".bias"), std::string::npos) << error.what();

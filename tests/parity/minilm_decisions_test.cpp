@@ -7,8 +7,8 @@
 #include "minilm_fixtures.h"
 
 #include "api/request.h"
+#include "backend/cpu/linear.h"
 #include "decide/contract_table.h"
-#include "kernels/linear.h"
 
 #include <algorithm>
 #include <cmath>
@@ -213,10 +213,10 @@ TEST_F(MiniLmDecisions, TheRequestTokenBudgetAppliesToInputTokens) {
 }
 
 TEST_F(MiniLmDecisions, Bf16DriftIsMeasuredAndDecisionsHold) {
-  if (!kernels::linear_supported(kernels::Precision::bf16)) GTEST_SKIP() << "no AVX-512 on this CPU";
+  if (!backend::cpu::linear_supported(backend::cpu::Precision::bf16)) GTEST_SKIP() << "no AVX-512 on this CPU";
   decide::EmbeddingSimilaritySettings settings;
   settings.name = "minilm-bf16";
-  settings.precision = kernels::Precision::bf16;
+  settings.precision = backend::cpu::Precision::bf16;
   auto engine = decide::make_embedding_similarity_engine(model_dir_or_fail(), settings);
   Drift worst;
   for (const OrderedJson& line : decisions()) {

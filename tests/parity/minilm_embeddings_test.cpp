@@ -5,7 +5,7 @@
 
 #include "minilm_fixtures.h"
 
-#include "kernels/linear.h"
+#include "backend/cpu/linear.h"
 #include "model/bert/sentence_encoder.h"
 
 #include <algorithm>
@@ -94,16 +94,16 @@ std::vector<size_t> all_rows() {
 
 class MiniLmEmbeddings : public ::testing::Test {
  protected:
-  static bert::SentenceEncoder& encoder(kernels::Precision precision) {
+  static bert::SentenceEncoder& encoder(backend::cpu::Precision precision) {
     static std::optional<bert::SentenceEncoder> fp32, bf16;
-    auto& slot = precision == kernels::Precision::fp32 ? fp32 : bf16;
+    auto& slot = precision == backend::cpu::Precision::fp32 ? fp32 : bf16;
     if (!slot) slot.emplace(bert::SentenceEncoder::open(model_dir_or_fail(), precision));
     return *slot;
   }
 };
 
 TEST_F(MiniLmEmbeddings, PipelineIsReadFromTheModelDirectory) {
-  auto& model = encoder(kernels::Precision::fp32);
+  auto& model = encoder(backend::cpu::Precision::fp32);
   EXPECT_EQ(model.max_seq_length(), 256);
   EXPECT_TRUE(model.normalizes());
   EXPECT_EQ(model.dimension(), dim);
@@ -111,7 +111,7 @@ TEST_F(MiniLmEmbeddings, PipelineIsReadFromTheModelDirectory) {
 }
 
 TEST_F(MiniLmEmbeddings, TokenIdsMatchIncludingTruncation) {
-  auto& model = encoder(kernels::Precision::fp32);
+  auto& model = encoder(backend::cpu::Precision::fp32);
   size_t truncated = 0;
   for (size_t i = 0; i < fixture().texts.size(); ++i) {
     const text::Encoding encoding = model.tokenize(fixture().texts[i]);
@@ -125,7 +125,7 @@ TEST_F(MiniLmEmbeddings, TokenIdsMatchIncludingTruncation) {
 
 TEST_F(MiniLmEmbeddings, Fp32MatchesSentenceTransformersInMixedBatches) {
   // Consecutive fixture rows mix short, long and truncated texts in one packed batch.
-  const Comparison result = compare(embed_in_batches(encoder(kernels::Precision::fp32), 32), all_rows());
+  const Comparison result = compare(embed_in_batches(encoder(backend::cpu::Precision::fp32), 32), all_rows());
   EXPECT_GE(result.min_cosine, 0.99999) << "worst text " << result.worst;
   EXPECT_LE(result.max_abs, 1e-5);
   std::printf("fp32 batches of 32: min cosine %.9f, max |diff| %.3g\n", result.min_cosine, result.max_abs);
@@ -133,7 +133,7 @@ TEST_F(MiniLmEmbeddings, Fp32MatchesSentenceTransformersInMixedBatches) {
 
 TEST_F(MiniLmEmbeddings, Fp32OneTextAtATimeAgreesWithBatches) {
   // Every truncated text and every 8th other one, alone, against the same rows inside a batch of 32.
-  auto& model = encoder(kernels::Precision::fp32);
+  auto& model = encoder(backend::cpu::Precision::fp32);
   std::vector<size_t> rows;
   std::vector<std::vector<int32_t>> alone_ids;
   for (size_t i = 0; i < fixture().texts.size(); ++i) {
@@ -155,8 +155,8 @@ TEST_F(MiniLmEmbeddings, Fp32OneTextAtATimeAgreesWithBatches) {
 }
 
 TEST_F(MiniLmEmbeddings, Bf16MatchesWithinItsGate) {
-  if (!kernels::linear_supported(kernels::Precision::bf16)) GTEST_SKIP() << "no AVX-512 on this CPU";
-  auto& model = encoder(kernels::Precision::bf16);
+  if (!backend::cpu::linear_supported(backend::cpu::Precision::bf16)) GTEST_SKIP() << "no AVX-512 on this CPU";
+  auto& model = encoder(backend::cpu::Precision::bf16);
   const Comparison result = compare(embed_in_batches(model, 32), all_rows());
   EXPECT_GE(result.min_cosine, 0.999) << "worst text " << result.worst;
   std::printf("bf16 batches of 32: min cosine %.6f, max |diff| %.3g\n", result.min_cosine, result.max_abs);

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/linear.h"
+#include "backend/cpu/linear.h"
 #include "model/checkpoint/checkpoint.h"
 #include "model/checkpoint/load_error.h"
 #include "model/modernbert/config.h"
@@ -67,13 +67,13 @@ std::vector<std::vector<Sequence>> read_batches(const std::string& name) {
   return result;
 }
 
-ModernBertEncoder load(const std::string& name, kernels::Precision precision) {
+ModernBertEncoder load(const std::string& name, backend::cpu::Precision precision) {
   const auto dir = fixture_root() / name;
   const auto weights = checkpoint::Checkpoint::open(dir);
   return ModernBertEncoder(read_modernbert_config(dir / "config.json"), weights, precision, "");
 }
 
-void check_case(const std::string& name, kernels::Precision precision) {
+void check_case(const std::string& name, backend::cpu::Precision precision) {
   ModernBertEncoder encoder = load(name, precision);
   const auto width = static_cast<std::size_t>(encoder.config().hidden_size);
   for (const auto& batch : read_batches(name)) {
@@ -82,7 +82,7 @@ void check_case(const std::string& name, kernels::Precision precision) {
     const std::span<const float> hidden = encoder.forward(ids);
     ASSERT_EQ(encoder.layout().size(), batch.size());
     for (std::size_t s = 0; s < batch.size(); ++s) {
-      const kernels::PackedSequence rows = encoder.layout()[s];
+      const backend::cpu::PackedSequence rows = encoder.layout()[s];
       ASSERT_EQ(rows.length, batch[s].ids.size());
       const std::span<const float> got = hidden.subspan(rows.offset * width, rows.length * width);
       const std::vector<float>& expected = batch[s].hidden;
@@ -91,7 +91,7 @@ void check_case(const std::string& name, kernels::Precision precision) {
       for (const float value : expected) scale = std::max(scale, static_cast<double>(std::fabs(value)));
       for (std::size_t k = 0; k < got.size(); ++k) {
         const double error = std::fabs(static_cast<double>(got[k]) - expected[k]);
-        const double limit = precision == kernels::Precision::fp32
+        const double limit = precision == backend::cpu::Precision::fp32
                                  ? absolute_tolerance + relative_tolerance * std::fabs(expected[k])
                                  : bf16_tolerance * scale;
         ASSERT_LE(error, limit) << name << " sequence " << s << " of " << batch.size() << " (length "
@@ -102,17 +102,17 @@ void check_case(const std::string& name, kernels::Precision precision) {
 }
 
 TEST(ModernBertParity, Fp32MatchesTransformers) {
-  for (const std::string& name : cases) check_case(name, kernels::Precision::fp32);
+  for (const std::string& name : cases) check_case(name, backend::cpu::Precision::fp32);
 }
 
 TEST(ModernBertParity, Bf16WithinTolerance) {
-  if (!kernels::linear_supported(kernels::Precision::bf16)) GTEST_SKIP() << "bf16 needs AVX-512";
-  for (const std::string& name : cases) check_case(name, kernels::Precision::bf16);
+  if (!backend::cpu::linear_supported(backend::cpu::Precision::bf16)) GTEST_SKIP() << "bf16 needs AVX-512";
+  for (const std::string& name : cases) check_case(name, backend::cpu::Precision::bf16);
 }
 
 TEST(ModernBertParity, PackingDoesNotChangeASequence) {
   // The same sequence alone and next to others: unpadded packing must not leak across sequences.
-  ModernBertEncoder encoder = load("no_bias", kernels::Precision::fp32);
+  ModernBertEncoder encoder = load("no_bias", backend::cpu::Precision::fp32);
   const auto width = static_cast<std::size_t>(encoder.config().hidden_size);
   const auto batches = read_batches("no_bias");
   const std::vector<int32_t>& long_ids = batches[0][0].ids;
@@ -120,7 +120,7 @@ TEST(ModernBertParity, PackingDoesNotChangeASequence) {
   const std::vector<float> alone(alone_view.begin(), alone_view.end());
   const std::vector<std::span<const int32_t>> packed{batches[0][1].ids, long_ids, batches[0][3].ids};
   const std::span<const float> hidden = encoder.forward(packed);
-  const kernels::PackedSequence rows = encoder.layout()[1];
+  const backend::cpu::PackedSequence rows = encoder.layout()[1];
   for (std::size_t k = 0; k < rows.length * width; ++k) {
     ASSERT_NEAR(hidden[rows.offset * width + k], alone[k], 1e-5 * std::max(1.0F, std::fabs(alone[k])));
   }
@@ -189,7 +189,7 @@ TEST(ModernBertWeights, ABiasTheConfigDoesNotDeclareIsALoadError) {
   const auto path = write_config("mlp_bias", config);
   const auto weights = checkpoint::Checkpoint::open(dir);
   try {
-    ModernBertEncoder encoder(read_modernbert_config(path), weights, kernels::Precision::fp32, "");
+    ModernBertEncoder encoder(read_modernbert_config(path), weights, backend::cpu::Precision::fp32, "");
     ADD_FAILURE() << "loaded";
   } catch (const checkpoint::LoadError& error) {
     EXPECT_NE(std::string(error.what()).find("mlp_bias"), std::string::npos) << error.what();

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/linear.h"
+#include "backend/cpu/linear.h"
 #include "model/checkpoint/checkpoint.h"
 #include "model/checkpoint/load_error.h"
 #include "model/qwen3_5/qwen3_5_model.h"
@@ -122,7 +122,7 @@ double logit_scale(std::span<const float> logits) {
 class Qwen35Parity : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Qwen35Parity, HiddenStatesAndLogitsMatchTransformers) {
-  const auto model = load_qwen3_5(fixture_root() / GetParam(), kernels::Precision::fp32);
+  const auto model = load_qwen3_5(fixture_root() / GetParam(), backend::cpu::Precision::fp32);
   const Reference reference(GetParam());
   EXPECT_EQ(model->info().family, "qwen3_5");
   EXPECT_EQ(model->info().prefix_granularity, 64U);
@@ -140,7 +140,7 @@ TEST_P(Qwen35Parity, HiddenStatesAndLogitsMatchTransformers) {
 }
 
 TEST_P(Qwen35Parity, AllLengthsInOneBatchMatchTransformers) {
-  const auto model = load_qwen3_5(fixture_root() / GetParam(), kernels::Precision::fp32);
+  const auto model = load_qwen3_5(fixture_root() / GetParam(), backend::cpu::Precision::fp32);
   const Reference reference(GetParam());
   std::vector<std::vector<int32_t>> ids;
   std::vector<std::vector<std::size_t>> positions;
@@ -159,7 +159,7 @@ TEST_P(Qwen35Parity, AllLengthsInOneBatchMatchTransformers) {
 }
 
 TEST_P(Qwen35Parity, NoncausalFullAttentionMatchesTransformers) {
-  const auto model = load_qwen3_5(fixture_root() / GetParam(), kernels::Precision::fp32, true);
+  const auto model = load_qwen3_5(fixture_root() / GetParam(), backend::cpu::Precision::fp32, true);
   const Reference reference(GetParam());
   for (const std::size_t n : {65UL, 130UL}) {
     expect_hidden_near(run_alone(*model, reference.ids(n)), reference.tensor("noncausal_hidden_" + std::to_string(n)),
@@ -168,8 +168,8 @@ TEST_P(Qwen35Parity, NoncausalFullAttentionMatchesTransformers) {
 }
 
 TEST_P(Qwen35Parity, Bf16LinearLayersStayCloseToTheFp32Reference) {
-  if (!kernels::linear_supported(kernels::Precision::bf16)) GTEST_SKIP() << "no bf16 matmul on this CPU";
-  const auto model = load_qwen3_5(fixture_root() / GetParam(), kernels::Precision::bf16);
+  if (!backend::cpu::linear_supported(backend::cpu::Precision::bf16)) GTEST_SKIP() << "no bf16 matmul on this CPU";
+  const auto model = load_qwen3_5(fixture_root() / GetParam(), backend::cpu::Precision::bf16);
   const Reference reference(GetParam());
   const std::size_t hidden = model->info().hidden_size;
   for (const std::size_t n : lengths) {
@@ -185,7 +185,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, Qwen35Parity, ::testing::Values("tied8", "vl_
 
 // Branches after a shared prefix (on and off the 64-token chunk grid) equal the full prompts run alone.
 TEST(Qwen35Prefix, BranchesAfterASharedPrefixEqualTheFullPrompts) {
-  const auto model = load_qwen3_5(fixture_root() / "tied8", kernels::Precision::fp32);
+  const auto model = load_qwen3_5(fixture_root() / "tied8", backend::cpu::Precision::fp32);
   const Reference reference("tied8");
   const auto base = reference.ids(130);
   const auto other = reference.ids(65);
@@ -241,7 +241,7 @@ TEST(Qwen35Prefix, BranchesAfterASharedPrefixEqualTheFullPrompts) {
 // states, as a request's questions run: each reads the shared prefix state (left unchanged) and
 // equals its full prompt run alone.
 TEST(Qwen35Prefix, ManyBranchesWithoutKeptStatesEqualTheFullPrompts) {
-  const auto model = load_qwen3_5(fixture_root() / "tied8", kernels::Precision::fp32);
+  const auto model = load_qwen3_5(fixture_root() / "tied8", backend::cpu::Precision::fp32);
   const Reference reference("tied8");
   const auto base = reference.ids(130);
   const std::size_t prefix_length = 50;
@@ -277,8 +277,8 @@ TEST(Qwen35Prefix, ManyBranchesWithoutKeptStatesEqualTheFullPrompts) {
 // for all branches: each branch stays within bf16 rounding of its full prompt run alone (which lays
 // out every key per query block instead).
 TEST(Qwen35Prefix, Bf16BranchesAfterASharedPrefixStayCloseToTheFullPrompts) {
-  if (!kernels::linear_supported(kernels::Precision::bf16)) GTEST_SKIP() << "no bf16 matmul on this CPU";
-  const auto model = load_qwen3_5(fixture_root() / "tied8", kernels::Precision::bf16);
+  if (!backend::cpu::linear_supported(backend::cpu::Precision::bf16)) GTEST_SKIP() << "no bf16 matmul on this CPU";
+  const auto model = load_qwen3_5(fixture_root() / "tied8", backend::cpu::Precision::bf16);
   const Reference reference("tied8");
   const auto base = reference.ids(130);
   const std::size_t prefix_length = 50;
@@ -311,12 +311,12 @@ TEST(Qwen35Noncausal, LaterTokensChangeEarlierRowsOnlyInNoncausalMode) {
   const std::size_t hidden = 32;
   const std::size_t earlier = (ids.size() - 1) * hidden;
 
-  const auto causal = load_qwen3_5(fixture_root() / "tied8", kernels::Precision::fp32);
+  const auto causal = load_qwen3_5(fixture_root() / "tied8", backend::cpu::Precision::fp32);
   EXPECT_EQ(max_abs_difference(std::span<const float>(run_alone(*causal, ids)).first(earlier),
                                std::span<const float>(run_alone(*causal, changed)).first(earlier)),
             0.0);
 
-  const auto noncausal = load_qwen3_5(fixture_root() / "tied8", kernels::Precision::fp32, true);
+  const auto noncausal = load_qwen3_5(fixture_root() / "tied8", backend::cpu::Precision::fp32, true);
   EXPECT_GT(max_abs_difference(std::span<const float>(run_alone(*noncausal, ids)).first(earlier),
                                std::span<const float>(run_alone(*noncausal, changed)).first(earlier)),
             1e-4);
@@ -331,7 +331,7 @@ TEST(Qwen35Noncausal, LaterTokensChangeEarlierRowsOnlyInNoncausalMode) {
 }
 
 TEST(Qwen35Errors, BadCallArgumentsThrowInvalidArgument) {
-  const auto model = load_qwen3_5(fixture_root() / "tied8", kernels::Precision::fp32);
+  const auto model = load_qwen3_5(fixture_root() / "tied8", backend::cpu::Precision::fp32);
   const std::vector<int32_t> good = {1, 2, 3};
   const std::vector<int32_t> bad_id = {1, 96};
   const std::vector<int32_t> empty;
@@ -348,7 +348,7 @@ TEST(Qwen35Errors, BadCallArgumentsThrowInvalidArgument) {
   EXPECT_THROW((void)model->forward(nullptr, std::span<const decoder::Branch>(&long_branch, 1), false),
                std::invalid_argument);
   // A state from another model instance does not fit this one.
-  const auto other = load_qwen3_5(fixture_root() / "vl_untied", kernels::Precision::fp32);
+  const auto other = load_qwen3_5(fixture_root() / "vl_untied", backend::cpu::Precision::fp32);
   const auto foreign = other->run_prefix(good);
   const decoder::Branch branch{good, none};
   EXPECT_THROW((void)model->forward(foreign.get(), std::span<const decoder::Branch>(&branch, 1), false),
@@ -382,7 +382,7 @@ TEST(Qwen35Config, UnsupportedSettingsAreLoadErrors) {
   };
   for (std::size_t i = 0; i < edits.size(); ++i) {
     const auto dir = edited_copy(edits[i].first, edits[i].second, "config_" + std::to_string(i));
-    EXPECT_THROW((void)load_qwen3_5(dir, kernels::Precision::fp32), checkpoint::LoadError) << edits[i].second;
+    EXPECT_THROW((void)load_qwen3_5(dir, backend::cpu::Precision::fp32), checkpoint::LoadError) << edits[i].second;
     std::filesystem::remove_all(dir);
   }
 }
@@ -392,19 +392,19 @@ TEST(Qwen35Config, RopeSettingsLoadFromEitherSpelling) {
   // top-level rope_theta + rope_scaling object, both give the same model.
   const Reference reference("tied8");
   const auto ids = reference.ids(65);
-  const auto original = run_alone(*load_qwen3_5(fixture_root() / "tied8", kernels::Precision::fp32), ids);
+  const auto original = run_alone(*load_qwen3_5(fixture_root() / "tied8", backend::cpu::Precision::fp32), ids);
   const std::vector<std::pair<std::string, std::string>> edits = {
       {R"("rope_parameters": {)", R"("rope_scaling": null, "rope_parameters": {)"},
       {R"("rope_parameters": {)", R"("rope_theta": 10000.0, "rope_scaling": {)"},
   };
   for (std::size_t i = 0; i < edits.size(); ++i) {
     const auto dir = edited_copy(edits[i].first, edits[i].second, "rope_" + std::to_string(i));
-    EXPECT_EQ(run_alone(*load_qwen3_5(dir, kernels::Precision::fp32), ids), original) << edits[i].second;
+    EXPECT_EQ(run_alone(*load_qwen3_5(dir, backend::cpu::Precision::fp32), ids), original) << edits[i].second;
     std::filesystem::remove_all(dir);
   }
   const auto both = edited_copy(R"("rope_parameters": {)", R"("rope_scaling": {"rope_type": "default"}, "rope_parameters": {)",
                                 "rope_both");
-  EXPECT_THROW((void)load_qwen3_5(both, kernels::Precision::fp32), checkpoint::LoadError);
+  EXPECT_THROW((void)load_qwen3_5(both, backend::cpu::Precision::fp32), checkpoint::LoadError);
   std::filesystem::remove_all(both);
 }
 
@@ -415,7 +415,7 @@ TEST(Qwen35Config, ExplicitLayerTypesMustMatchTheWeights) {
                                R"( "full_attention", "linear_attention", "linear_attention", "linear_attention",)"
                                R"( "full_attention"])",
                                "layer_types");
-  EXPECT_THROW((void)load_qwen3_5(dir, kernels::Precision::fp32), checkpoint::LoadError);
+  EXPECT_THROW((void)load_qwen3_5(dir, backend::cpu::Precision::fp32), checkpoint::LoadError);
   std::filesystem::remove_all(dir);
 }
 

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/linear.h"
+#include "backend/cpu/linear.h"
 #include "model/checkpoint/checkpoint.h"
 #include "model/checkpoint/load_error.h"
 #include "model/qwen3/config.h"
@@ -51,35 +51,36 @@ Reference read_reference(const std::string& name, std::size_t n) {
 class Qwen3Parity : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Qwen3Parity, Fp32MatchesTransformers) {
-  const auto model = load_qwen3(fixture_root() / GetParam(), kernels::Precision::fp32);
+  const auto model = load_qwen3(fixture_root() / GetParam(), backend::cpu::Precision::fp32);
   ASSERT_EQ(model->info().family, "qwen3");
   parity::expect_fp32_matches_references(*model, fixture_root() / GetParam(), logits_tolerance);
 }
 
 TEST_P(Qwen3Parity, Bf16WithinDocumentedBound) {
-  if (!kernels::linear_supported(kernels::Precision::bf16)) GTEST_SKIP() << "this CPU cannot run bf16 matmuls";
-  const auto model = load_qwen3(fixture_root() / GetParam(), kernels::Precision::bf16);
+  if (!backend::cpu::linear_supported(backend::cpu::Precision::bf16))
+    GTEST_SKIP() << "this CPU cannot run bf16 matmuls";
+  const auto model = load_qwen3(fixture_root() / GetParam(), backend::cpu::Precision::bf16);
   parity::expect_within_scaled_bound_at_every_length(*model, fixture_root() / GetParam(), bf16_tolerance);
 }
 
 TEST_P(Qwen3Parity, SharedPrefixBranchesEqualUnsharedForwards) {
-  const auto model = load_qwen3(fixture_root() / GetParam(), kernels::Precision::fp32);
+  const auto model = load_qwen3(fixture_root() / GetParam(), backend::cpu::Precision::fp32);
   parity::expect_reference_branches_equal_full_prompts(*model, fixture_root() / GetParam());
 }
 
 TEST(Qwen3States, TokenByTokenExtensionEqualsOneForward) {
   // Thirty one-token steps: states chain their segments and merge them past a threshold; every
   // step's row must still be the unshared forward's row.
-  const auto model = load_qwen3(fixture_root() / "gqa2_untied", kernels::Precision::fp32);
+  const auto model = load_qwen3(fixture_root() / "gqa2_untied", backend::cpu::Precision::fp32);
   parity::expect_token_by_token_rows_match(*model, read_reference("gqa2_untied", 64), 10, 40);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, Qwen3Parity, ::testing::ValuesIn(cases));
 
 TEST(Qwen3Forward, RejectsBadCalls) {
-  const auto model = load_qwen3(fixture_root() / "gqa1_tied", kernels::Precision::fp32);
+  const auto model = load_qwen3(fixture_root() / "gqa1_tied", backend::cpu::Precision::fp32);
   // A state from a different qwen3 model (other layer count or width) is refused, not misread.
-  const auto other = load_qwen3(fixture_root() / "gqa4_untied", kernels::Precision::fp32);
+  const auto other = load_qwen3(fixture_root() / "gqa4_untied", backend::cpu::Precision::fp32);
   parity::expect_bad_calls_rejected(*model, *other);
 }
 
@@ -108,8 +109,8 @@ void write_renamed_checkpoint(const checkpoint::Checkpoint& source, const std::f
 // GGUF path must give exactly the logits of the safetensors directory.
 TEST(Qwen3Gguf, LoadsTheSameModelAsItsSafetensorsDirectory) {
   const std::filesystem::path fixtures = fixture_root().parent_path().parent_path() / "fixtures";
-  for (const auto precision : {kernels::Precision::fp32, kernels::Precision::bf16}) {
-    if (!kernels::linear_supported(precision)) continue;
+  for (const auto precision : {backend::cpu::Precision::fp32, backend::cpu::Precision::bf16}) {
+    if (!backend::cpu::linear_supported(precision)) continue;
     const auto from_gguf = load_qwen3(fixtures / "gguf" / "tiny-qwen3.gguf", precision);
     const auto from_directory = load_qwen3(fixtures / "tiny-qwen3-chat", precision);
     EXPECT_EQ(from_gguf->info().vocab_size, from_directory->info().vocab_size);
@@ -131,8 +132,8 @@ TEST_F(Qwen3Checkpoints, BareModelNamesLoadTheSameWeights) {
   write_renamed_checkpoint(source, dir_ / "model.safetensors", [](const std::string& name) {
     return name.starts_with("model.") ? name.substr(6) : std::string();
   });
-  const auto bare = load_qwen3(dir_, kernels::Precision::fp32);
-  const auto original = load_qwen3(fixture, kernels::Precision::fp32);
+  const auto bare = load_qwen3(dir_, backend::cpu::Precision::fp32);
+  const auto original = load_qwen3(fixture, backend::cpu::Precision::fp32);
   const Reference reference = read_reference("gqa1_tied", 7);
   EXPECT_EQ(full_hidden(*bare, reference.ids), full_hidden(*original, reference.ids));
 }
@@ -144,7 +145,7 @@ TEST_F(Qwen3Checkpoints, UntiedWithoutLmHeadIsALoadError) {
   write_renamed_checkpoint(source, dir_ / "model.safetensors",
                            [](const std::string& name) { return name == "lm_head.weight" ? std::string() : name; });
   try {
-    (void)load_qwen3(dir_, kernels::Precision::fp32);
+    (void)load_qwen3(dir_, backend::cpu::Precision::fp32);
     ADD_FAILURE() << "loaded an untied checkpoint without lm_head.weight";
   } catch (const checkpoint::LoadError& error) {
     EXPECT_NE(std::string(error.what()).find("lm_head.weight"), std::string::npos) << error.what();
@@ -155,7 +156,7 @@ TEST_F(Qwen3Checkpoints, AWrongShapeIsALoadError) {
   // gqa2_tied_wide's weights under gqa2_untied's config: every shape disagrees.
   std::filesystem::copy_file(fixture_root() / "gqa2_untied" / "config.json", dir_ / "config.json");
   std::filesystem::copy_file(fixture_root() / "gqa2_tied_wide" / "model.safetensors", dir_ / "model.safetensors");
-  EXPECT_THROW((void)load_qwen3(dir_, kernels::Precision::fp32), checkpoint::LoadError);
+  EXPECT_THROW((void)load_qwen3(dir_, backend::cpu::Precision::fp32), checkpoint::LoadError);
 }
 
 class Qwen3ConfigReading : public parity::ScratchDirectoryTest {

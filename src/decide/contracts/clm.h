@@ -42,7 +42,7 @@
 #include "api/errors.h"
 #include "api/request.h"
 #include "api/response.h"
-#include "kernels/precision.h"
+#include "backend/cpu/precision.h"
 #include "model/checkpoint/config_reader.h"
 #include "runtime/engine.h"
 
@@ -54,7 +54,7 @@ struct ClmSettings {
   std::string name = "clm-v0.1-8b";
   std::vector<std::string> aliases;
   std::string description = "CLM-v0.1-8B: Qwen3-8B embeddings with contrastive state and action heads";
-  kernels::Precision precision = kernels::Precision::fp32;  // of the Qwen3 encoder; the heads are fp32
+  backend::cpu::Precision precision = backend::cpu::Precision::fp32;  // of the Qwen3 encoder; the heads are fp32
   std::string heads_file = "clm_heads.safetensors";
   double logit_scale = 0.0;  // log of the cosine scale, from the .pt checkpoint (4.6132 for v0.1)
   double max_scale = 100.0;  // heads.py: exp(logit_scale).clamp(max=100)

@@ -4,9 +4,9 @@
 #include <set>
 #include <string>
 
+#include "backend/cpu/gelu.h"
+#include "backend/cpu/layer_norm.h"
 #include "decide/contracts/embedding_cache.h"
-#include "kernels/gelu.h"
-#include "kernels/layer_norm.h"
 #include "model/checkpoint/checkpoint.h"
 #include "model/checkpoint/load_error.h"
 
@@ -20,8 +20,8 @@ class HeadReader {
   HeadReader(const checkpoint::Checkpoint& file, std::string head) : file_(file), head_(std::move(head)) {}
 
   // The linear layer <head>.<name> whose input width is `in`; returns it and records its output width.
-  kernels::PackedLinear linear(const std::string& name, std::size_t in, kernels::Activation activation,
-                               std::size_t& out) {
+  backend::cpu::PackedLinear linear(const std::string& name, std::size_t in, backend::cpu::Activation activation,
+                                    std::size_t& out) {
     const checkpoint::TensorView& weight = take(name + ".weight");
     if (weight.shape.size() != 2 || weight.shape[1] != static_cast<int64_t>(in) || weight.shape[0] <= 0) {
       throw checkpoint::LoadError(file_.source().string() + ": tensor '" + weight.name + "' has shape " +
@@ -30,7 +30,8 @@ class HeadReader {
     }
     out = static_cast<std::size_t>(weight.shape[0]);
     const std::vector<float> bias = vector(name + ".bias", out);
-    return kernels::PackedLinear(checkpoint::to_float(weight), bias, in, out, kernels::Precision::fp32, activation);
+    return backend::cpu::PackedLinear(checkpoint::to_float(weight), bias, in, out, backend::cpu::Precision::fp32,
+                                      activation);
   }
 
   std::vector<float> vector(const std::string& name, std::size_t size) {
@@ -57,12 +58,13 @@ ClmHead read_head(const checkpoint::Checkpoint& file, const std::string& name, s
                   bool residual, std::set<std::string>& used) {
   HeadReader reader(file, name);
   std::size_t width = 0;
-  kernels::PackedLinear input = reader.linear("inp", input_size, kernels::Activation::gelu, width);
+  backend::cpu::PackedLinear input = reader.linear("inp", input_size, backend::cpu::Activation::gelu, width);
   std::vector<ClmHead::Block> blocks;
   for (std::size_t i = 0; reader.has("hidden." + std::to_string(i) + ".weight"); ++i) {
     const std::string index = std::to_string(i);
     std::size_t block_out = 0;
-    kernels::PackedLinear linear = reader.linear("hidden." + index, width, kernels::Activation::none, block_out);
+    backend::cpu::PackedLinear linear =
+        reader.linear("hidden." + index, width, backend::cpu::Activation::none, block_out);
     if (block_out != width) {
       throw checkpoint::LoadError(file.source().string() + ": tensor '" + name + ".hidden." + index +
                                   ".weight' maps " + std::to_string(width) + " to " + std::to_string(block_out) +
@@ -76,14 +78,15 @@ ClmHead read_head(const checkpoint::Checkpoint& file, const std::string& name, s
     blocks.push_back(std::move(block));
   }
   std::size_t projection = 0;
-  kernels::PackedLinear output = reader.linear("out", width, kernels::Activation::none, projection);
+  backend::cpu::PackedLinear output = reader.linear("out", width, backend::cpu::Activation::none, projection);
   used.insert(reader.used().begin(), reader.used().end());
   return ClmHead(std::move(input), std::move(blocks), std::move(output), residual);
 }
 
 }  // namespace
 
-ClmHead::ClmHead(kernels::PackedLinear input, std::vector<Block> blocks, kernels::PackedLinear output, bool residual)
+ClmHead::ClmHead(backend::cpu::PackedLinear input, std::vector<Block> blocks, backend::cpu::PackedLinear output,
+                 bool residual)
     : input_(std::move(input)), blocks_(std::move(blocks)), output_(std::move(output)), residual_(residual) {}
 
 std::vector<float> ClmHead::project(std::span<const float> rows) const {
@@ -94,8 +97,8 @@ std::vector<float> ClmHead::project(std::span<const float> rows) const {
   std::vector<float> h(x.size());
   for (const Block& block : blocks_) {
     block.linear.forward(x, h);
-    if (!block.norm_weight.empty()) kernels::layer_norm(h, block.norm_weight, block.norm_bias, layer_norm_eps, h);
-    kernels::gelu(h, h);
+    if (!block.norm_weight.empty()) backend::cpu::layer_norm(h, block.norm_weight, block.norm_bias, layer_norm_eps, h);
+    backend::cpu::gelu(h, h);
     if (residual_) {
       for (std::size_t i = 0; i < x.size(); ++i) x[i] += h[i];
     } else {

@@ -15,19 +15,20 @@
 #include <span>
 #include <vector>
 
-#include "kernels/linear.h"
+#include "backend/cpu/linear.h"
 
 namespace s1::decide {
 
 class ClmHead {
  public:
   struct Block {
-    kernels::PackedLinear linear;
+    backend::cpu::PackedLinear linear;
     std::vector<float> norm_weight;  // empty: no LayerNorm
     std::vector<float> norm_bias;
   };
 
-  ClmHead(kernels::PackedLinear input, std::vector<Block> blocks, kernels::PackedLinear output, bool residual);
+  ClmHead(backend::cpu::PackedLinear input, std::vector<Block> blocks, backend::cpu::PackedLinear output,
+          bool residual);
 
   // rows: [n, input_size] row-major; returns [n, output_size], each row of unit length.
   [[nodiscard]] std::vector<float> project(std::span<const float> rows) const;
@@ -36,9 +37,9 @@ class ClmHead {
   [[nodiscard]] std::size_t output_size() const { return output_.out_features(); }
 
  private:
-  kernels::PackedLinear input_;
+  backend::cpu::PackedLinear input_;
   std::vector<Block> blocks_;
-  kernels::PackedLinear output_;
+  backend::cpu::PackedLinear output_;
   bool residual_;
 };
 

@@ -32,8 +32,8 @@
 #include "api/errors.h"
 #include "api/request.h"
 #include "api/response.h"
+#include "backend/cpu/precision.h"
 #include "decide/contract_common.h"
-#include "kernels/precision.h"
 #include "model/checkpoint/config_reader.h"
 #include "runtime/engine.h"
 #include "text/chat_template.h"
@@ -48,7 +48,7 @@ struct CuaS1Settings {
   std::string name = "cua-s1-4b-0.2";
   std::vector<std::string> aliases;
   std::string description = "Cua-S1 4B 0.2 (text adapter): closed-candidate computer-use decisions";
-  kernels::Precision precision = kernels::Precision::fp32;
+  backend::cpu::Precision precision = backend::cpu::Precision::fp32;
   LogitRounding logit_rounding = LogitRounding::bf16;
 };
 

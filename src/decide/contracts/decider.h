@@ -44,8 +44,8 @@
 #include "api/errors.h"
 #include "api/request.h"
 #include "api/response.h"
+#include "backend/cpu/precision.h"
 #include "decide/contract_common.h"
-#include "kernels/precision.h"
 #include "model/checkpoint/config_reader.h"
 #include "runtime/engine.h"
 #include "text/tokenizer.h"
@@ -71,7 +71,7 @@ struct DeciderSettings {
   std::string name = "decider-2b-v11";
   std::vector<std::string> aliases;
   std::string description = "Decider-2B v11: typed decisions (choice, noul, score) over a text or JSON state";
-  kernels::Precision precision = kernels::Precision::fp32;
+  backend::cpu::Precision precision = backend::cpu::Precision::fp32;
   LogitRounding logit_rounding = LogitRounding::bf16;
   DeciderTemperatures temperatures;
   // Token ids of the 255 labels; the Decider-2B tokenizer's by default (decider_label_token_ids).

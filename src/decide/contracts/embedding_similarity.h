@@ -19,9 +19,9 @@
 // together with its state.
 
 #include "api/request.h"
+#include "backend/cpu/precision.h"
 #include "decide/contract_common.h"
 #include "decide/contracts/embedding_cache.h"
-#include "kernels/precision.h"
 #include "model/checkpoint/config_reader.h"
 #include "runtime/engine.h"
 
@@ -45,7 +45,7 @@ struct EmbeddingSimilaritySettings {
   double similarity_scale = 20.0;
   // fp32 unless the decision file or the caller says otherwise (docs/models.md: bf16 moves
   // probabilities visibly at scale 20).
-  kernels::Precision precision = kernels::Precision::fp32;
+  backend::cpu::Precision precision = backend::cpu::Precision::fp32;
   size_t candidate_cache_entries = 4096;
 };
 

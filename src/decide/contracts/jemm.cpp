@@ -296,7 +296,7 @@ class JemmEngine : public runtime::Engine {
   // The reference keeps JEMM's FP32 LoRA unmerged (a pre-merged BF16 build failed its gate); a
   // directory holding the adapter gets it applied the same way, never merged and never dropped.
   static std::unique_ptr<decoder::CausalDecoder> load_decoder(const std::filesystem::path& model_dir,
-                                                              kernels::Precision precision) {
+                                                              backend::cpu::Precision precision) {
     if (std::filesystem::exists(model_dir / "adapter_model.safetensors") ||
         std::filesystem::exists(model_dir / "adapter_config.json")) {
       const decoder::LoraAdapter adapter = decoder::LoraAdapter::from_directory(model_dir);

@@ -41,8 +41,8 @@
 #include "api/errors.h"
 #include "api/request.h"
 #include "api/response.h"
+#include "backend/cpu/precision.h"
 #include "decide/contract_common.h"
-#include "kernels/precision.h"
 #include "model/checkpoint/config_reader.h"
 #include "runtime/engine.h"
 #include "text/chat_template.h"
@@ -64,7 +64,7 @@ struct JemmSettings {
   std::string name = "jemm";
   std::vector<std::string> aliases;
   std::string description = "JEMM (MaestroYan/JEMM on Qwen3.8-27B): calibrated candidate decisions, text";
-  kernels::Precision precision = kernels::Precision::fp32;
+  backend::cpu::Precision precision = backend::cpu::Precision::fp32;
   LogitRounding logit_rounding = LogitRounding::bf16;
 };
 

@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kernels/precision.h"
+#include "backend/cpu/precision.h"
 #include "model/checkpoint/config_reader.h"
 #include "model/decoder/causal_decoder.h"
 #include "runtime/engine.h"
@@ -41,7 +41,7 @@ struct LabelTokenSettings {
   std::string description;
   std::optional<std::string> system_prompt;
   double temperature = 1.0;
-  kernels::Precision precision = kernels::Precision::fp32;
+  backend::cpu::Precision precision = backend::cpu::Precision::fp32;
   // 0: the checkpoint's max_position_embeddings.
   std::size_t context_tokens = 0;
 };

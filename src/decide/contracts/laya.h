@@ -37,7 +37,7 @@
 #include "api/errors.h"
 #include "api/request.h"
 #include "api/response.h"
-#include "kernels/precision.h"
+#include "backend/cpu/precision.h"
 #include "model/checkpoint/config_reader.h"
 #include "model/laya/laya_model.h"
 #include "runtime/engine.h"
@@ -51,7 +51,7 @@ struct LayaSettings {
   std::string name = "laya-english";
   std::vector<std::string> aliases{"english"};
   std::string description = "LAYA English: ModernBERT-large encoder with a decision head (convaiinnovations/laya)";
-  kernels::Precision precision = kernels::Precision::fp32;
+  backend::cpu::Precision precision = backend::cpu::Precision::fp32;
   std::size_t max_questions = 16;
   std::size_t max_markers = 2048;
 };

@@ -30,7 +30,7 @@
 #include "api/errors.h"
 #include "api/request.h"
 #include "api/response.h"
-#include "kernels/precision.h"
+#include "backend/cpu/precision.h"
 #include "model/checkpoint/config_reader.h"
 #include "runtime/engine.h"
 #include "text/chat_template.h"
@@ -44,7 +44,7 @@ struct Lfm2CandidatesSettings {
   std::string name = "lfm2.5-350m";
   std::vector<std::string> aliases;
   std::string description = "LFM2.5-350M: choice by candidate log-likelihood of each option's JSON value";
-  kernels::Precision precision = kernels::Precision::fp32;
+  backend::cpu::Precision precision = backend::cpu::Precision::fp32;
   // Option branches run per forward pass; any value gives the same answers (the prefix state is
   // shared, never modified), it only bounds the activations held at once.
   std::size_t candidate_batch_size = 64;

@@ -5,13 +5,13 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "backend/cpu/linear.h"
 #include "decide/answer_math.h"
 #include "decide/contract_common.h"
 #include "decide/contracts/embedding_similarity.h"
 #include "decide/contracts/label_token.h"
 #include "decide/prompt.h"
 #include "decide/token_budget.h"
-#include "kernels/linear.h"
 #include "model/checkpoint/load_error.h"
 #include "model/decoder/causal_decoder.h"
 #include "model/decoder/families.h"
@@ -75,8 +75,8 @@ std::optional<OpenJevCheckpoint> open_jev_checkpoint(std::string_view model_id) 
 
 OpenJevSettings read_open_jev_settings(checkpoint::ConfigReader& decision_file, const OpenJevExport& export_file) {
   OpenJevSettings settings;
-  settings.precision =
-      kernels::linear_supported(kernels::Precision::bf16) ? kernels::Precision::bf16 : kernels::Precision::fp32;
+  settings.precision = backend::cpu::linear_supported(backend::cpu::Precision::bf16) ? backend::cpu::Precision::bf16
+                                                                                     : backend::cpu::Precision::fp32;
   const std::optional<OpenJevCheckpoint> pinned = open_jev_checkpoint(export_file.model_id);
   if (pinned && (export_file.base_revision != pinned->base_revision ||
                  export_file.checkpoint_revision != pinned->checkpoint_revision)) {
@@ -104,7 +104,7 @@ OpenJevSettings read_open_jev_settings(checkpoint::ConfigReader& decision_file, 
   if (auto precision = decision_file.optional<std::string>("precision")) {
     const auto parsed = parse_precision(*precision);
     if (!parsed) decision_file.reject("precision", "must be \"fp32\" or \"bf16\"");
-    if (!kernels::linear_supported(*parsed)) decision_file.reject("precision", "bf16 needs a CPU with AMX-BF16");
+    if (!backend::cpu::linear_supported(*parsed)) decision_file.reject("precision", "bf16 needs a CPU with AMX-BF16");
     settings.precision = *parsed;
   }
   decision_file.finish();

@@ -39,7 +39,7 @@
 #include "api/errors.h"
 #include "api/request.h"
 #include "api/response.h"
-#include "kernels/precision.h"
+#include "backend/cpu/precision.h"
 #include "model/checkpoint/config_reader.h"
 #include "runtime/engine.h"
 
@@ -85,7 +85,7 @@ struct OpenJevSettings {
   std::string name;
   std::vector<std::string> aliases;
   std::string description;
-  kernels::Precision precision = kernels::Precision::fp32;
+  backend::cpu::Precision precision = backend::cpu::Precision::fp32;
 };
 
 // This contract's members of an s1serve.json whose "contract" member was already read (name, aliases,

@@ -37,7 +37,7 @@
 #include <vector>
 
 #include "api/request.h"
-#include "kernels/precision.h"
+#include "backend/cpu/precision.h"
 #include "model/checkpoint/config_reader.h"
 #include "runtime/engine.h"
 #include "text/chat_template.h"
@@ -80,7 +80,7 @@ struct CodeReadoutSettings {
   std::string name;
   std::vector<std::string> aliases;
   std::string description;
-  kernels::Precision precision = kernels::Precision::fp32;
+  backend::cpu::Precision precision = backend::cpu::Precision::fp32;
   // Overrides decision_config.json's readout_dtype (e.g. bfloat16 to reproduce pplx's BF16 Linear).
   std::optional<ReadoutDtype> readout_dtype;
 };

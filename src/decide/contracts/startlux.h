@@ -39,8 +39,8 @@
 #include "api/errors.h"
 #include "api/request.h"
 #include "api/response.h"
+#include "backend/cpu/precision.h"
 #include "decide/wide_choice.h"
-#include "kernels/precision.h"
 #include "model/checkpoint/config_reader.h"
 #include "runtime/engine.h"
 
@@ -71,7 +71,7 @@ struct StartLuxSettings {
   std::string name = "startlux-decision-v1.1-4b-instant";
   std::vector<std::string> aliases;
   std::string description = "StartLux-Decision v1.1 4B Instant: typed decisions by option-letter logits";
-  kernels::Precision precision = kernels::Precision::fp32;
+  backend::cpu::Precision precision = backend::cpu::Precision::fp32;
   std::size_t context_tokens = 0;  // 0: the checkpoint's max_position_embeddings
 };
 

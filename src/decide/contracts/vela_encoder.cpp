@@ -111,7 +111,7 @@ text::Tokenizer tokenizer_without_markers(const std::filesystem::path& file, std
 VelaSettings read_vela_settings(checkpoint::ConfigReader& decision_file) {
   VelaSettings settings;
   read_served_model_identity(decision_file, settings);
-  settings.precision = read_precision(decision_file, kernels::Precision::fp32);
+  settings.precision = read_precision(decision_file, backend::cpu::Precision::fp32);
   if (auto types = decision_file.optional<std::vector<std::string>>("abstain_types")) {
     settings.abstain_types.clear();
     for (const std::string& name : *types) {

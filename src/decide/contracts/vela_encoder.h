@@ -36,8 +36,8 @@
 #include "api/errors.h"
 #include "api/request.h"
 #include "api/response.h"
+#include "backend/cpu/precision.h"
 #include "decide/contracts/vela_readout.h"
-#include "kernels/precision.h"
 #include "model/checkpoint/config_reader.h"
 #include "model/modernbert/config.h"
 #include "runtime/engine.h"
@@ -51,7 +51,7 @@ struct VelaSettings {
   std::string name = "vela-2.0-0.3b";
   std::vector<std::string> aliases;
   std::string description = "Vela 2.0 0.3B: ModernBERT marker encoder with cosine decision readouts (vllm-sr)";
-  kernels::Precision precision = kernels::Precision::fp32;
+  backend::cpu::Precision precision = backend::cpu::Precision::fp32;
   std::set<api::QuestionType> abstain_types{api::QuestionType::choice};
 };
 

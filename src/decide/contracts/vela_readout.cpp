@@ -5,7 +5,7 @@
 #include <set>
 #include <string>
 
-#include "kernels/layer_norm.h"
+#include "backend/cpu/layer_norm.h"
 #include "model/checkpoint/load_error.h"
 
 namespace s1::decide {
@@ -23,11 +23,11 @@ std::vector<float> vector(const checkpoint::Checkpoint& weights, const std::stri
   return checkpoint::to_float(weights.get(name, shape));
 }
 
-kernels::PackedLinear linear(const checkpoint::Checkpoint& weights, const std::string& name, std::size_t in,
-                             std::size_t out) {
+backend::cpu::PackedLinear linear(const checkpoint::Checkpoint& weights, const std::string& name, std::size_t in,
+                                  std::size_t out) {
   const int64_t shape[] = {static_cast<int64_t>(out), static_cast<int64_t>(in)};
-  return kernels::PackedLinear(checkpoint::to_float(weights.get(name + ".weight", shape)),
-                               vector(weights, name + ".bias", out), in, out, kernels::Precision::fp32);
+  return backend::cpu::PackedLinear(checkpoint::to_float(weights.get(name + ".weight", shape)),
+                                    vector(weights, name + ".bias", out), in, out, backend::cpu::Precision::fp32);
 }
 
 float scalar(const checkpoint::Checkpoint& weights, const std::string& name) {
@@ -105,14 +105,14 @@ std::vector<std::vector<float>> VelaMarkerHead::option_logits(std::span<const fl
       }
       const float pool_rows = static_cast<float>(std::max<std::size_t>(1, question.pool_end - question.pool_begin));
       for (float& value : pooled) value /= pool_rows;
-      kernels::layer_norm(pooled, norm_weight_, norm_bias_, layer_norm_eps, normed);
+      backend::cpu::layer_norm(pooled, norm_weight_, norm_bias_, layer_norm_eps, normed);
       w_p_.forward(normed, part);
       normalize(part);
-      kernels::layer_norm(row(question.query), norm_weight_, norm_bias_, layer_norm_eps, normed);
+      backend::cpu::layer_norm(row(question.query), norm_weight_, norm_bias_, layer_norm_eps, normed);
       w_q_.forward(normed, query);
 
       std::vector<float> marker_normed(markers.size()), options(count * projection_);
-      kernels::layer_norm(markers, norm_weight_, norm_bias_, layer_norm_eps, marker_normed);
+      backend::cpu::layer_norm(markers, norm_weight_, norm_bias_, layer_norm_eps, marker_normed);
       w_o_.forward(marker_normed, options);
       for (std::size_t i = 0; i < count; ++i) {
         const std::span<float> option(options.data() + i * projection_, projection_);

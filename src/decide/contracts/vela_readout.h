@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kernels/linear.h"
+#include "backend/cpu/linear.h"
 #include "model/checkpoint/checkpoint.h"
 
 namespace s1::decide {
@@ -47,9 +47,9 @@ class VelaMarkerHead {
   std::size_t hidden_, projection_;
   VelaReadout readout_;
   std::vector<float> norm_weight_, norm_bias_;
-  kernels::PackedLinear w_o_, w_q_, w_p_;
+  backend::cpu::PackedLinear w_o_, w_q_, w_p_;
   float tau_ = 1.0F;  // exp(log_tau)
-  std::vector<kernels::PackedLinear> mlp_;  // cls_mlp.0 (ReLU after), cls_mlp.3; empty for cosine
+  std::vector<backend::cpu::PackedLinear> mlp_;  // cls_mlp.0 (ReLU after), cls_mlp.3; empty for cosine
 };
 
 }  // namespace s1::decide

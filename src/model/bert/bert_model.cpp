@@ -5,10 +5,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/attention.h"
-#include "kernels/convert.h"
-#include "kernels/layer_norm.h"
-#include "kernels/team.h"
+#include "backend/cpu/attention.h"
+#include "backend/cpu/convert.h"
+#include "backend/cpu/layer_norm.h"
+#include "backend/cpu/team.h"
 #include "model/checkpoint/load_error.h"
 
 namespace s1::bert {
@@ -42,18 +42,18 @@ class WeightNames {
 // here). fp32 rounds shares to 4 rows: its GEMM time follows the row count, and a 16-row share of a
 // padded total (the split before) ran 48 rows per thread for an 87-token state and 64 for a 100-token
 // one, against 44 and 52 now. bf16 keeps 16, one AMX tile of rows.
-size_t rows_per_thread(size_t used, size_t threads, kernels::Precision precision) {
+size_t rows_per_thread(size_t used, size_t threads, backend::cpu::Precision precision) {
   const size_t share = (used + threads - 1) / threads;
-  const size_t min_granule = precision == kernels::Precision::bf16 ? 16 : 4;
+  const size_t min_granule = precision == backend::cpu::Precision::bf16 ? 16 : 4;
   const size_t granule = std::max(min_granule, std::bit_ceil(share) / 16);
   return (share + granule - 1) / granule * granule;
 }
 
 }  // namespace
 
-BertEncoder::BertEncoder(const BertConfig& config, const Checkpoint& weights, kernels::Precision precision)
+BertEncoder::BertEncoder(const BertConfig& config, const Checkpoint& weights, backend::cpu::Precision precision)
     : config_(config), precision_(precision) {
-  if (!kernels::linear_supported(precision)) {
+  if (!backend::cpu::linear_supported(precision)) {
     throw LoadError(weights.source().string() + ": bf16 needs a CPU with AVX-512 (AMX preferred); use fp32");
   }
   const WeightNames names(weights);
@@ -71,7 +71,7 @@ BertEncoder::BertEncoder(const BertConfig& config, const Checkpoint& weights, ke
   for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
     const std::string layer = "encoder.layer." + std::to_string(l) + ".";
     // Q, K and V stacked along the output dimension: one GEMM whose rows are exactly the
-    // [q heads | k heads | v heads] layout kernels::attention reads.
+    // [q heads | k heads | v heads] layout backend::cpu::attention reads.
     std::vector<float> qkv_weight, qkv_bias;
     for (const char* part : {"query", "key", "value"}) {
       const auto w = names.get(layer + "attention.self." + part + ".weight", {hidden, hidden});
@@ -86,10 +86,10 @@ BertEncoder::BertEncoder(const BertConfig& config, const Checkpoint& weights, ke
     const auto down_w = names.get(layer + "output.dense.weight", {hidden, inner});
     const auto down_b = names.get(layer + "output.dense.bias", {hidden});
     layers_.push_back(Layer{
-        kernels::PackedLinear(qkv_weight, qkv_bias, h, 3 * h, precision),
-        kernels::PackedLinear(out_w, out_b, h, h, precision),
-        kernels::PackedLinear(up_w, up_b, h, i, precision, kernels::Activation::gelu),
-        kernels::PackedLinear(down_w, down_b, i, h, precision),
+        backend::cpu::PackedLinear(qkv_weight, qkv_bias, h, 3 * h, precision),
+        backend::cpu::PackedLinear(out_w, out_b, h, h, precision),
+        backend::cpu::PackedLinear(up_w, up_b, h, i, precision, backend::cpu::Activation::gelu),
+        backend::cpu::PackedLinear(down_w, down_b, i, h, precision),
         names.get(layer + "attention.output.LayerNorm.weight", {hidden}),
         names.get(layer + "attention.output.LayerNorm.bias", {hidden}),
         names.get(layer + "output.LayerNorm.weight", {hidden}),
@@ -105,7 +105,7 @@ BertEncoder& BertEncoder::operator=(BertEncoder&&) noexcept = default;
 void BertEncoder::embed(std::span<const std::span<const int32_t>> sequences, size_t rows) {
   const auto width = static_cast<size_t>(config_.hidden_size);
   hidden_.assign(rows * width, 0.0F);
-  for (const kernels::PackedSequence& sequence : layout_) {
+  for (const backend::cpu::PackedSequence& sequence : layout_) {
     const std::span<const int32_t> ids = sequences[static_cast<size_t>(&sequence - layout_.data())];
     for (size_t t = 0; t < sequence.length; ++t) {
       float* row = hidden_.data() + (sequence.offset + t) * width;
@@ -117,8 +117,8 @@ void BertEncoder::embed(std::span<const std::span<const int32_t>> sequences, siz
   }
   const size_t used = layout_.empty() ? 0 : (layout_.back().offset + layout_.back().length) * width;
   const std::span<float> rows_in_use(hidden_.data(), used);
-  kernels::layer_norm(rows_in_use, embedding_norm_weight_, embedding_norm_bias_,
-                      static_cast<float>(config_.layer_norm_eps), rows_in_use);
+  backend::cpu::layer_norm(rows_in_use, embedding_norm_weight_, embedding_norm_bias_,
+                           static_cast<float>(config_.layer_norm_eps), rows_in_use);
 }
 
 std::span<const float> BertEncoder::forward(std::span<const std::span<const int32_t>> sequences) {
@@ -137,23 +137,23 @@ std::span<const float> BertEncoder::forward(std::span<const std::span<const int3
         throw std::invalid_argument("BertEncoder::forward: token id " + std::to_string(id) + " out of range");
       }
     }
-    layout_.push_back(kernels::PackedSequence{used, ids.size()});
+    layout_.push_back(backend::cpu::PackedSequence{used, ids.size()});
     used += ids.size();
   }
   if (used == 0) return {};
-  const auto threads = static_cast<size_t>(kernels::thread_count());
+  const auto threads = static_cast<size_t>(backend::cpu::thread_count());
   const size_t per_thread = rows_per_thread(used, threads, precision_);
   const size_t rows = per_thread * threads;
   embed(sequences, rows);
   // Rows no sequence owns are never written by attention: zeros, so the matmuls read finite values.
-  if (precision_ == kernels::Precision::bf16) {
-    for (std::vector<kernels::Bf16Bits>& qkv : qkv_bf16_) qkv.resize(rows * 3 * width);
+  if (precision_ == backend::cpu::Precision::bf16) {
+    for (std::vector<backend::cpu::Bf16Bits>& qkv : qkv_bf16_) qkv.resize(rows * 3 * width);
     hidden_bf16_.resize(rows * width);
     context_bf16_.resize(rows * width);
     intermediate_bf16_.resize(rows * inner);
     std::fill(context_bf16_.begin() + static_cast<std::ptrdiff_t>(used * width), context_bf16_.end(), 0);
-    staged_attention_ = kernels::StagedKeyValues::available(static_cast<size_t>(config_.head_dim()));
-    for (kernels::StagedKeyValues& staged : staged_) {
+    staged_attention_ = backend::cpu::StagedKeyValues::available(static_cast<size_t>(config_.head_dim()));
+    for (backend::cpu::StagedKeyValues& staged : staged_) {
       if (staged_attention_) {
         staged.reset(layout_, static_cast<size_t>(config_.num_attention_heads),
                      static_cast<size_t>(config_.head_dim()));
@@ -165,29 +165,30 @@ std::span<const float> BertEncoder::forward(std::span<const std::span<const int3
     intermediate_.resize(rows * inner);
     std::fill(context_.begin() + static_cast<std::ptrdiff_t>(used * width), context_.end(), 0.0F);
   }
-  kernels::run_team([&](kernels::Team& team) { run_layers(team, rows, per_thread); });
+  backend::cpu::run_team([&](backend::cpu::Team& team) { run_layers(team, rows, per_thread); });
   return std::span<const float>(hidden_).first(used * width);
 }
 
-void BertEncoder::run_layers(kernels::Team& team, size_t rows, size_t per_thread) {
+void BertEncoder::run_layers(backend::cpu::Team& team, size_t rows, size_t per_thread) {
   const auto width = static_cast<size_t>(config_.hidden_size);
   const auto inner = static_cast<size_t>(config_.intermediate_size);
   const auto heads = static_cast<size_t>(config_.num_attention_heads);
   const auto head_dim = static_cast<size_t>(config_.head_dim());
   const auto eps = static_cast<float>(config_.layer_norm_eps);
-  const bool bf16 = precision_ == kernels::Precision::bf16;
+  const bool bf16 = precision_ == backend::cpu::Precision::bf16;
   // One granule per thread (several where OpenMP gave the team fewer threads than asked).
-  const kernels::Team::Range mine = team.share(rows, per_thread);
+  const backend::cpu::Team::Range mine = team.share(rows, per_thread);
   const auto own = [&](auto& buffer, size_t columns) {
     return std::span(buffer).subspan(mine.begin * columns, mine.size() * columns);
   };
   const std::span<float> hidden = own(hidden_, width);
-  const std::span<kernels::Bf16Bits> hidden_bf16 = bf16 ? own(hidden_bf16_, width) : std::span<kernels::Bf16Bits>();
-  if (bf16) kernels::convert_fp32_to_bf16(hidden, hidden_bf16);
+  const std::span<backend::cpu::Bf16Bits> hidden_bf16 =
+      bf16 ? own(hidden_bf16_, width) : std::span<backend::cpu::Bf16Bits>();
+  if (bf16) backend::cpu::convert_fp32_to_bf16(hidden, hidden_bf16);
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Layer& layer = layers_[l];
     std::vector<float>& qkv = qkv_[l % 2];
-    std::vector<kernels::Bf16Bits>& qkv_bf16 = qkv_bf16_[l % 2];
+    std::vector<backend::cpu::Bf16Bits>& qkv_bf16 = qkv_bf16_[l % 2];
     if (mine.size() != 0) {
       if (bf16) {
         layer.qkv.forward(hidden_bf16, own(qkv_bf16, 3 * width));
@@ -201,33 +202,35 @@ void BertEncoder::run_layers(kernels::Team& team, size_t rows, size_t per_thread
     // Post-norm: hidden = LayerNorm(hidden + attention output), the sum done by the matmul's store.
     if (bf16) {
       if (staged_attention_) {
-        kernels::packed_attention_rows(layout_, qkv_bf16, staged_[l % 2], heads, head_dim, 0, mine.begin, mine.end,
-                                       context_bf16_);
+        backend::cpu::packed_attention_rows(layout_, qkv_bf16, staged_[l % 2], heads, head_dim, 0, mine.begin, mine.end,
+                                            context_bf16_);
       } else {
-        kernels::packed_attention_rows(layout_, std::span<const kernels::Bf16Bits>(qkv_bf16), heads, head_dim, 0,
-                                       mine.begin, mine.end, std::span<kernels::Bf16Bits>(context_bf16_), precision_);
+        backend::cpu::packed_attention_rows(layout_, std::span<const backend::cpu::Bf16Bits>(qkv_bf16), heads, head_dim,
+                                            0, mine.begin, mine.end, std::span<backend::cpu::Bf16Bits>(context_bf16_),
+                                            precision_);
       }
       layer.attention_output.forward_accumulate(own(context_bf16_, width), hidden);
     } else {
-      kernels::packed_attention_rows(layout_, qkv, heads, head_dim, 0, mine.begin, mine.end, std::span<float>(context_),
-                                     precision_);
+      backend::cpu::packed_attention_rows(layout_, qkv, heads, head_dim, 0, mine.begin, mine.end,
+                                          std::span<float>(context_), precision_);
       layer.attention_output.forward_accumulate(own(context_, width), hidden);
     }
     // The GELU activations go to the down projection in its own precision, bf16 straight from the store.
     if (bf16) {
-      kernels::layer_norm_to_bf16(hidden, layer.attention_norm_weight, layer.attention_norm_bias, eps, hidden,
-                                  hidden_bf16);
+      backend::cpu::layer_norm_to_bf16(hidden, layer.attention_norm_weight, layer.attention_norm_bias, eps, hidden,
+                                       hidden_bf16);
       layer.intermediate.forward(hidden_bf16, own(intermediate_bf16_, inner));
       layer.output.forward_accumulate(own(intermediate_bf16_, inner), hidden);
     } else {
-      kernels::layer_norm(hidden, layer.attention_norm_weight, layer.attention_norm_bias, eps, hidden);
+      backend::cpu::layer_norm(hidden, layer.attention_norm_weight, layer.attention_norm_bias, eps, hidden);
       layer.intermediate.forward(hidden, own(intermediate_, inner));
       layer.output.forward_accumulate(own(intermediate_, inner), hidden);
     }
     if (bf16 && l + 1 < layers_.size()) {
-      kernels::layer_norm_to_bf16(hidden, layer.output_norm_weight, layer.output_norm_bias, eps, hidden, hidden_bf16);
+      backend::cpu::layer_norm_to_bf16(hidden, layer.output_norm_weight, layer.output_norm_bias, eps, hidden,
+                                       hidden_bf16);
     } else {
-      kernels::layer_norm(hidden, layer.output_norm_weight, layer.output_norm_bias, eps, hidden);
+      backend::cpu::layer_norm(hidden, layer.output_norm_weight, layer.output_norm_bias, eps, hidden);
     }
   }
 }

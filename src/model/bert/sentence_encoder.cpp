@@ -1,6 +1,6 @@
 #include "model/bert/sentence_encoder.h"
 
-#include "kernels/pooling.h"
+#include "backend/cpu/pooling.h"
 #include "model/checkpoint/checkpoint.h"
 #include "model/checkpoint/load_error.h"
 
@@ -12,7 +12,7 @@ SentenceEncoder::SentenceEncoder(std::unique_ptr<text::Tokenizer> tokenizer, std
                                  SentencePipeline pipeline)
     : tokenizer_(std::move(tokenizer)), encoder_(std::move(encoder)), pipeline_(pipeline) {}
 
-SentenceEncoder SentenceEncoder::open(const std::filesystem::path& model_dir, kernels::Precision precision) {
+SentenceEncoder SentenceEncoder::open(const std::filesystem::path& model_dir, backend::cpu::Precision precision) {
   if (!std::filesystem::is_directory(model_dir)) {
     throw checkpoint::LoadError(model_dir.string() + ": not a directory");
   }
@@ -53,16 +53,16 @@ std::vector<float> SentenceEncoder::embed(std::span<const std::span<const int32_
       ++last;
     }
     const std::span<const float> hidden = encoder_->forward(sequences.subspan(first, last - first));
-    const std::span<const kernels::PackedSequence> layout = encoder_->layout();
+    const std::span<const backend::cpu::PackedSequence> layout = encoder_->layout();
     for (size_t i = 0; i < layout.size(); ++i) {
-      const kernels::PackedSequence& sequence = layout[i];
+      const backend::cpu::PackedSequence& sequence = layout[i];
       const size_t lengths[] = {sequence.length};
-      kernels::mean_pool(hidden.subspan(sequence.offset * width, sequence.length * width), lengths, sequence.length,
-                         std::span<float>(out).subspan((first + i) * width, width));
+      backend::cpu::mean_pool(hidden.subspan(sequence.offset * width, sequence.length * width), lengths,
+                              sequence.length, std::span<float>(out).subspan((first + i) * width, width));
     }
     first = last;
   }
-  if (pipeline_.normalize && !out.empty()) kernels::l2_normalize(out, width, out);
+  if (pipeline_.normalize && !out.empty()) backend::cpu::l2_normalize(out, width, out);
   return out;
 }
 

@@ -3,7 +3,7 @@
 // pooling → L2 normalise (when the pipeline has a Normalize module), as modules.json declares.
 // Texts longer than max_seq_length tokens are truncated, as sentence-transformers does.
 
-#include "kernels/precision.h"
+#include "backend/cpu/precision.h"
 #include "model/bert/bert_model.h"
 #include "model/bert/config.h"
 #include "text/tokenizer.h"
@@ -20,7 +20,7 @@ namespace s1::bert {
 class SentenceEncoder {
  public:
   // Throws checkpoint::LoadError (config, weights, pipeline) or text::TokenizerLoadError.
-  static SentenceEncoder open(const std::filesystem::path& model_dir, kernels::Precision precision);
+  static SentenceEncoder open(const std::filesystem::path& model_dir, backend::cpu::Precision precision);
 
   // Token ids the encoder sees for `text`: [CLS] … [SEP], truncated to max_seq_length.
   // Thread-safe (const, no scratch).
@@ -35,7 +35,7 @@ class SentenceEncoder {
   size_t dimension() const { return static_cast<size_t>(pipeline_.embedding_dimension); }
   int64_t max_seq_length() const { return pipeline_.max_seq_length; }
   bool normalizes() const { return pipeline_.normalize; }
-  kernels::Precision precision() const { return encoder_->precision(); }
+  backend::cpu::Precision precision() const { return encoder_->precision(); }
   const BertConfig& config() const { return encoder_->config(); }
   const text::Tokenizer& tokenizer() const { return *tokenizer_; }
 

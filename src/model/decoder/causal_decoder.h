@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/precision.h"
+#include "backend/cpu/precision.h"
 #include "model/decoder/output_matrix.h"
 
 namespace s1::decoder {
@@ -48,7 +48,7 @@ struct DecoderInfo {
   // A prefix whose length is a multiple of this reproduces the unshared forward most closely (the
   // chunk grid of chunked linear-attention prefill); 1 for plain attention.
   std::size_t prefix_granularity = 1;
-  kernels::Precision precision = kernels::Precision::fp32;
+  backend::cpu::Precision precision = backend::cpu::Precision::fp32;
 };
 
 class CausalDecoder {

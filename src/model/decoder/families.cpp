@@ -15,19 +15,25 @@ namespace {
 struct Family {
   std::string_view name;
   std::vector<std::string_view> model_types;
-  std::unique_ptr<CausalDecoder> (*load)(const std::filesystem::path& dir, kernels::Precision precision);
+  std::unique_ptr<CausalDecoder> (*load)(const std::filesystem::path& dir, backend::cpu::Precision precision);
 };
 
 const std::vector<Family>& families() {
   static const std::vector<Family> table{
-      {"qwen3", {"qwen3"}, [](const std::filesystem::path& dir, kernels::Precision precision) {
+      {"qwen3",
+       {"qwen3"},
+       [](const std::filesystem::path& dir, backend::cpu::Precision precision) {
          return qwen3::load_qwen3(dir, precision);
        }},
       // The text model and the multimodal wrapper (its text part); Qwen3.8 checkpoints use the same types.
-      {"qwen3_5", {"qwen3_5", "qwen3_5_text"}, [](const std::filesystem::path& dir, kernels::Precision precision) {
+      {"qwen3_5",
+       {"qwen3_5", "qwen3_5_text"},
+       [](const std::filesystem::path& dir, backend::cpu::Precision precision) {
          return qwen3_5::load_qwen3_5(dir, precision);
        }},
-      {"lfm2", {"lfm2"}, [](const std::filesystem::path& dir, kernels::Precision precision) {
+      {"lfm2",
+       {"lfm2"},
+       [](const std::filesystem::path& dir, backend::cpu::Precision precision) {
          return lfm2::load_lfm2(dir, precision);
        }},
   };
@@ -64,7 +70,8 @@ std::optional<std::string> decoder_family_of(const std::filesystem::path& dir) {
   return std::string(family->name);
 }
 
-std::unique_ptr<CausalDecoder> load_causal_decoder(const std::filesystem::path& dir, kernels::Precision precision) {
+std::unique_ptr<CausalDecoder> load_causal_decoder(const std::filesystem::path& dir,
+                                                   backend::cpu::Precision precision) {
   const auto model_type = model_type_of(dir);
   if (!model_type) {
     throw checkpoint::LoadError((dir / "config.json").string() +
@@ -83,7 +90,7 @@ std::unique_ptr<CausalDecoder> load_causal_decoder(const std::filesystem::path& 
 }
 
 std::unique_ptr<CausalDecoder> load_causal_decoder_with_adapter(const std::filesystem::path& dir,
-                                                                kernels::Precision precision,
+                                                                backend::cpu::Precision precision,
                                                                 const LoraAdapter& adapter) {
   if (decoder_family_of(dir) != "qwen3_5") {
     throw checkpoint::LoadError((dir / "config.json").string() +

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/precision.h"
+#include "backend/cpu/precision.h"
 #include "model/decoder/causal_decoder.h"
 #include "model/decoder/lora_adapter.h"
 
@@ -19,12 +19,12 @@ std::optional<std::string> decoder_family_of(const std::filesystem::path& dir);
 
 // Loads the checkpoint in `dir` with its family. Throws checkpoint::LoadError naming the file and the
 // problem (including a model_type that no family runs).
-std::unique_ptr<CausalDecoder> load_causal_decoder(const std::filesystem::path& dir, kernels::Precision precision);
+std::unique_ptr<CausalDecoder> load_causal_decoder(const std::filesystem::path& dir, backend::cpu::Precision precision);
 
 // As load_causal_decoder, with a LoRA adapter applied unmerged at run time. Only the qwen3_5 family
 // takes one; any other is a LoadError.
 std::unique_ptr<CausalDecoder> load_causal_decoder_with_adapter(const std::filesystem::path& dir,
-                                                                kernels::Precision precision,
+                                                                backend::cpu::Precision precision,
                                                                 const LoraAdapter& adapter);
 
 }  // namespace s1::decoder

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cached_attention.h"
-#include "kernels/parallel.h"
-#include "kernels/rms_norm.h"
-#include "kernels/rope.h"
-#include "kernels/team.h"
+#include "backend/cpu/cached_attention.h"
+#include "backend/cpu/parallel.h"
+#include "backend/cpu/rms_norm.h"
+#include "backend/cpu/rope.h"
+#include "backend/cpu/team.h"
 #include "model/decoder/causal_decoder.h"
 
 namespace s1::decoder {
@@ -30,7 +30,7 @@ inline std::size_t rounded_rows(std::size_t rows) {
 
 // One branch's place in a forward pass's batch: rows [offset, offset + length) of every activation
 // matrix (the kernels' AttentionBranch, so that batched attention reads the same description).
-using BranchRows = kernels::AttentionBranch;
+using BranchRows = backend::cpu::AttentionBranch;
 
 // A forward pass's branches stacked in one matrix, so that the projections and the MLP run once over
 // all of them: each branch's rows, the real row count and the longest branch.
@@ -79,7 +79,7 @@ inline void final_hidden_states(std::span<const Branch> branches, std::span<cons
       std::copy_n(hidden_rows.begin() + static_cast<std::ptrdiff_t>(row * hidden), hidden,
                   states.begin() + static_cast<std::ptrdiff_t>(i * hidden));
     }
-    kernels::rms_norm(states, final_norm, eps, states);
+    backend::cpu::rms_norm(states, final_norm, eps, states);
   }
 }
 
@@ -103,12 +103,10 @@ struct AttentionHeads {
 // Causal attention of the stacked rows of packed [q heads | k heads | v heads] rows `qkv`: every
 // branch sees the prefix's keys and values ([prefix_length, kv_width]) and its own, read in place from
 // `qkv`; the usual 1/√head_dim scale.
-inline kernels::CachedAttentionBranches packed_qkv_attention(std::span<const float> qkv, const AttentionHeads& shape,
-                                                             std::span<const float> prefix_keys,
-                                                             std::span<const float> prefix_values,
-                                                             std::size_t prefix_length,
-                                                             std::span<const BranchRows> rows,
-                                                             kernels::Precision precision) {
+inline backend::cpu::CachedAttentionBranches packed_qkv_attention(
+    std::span<const float> qkv, const AttentionHeads& shape, std::span<const float> prefix_keys,
+    std::span<const float> prefix_values, std::size_t prefix_length, std::span<const BranchRows> rows,
+    backend::cpu::Precision precision) {
   return {.q = qkv,
           .q_stride = shape.row_width(),
           .prefix_keys = prefix_keys,
@@ -129,33 +127,33 @@ inline kernels::CachedAttentionBranches packed_qkv_attention(std::span<const flo
 // Makes `table` (RoPE angles for rotary_dim at theta) cover positions [0, needed): rebuilt to the next
 // power of two (at most max_positions) when it falls short, so a server's growing prompts rebuild it
 // a few times, not per request.
-inline void cover_positions(kernels::RopeTable& table, std::size_t rotary_dim, float theta, std::size_t needed,
+inline void cover_positions(backend::cpu::RopeTable& table, std::size_t rotary_dim, float theta, std::size_t needed,
                             std::size_t max_positions) {
   if (table.positions >= needed) return;
-  table = kernels::rope_table(rotary_dim, theta, std::max(needed, std::min(std::bit_ceil(needed), max_positions)));
+  table = backend::cpu::rope_table(rotary_dim, theta, std::max(needed, std::min(std::bit_ceil(needed), max_positions)));
 }
 
 // QK-norm then RoPE on rows [rows.begin, rows.end) of packed `qkv`, on the calling thread (a
-// kernels::Team thread's share): q_norm/k_norm normalise each query and key head separately (a row's
+// backend::cpu::Team thread's share): q_norm/k_norm normalise each query and key head separately (a row's
 // heads are contiguous head_dim-wide blocks, so each is a row for rms_norm), then both are rotated at
 // `positions`, the angles read from `rope` (covering every position).
-inline void qk_norm_rope_rows(std::span<float> qkv, kernels::Team::Range rows, const AttentionHeads& shape,
+inline void qk_norm_rope_rows(std::span<float> qkv, backend::cpu::Team::Range rows, const AttentionHeads& shape,
                               std::span<const float> q_norm, std::span<const float> k_norm, float eps,
-                              std::span<const int64_t> positions, const kernels::RopeTable& rope) {
+                              std::span<const int64_t> positions, const backend::cpu::RopeTable& rope) {
   if (rows.size() == 0) return;
   const std::size_t stride = shape.row_width();
   const std::size_t q_width = shape.q_width();
   const std::size_t kv_width = shape.kv_width();
   for (std::size_t r = rows.begin; r < rows.end; ++r) {
     const std::span<float> row = qkv.subspan(r * stride, stride);
-    kernels::rms_norm(row.first(q_width), q_norm, eps, row.first(q_width));
-    kernels::rms_norm(row.subspan(q_width, kv_width), k_norm, eps, row.subspan(q_width, kv_width));
+    backend::cpu::rms_norm(row.first(q_width), q_norm, eps, row.first(q_width));
+    backend::cpu::rms_norm(row.subspan(q_width, kv_width), k_norm, eps, row.subspan(q_width, kv_width));
   }
   const std::span<float> block = qkv.subspan(rows.begin * stride, rows.size() * stride);
   const std::span<const int64_t> block_positions = positions.subspan(rows.begin, rows.size());
-  kernels::apply_rope(block, rows.size(), stride, shape.heads, shape.head_dim, rope, block_positions);
-  kernels::apply_rope(block.subspan(q_width), rows.size(), stride, shape.kv_heads, shape.head_dim, rope,
-                      block_positions);
+  backend::cpu::apply_rope(block, rows.size(), stride, shape.heads, shape.head_dim, rope, block_positions);
+  backend::cpu::apply_rope(block.subspan(q_width), rows.size(), stride, shape.kv_heads, shape.head_dim, rope,
+                           block_positions);
 }
 
 // A forward pass's branches after a prefix of `start` tokens: each non-empty, within max_positions,

@@ -156,8 +156,8 @@ std::optional<LowRankDelta> LowRankDelta::make(std::span<const Part> parts, std:
     }
     row_offset += part.out_features;
   }
-  return LowRankDelta(kernels::PackedLinear(down, {}, in_features, total_rank, kernels::Precision::fp32),
-                      kernels::PackedLinear(up, {}, total_rank, total_out, kernels::Precision::fp32));
+  return LowRankDelta(backend::cpu::PackedLinear(down, {}, in_features, total_rank, backend::cpu::Precision::fp32),
+                      backend::cpu::PackedLinear(up, {}, total_rank, total_out, backend::cpu::Precision::fp32));
 }
 
 void LowRankDelta::add_to(std::span<const float> x, std::span<float> y) const {

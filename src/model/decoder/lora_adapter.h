@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kernels/linear.h"
+#include "backend/cpu/linear.h"
 
 namespace s1::decoder {
 
@@ -64,9 +64,10 @@ class LowRankDelta {
   void add_to(std::span<const float> x, std::span<float> y) const;
 
  private:
-  LowRankDelta(kernels::PackedLinear down, kernels::PackedLinear up) : down_(std::move(down)), up_(std::move(up)) {}
-  kernels::PackedLinear down_;  // A: in → Σ rank
-  kernels::PackedLinear up_;    // scale·B: Σ rank → Σ out
+  LowRankDelta(backend::cpu::PackedLinear down, backend::cpu::PackedLinear up)
+      : down_(std::move(down)), up_(std::move(up)) {}
+  backend::cpu::PackedLinear down_;  // A: in → Σ rank
+  backend::cpu::PackedLinear up_;    // scale·B: Σ rank → Σ out
   mutable std::vector<float> hidden_;
 };
 

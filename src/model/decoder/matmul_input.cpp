@@ -3,9 +3,9 @@
 #include <cassert>
 #include <stdexcept>
 
-#include "kernels/gated_delta.h"
-#include "kernels/rms_norm.h"
-#include "kernels/swiglu.h"
+#include "backend/cpu/gated_delta.h"
+#include "backend/cpu/rms_norm.h"
+#include "backend/cpu/swiglu.h"
 
 namespace s1::decoder {
 
@@ -21,63 +21,63 @@ void MatmulInput::resize(std::size_t rows, std::size_t width) {
 void MatmulInput::rms_norm(std::span<const float> x, std::span<const float> weight, float eps) {
   assert(weight.size() == width_);
   if (bf16_) {
-    kernels::rms_norm_to_bf16(x, weight, eps, bf16_rows_);
+    backend::cpu::rms_norm_to_bf16(x, weight, eps, bf16_rows_);
   } else {
-    kernels::rms_norm(x, weight, eps, fp32_);
+    backend::cpu::rms_norm(x, weight, eps, fp32_);
   }
 }
 
 void MatmulInput::swiglu(std::span<const float> gate_up) {
   if (bf16_) {
-    kernels::swiglu_to_bf16(gate_up, width_, bf16_rows_);
+    backend::cpu::swiglu_to_bf16(gate_up, width_, bf16_rows_);
   } else {
-    kernels::swiglu(gate_up, width_, fp32_);
+    backend::cpu::swiglu(gate_up, width_, fp32_);
   }
 }
 
-void MatmulInput::swiglu_of(const MatmulInput& input, const kernels::PackedLinear& gate_up) {
+void MatmulInput::swiglu_of(const MatmulInput& input, const backend::cpu::PackedLinear& gate_up) {
   assert(input.bf16_ == bf16_ && gate_up.out_features() == 2 * width_);
   const std::size_t rows = bf16_ ? bf16_rows_.size() / width_ : fp32_.size() / width_;
   if (bf16_) {
     projected_bf16_.resize(rows * 2 * width_);
-    gate_up.forward(std::span<const kernels::Bf16Bits>(input.bf16_rows_), std::span(projected_bf16_));
-    kernels::swiglu_to_bf16(std::span<const kernels::Bf16Bits>(projected_bf16_), width_, bf16_rows_);
+    gate_up.forward(std::span<const backend::cpu::Bf16Bits>(input.bf16_rows_), std::span(projected_bf16_));
+    backend::cpu::swiglu_to_bf16(std::span<const backend::cpu::Bf16Bits>(projected_bf16_), width_, bf16_rows_);
   } else {
     projected_.resize(rows * 2 * width_);
     gate_up.forward(std::span<const float>(input.fp32_), std::span(projected_));
-    kernels::swiglu(projected_, width_, fp32_);
+    backend::cpu::swiglu(projected_, width_, fp32_);
   }
 }
 
 void MatmulInput::gated_rms_norm(std::span<const float> x, std::span<const float> gate, std::span<const float> weight,
                                  float eps) {
   if (bf16_) {
-    kernels::gated_rms_norm_to_bf16(x, gate, weight, eps, std::span(bf16_rows_).first(x.size()));
+    backend::cpu::gated_rms_norm_to_bf16(x, gate, weight, eps, std::span(bf16_rows_).first(x.size()));
   } else {
-    kernels::gated_rms_norm(x, gate, weight, eps, std::span(fp32_).first(x.size()));
+    backend::cpu::gated_rms_norm(x, gate, weight, eps, std::span(fp32_).first(x.size()));
   }
 }
 
-void MatmulInput::attention(kernels::Team& team, kernels::CachedAttentionWorkspace& workspace,
-                            const kernels::CachedAttentionBranches& attention) {
+void MatmulInput::attention(backend::cpu::Team& team, backend::cpu::CachedAttentionWorkspace& workspace,
+                            const backend::cpu::CachedAttentionBranches& attention) {
   if (bf16_) {
-    kernels::cached_attention_branches(team, workspace, attention, std::span(bf16_rows_));
+    backend::cpu::cached_attention_branches(team, workspace, attention, std::span(bf16_rows_));
   } else {
-    kernels::cached_attention_branches(team, workspace, attention, std::span(fp32_));
+    backend::cpu::cached_attention_branches(team, workspace, attention, std::span(fp32_));
   }
 }
 
-void MatmulInput::project(const kernels::PackedLinear& linear, std::span<float> y) const {
+void MatmulInput::project(const backend::cpu::PackedLinear& linear, std::span<float> y) const {
   if (bf16_) {
-    linear.forward(std::span<const kernels::Bf16Bits>(bf16_rows_), y);
+    linear.forward(std::span<const backend::cpu::Bf16Bits>(bf16_rows_), y);
   } else {
     linear.forward(std::span<const float>(fp32_), y);
   }
 }
 
-void MatmulInput::project_accumulate(const kernels::PackedLinear& linear, std::span<float> y) const {
+void MatmulInput::project_accumulate(const backend::cpu::PackedLinear& linear, std::span<float> y) const {
   if (bf16_) {
-    linear.forward_accumulate(std::span<const kernels::Bf16Bits>(bf16_rows_), y);
+    linear.forward_accumulate(std::span<const backend::cpu::Bf16Bits>(bf16_rows_), y);
   } else {
     linear.forward_accumulate(std::span<const float>(fp32_), y);
   }

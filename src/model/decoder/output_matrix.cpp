@@ -8,7 +8,7 @@
 
 namespace s1::decoder {
 
-OutputMatrix::OutputMatrix(const checkpoint::TensorView& tensor, std::size_t hidden, kernels::Precision precision)
+OutputMatrix::OutputMatrix(const checkpoint::TensorView& tensor, std::size_t hidden, backend::cpu::Precision precision)
     : hidden_(hidden), precision_(precision) {
   if (tensor.shape.size() != 2 || tensor.shape[1] != static_cast<int64_t>(hidden) || tensor.shape[0] <= 0) {
     throw checkpoint::LoadError("tensor '" + tensor.name + "' has shape " + checkpoint::shape_to_string(tensor.shape) +
@@ -19,7 +19,7 @@ OutputMatrix::OutputMatrix(const checkpoint::TensorView& tensor, std::size_t hid
 }
 
 OutputMatrix OutputMatrix::from_side_file(const std::filesystem::path& path, std::string_view name, std::size_t hidden,
-                                          kernels::Precision precision) {
+                                          backend::cpu::Precision precision) {
   const checkpoint::Checkpoint file = checkpoint::Checkpoint::open(path);
   const checkpoint::TensorView& tensor = file.get(name);  // its errors name the file already
   try {
@@ -67,7 +67,8 @@ std::vector<float> OutputMatrix::all_logits(std::span<const float> hidden_rows) 
   // Packing the whole head costs as much memory again as the head itself, so only readouts that
   // need every logit (candidate log-likelihoods, the logits tool) pay for it.
   std::call_once(packed_once_, [&] {
-    packed_ = std::make_unique<kernels::PackedLinear>(values_, std::span<const float>(), hidden_, rows_, precision_);
+    packed_ =
+        std::make_unique<backend::cpu::PackedLinear>(values_, std::span<const float>(), hidden_, rows_, precision_);
   });
   std::vector<float> logits(hidden_rows.size() / hidden_ * rows_);
   packed_->forward(hidden_rows, logits);

@@ -12,8 +12,8 @@
 #include <span>
 #include <vector>
 
-#include "kernels/linear.h"
-#include "kernels/precision.h"
+#include "backend/cpu/linear.h"
+#include "backend/cpu/precision.h"
 #include "model/checkpoint/tensor.h"
 
 namespace s1::decoder {
@@ -22,11 +22,11 @@ class OutputMatrix {
  public:
   // tensor: [rows, hidden] F32/F16/BF16 (copied to fp32). Throws checkpoint::LoadError on a shape
   // that is not 2-D or does not have `hidden` columns.
-  OutputMatrix(const checkpoint::TensorView& tensor, std::size_t hidden, kernels::Precision precision);
+  OutputMatrix(const checkpoint::TensorView& tensor, std::size_t hidden, backend::cpu::Precision precision);
   // A readout matrix kept beside a headless backbone (D3, pplx-decider): tensor `name` of the
   // safetensors file `path`. Throws checkpoint::LoadError naming the file and the tensor.
   static OutputMatrix from_side_file(const std::filesystem::path& path, std::string_view name, std::size_t hidden,
-                                     kernels::Precision precision);
+                                     backend::cpu::Precision precision);
   ~OutputMatrix();
   OutputMatrix(OutputMatrix&&) noexcept;
   OutputMatrix& operator=(OutputMatrix&&) noexcept;
@@ -49,10 +49,10 @@ class OutputMatrix {
  private:
   std::size_t rows_ = 0;
   std::size_t hidden_ = 0;
-  kernels::Precision precision_;
+  backend::cpu::Precision precision_;
   std::vector<float> values_;
   mutable std::once_flag packed_once_;
-  mutable std::unique_ptr<kernels::PackedLinear> packed_;
+  mutable std::unique_ptr<backend::cpu::PackedLinear> packed_;
 };
 
 }  // namespace s1::decoder

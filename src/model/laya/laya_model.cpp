@@ -9,9 +9,9 @@
 #include <string>
 #include <utility>
 
-#include "kernels/attention.h"
-#include "kernels/layer_norm.h"
-#include "kernels/team.h"
+#include "backend/cpu/attention.h"
+#include "backend/cpu/layer_norm.h"
+#include "backend/cpu/team.h"
 #include "model/checkpoint/checkpoint.h"
 #include "model/checkpoint/load_error.h"
 #include "model/modernbert/config.h"
@@ -31,11 +31,11 @@ constexpr std::size_t act_feature_count = 4;
 // ReLU in place on bf16 values (a NaN stays a NaN, as torch's relu keeps it). An unconditional
 // store of a select, so the compiler vectorises it (a conditional store it left scalar: ~8 ms of
 // thread time per 4 x 128 LAYA forward).
-void relu_bf16(std::span<kernels::Bf16Bits> values) {
-  for (kernels::Bf16Bits& bits : values) {
+void relu_bf16(std::span<backend::cpu::Bf16Bits> values) {
+  for (backend::cpu::Bf16Bits& bits : values) {
     const bool negative = (bits & 0x8000U) != 0;
     const bool not_a_number = (bits & 0x7FFFU) > 0x7F80U;
-    bits = negative && !not_a_number ? kernels::Bf16Bits{0} : bits;
+    bits = negative && !not_a_number ? backend::cpu::Bf16Bits{0} : bits;
   }
 }
 
@@ -101,22 +101,22 @@ AgentConfig read_agent_config(const std::filesystem::path& file) {
   return result;
 }
 
-LayaModel::LayaModel(const std::filesystem::path& dir, kernels::Precision precision)
+LayaModel::LayaModel(const std::filesystem::path& dir, backend::cpu::Precision precision)
     : LayaModel(dir, precision, Checkpoint::open(dir / checkpoint::kSingleFileName)) {}
 
-LayaModel::LayaModel(const std::filesystem::path& dir, kernels::Precision precision, const Checkpoint& weights)
+LayaModel::LayaModel(const std::filesystem::path& dir, backend::cpu::Precision precision, const Checkpoint& weights)
     : agent_config_(read_agent_config(dir / "rl_agent_config.json")),
       precision_(precision),
       encoder_(modernbert::read_modernbert_config(dir / "encoder" / "config.json"), weights, precision, "encoder."),
       scorer_hidden_(load_linear(weights, "scorer.1", encoder_.config().hidden_size, encoder_.config().hidden_size,
-                                 precision, kernels::Activation::gelu)),
+                                 precision, backend::cpu::Activation::gelu)),
       scorer_output_(load_linear(weights, "scorer.3", encoder_.config().hidden_size, 1, precision,
-                                 kernels::Activation::none)),
+                                 backend::cpu::Activation::none)),
       act_hidden_(load_linear(weights, "act_head.0",
                               encoder_.config().hidden_size + static_cast<int64_t>(act_feature_count),
-                              static_cast<int64_t>(act_hidden_width), precision, kernels::Activation::gelu)),
-      act_output_(load_linear(weights, "act_head.2", static_cast<int64_t>(act_hidden_width),
-                              agent_config_.action_count, precision, kernels::Activation::none)) {
+                              static_cast<int64_t>(act_hidden_width), precision, backend::cpu::Activation::gelu)),
+      act_output_(load_linear(weights, "act_head.2", static_cast<int64_t>(act_hidden_width), agent_config_.action_count,
+                              precision, backend::cpu::Activation::none)) {
   const int64_t d = encoder_.config().hidden_size;
   if (agent_config_.max_len > encoder_.config().max_position_embeddings) {
     throw LoadError((dir / "rl_agent_config.json").string() +
@@ -130,12 +130,14 @@ LayaModel::LayaModel(const std::filesystem::path& dir, kernels::Precision precis
         .norm1_bias = get(weights, prefix + "norm1.bias", {d}),
         .norm2_weight = get(weights, prefix + "norm2.weight", {d}),
         .norm2_bias = get(weights, prefix + "norm2.bias", {d}),
-        .in_projection = kernels::PackedLinear(get(weights, prefix + "self_attn.in_proj_weight", {3 * d, d}),
-                                               get(weights, prefix + "self_attn.in_proj_bias", {3 * d}),
-                                               static_cast<std::size_t>(d), static_cast<std::size_t>(3 * d), precision),
-        .out_projection = load_linear(weights, prefix + "self_attn.out_proj", d, d, precision, kernels::Activation::none),
-        .linear1 = load_linear(weights, prefix + "linear1", d, 4 * d, precision, kernels::Activation::none),
-        .linear2 = load_linear(weights, prefix + "linear2", 4 * d, d, precision, kernels::Activation::none),
+        .in_projection =
+            backend::cpu::PackedLinear(get(weights, prefix + "self_attn.in_proj_weight", {3 * d, d}),
+                                       get(weights, prefix + "self_attn.in_proj_bias", {3 * d}),
+                                       static_cast<std::size_t>(d), static_cast<std::size_t>(3 * d), precision),
+        .out_projection =
+            load_linear(weights, prefix + "self_attn.out_proj", d, d, precision, backend::cpu::Activation::none),
+        .linear1 = load_linear(weights, prefix + "linear1", d, 4 * d, precision, backend::cpu::Activation::none),
+        .linear2 = load_linear(weights, prefix + "linear2", 4 * d, d, precision, backend::cpu::Activation::none),
     });
   }
   if (weights.find("head.layers." + std::to_string(agent_config_.head_layers) + ".norm1.weight") != nullptr) {
@@ -146,11 +148,11 @@ LayaModel::LayaModel(const std::filesystem::path& dir, kernels::Precision precis
   scorer_norm_bias_ = get(weights, "scorer.0.bias", {d});
 }
 
-kernels::PackedLinear LayaModel::load_linear(const Checkpoint& weights, const std::string& name, int64_t in,
-                                             int64_t out, kernels::Precision precision,
-                                             kernels::Activation activation) {
-  return kernels::PackedLinear(get(weights, name + ".weight", {out, in}), get(weights, name + ".bias", {out}),
-                               static_cast<std::size_t>(in), static_cast<std::size_t>(out), precision, activation);
+backend::cpu::PackedLinear LayaModel::load_linear(const Checkpoint& weights, const std::string& name, int64_t in,
+                                                  int64_t out, backend::cpu::Precision precision,
+                                                  backend::cpu::Activation activation) {
+  return backend::cpu::PackedLinear(get(weights, name + ".weight", {out, in}), get(weights, name + ".bias", {out}),
+                                    static_cast<std::size_t>(in), static_cast<std::size_t>(out), precision, activation);
 }
 
 LayaModel::~LayaModel() = default;
@@ -163,30 +165,32 @@ void LayaModel::run_head_layer(const HeadLayer& layer, std::span<const std::size
   const std::size_t heads = std::max<std::size_t>(1, d / 64);
   const std::size_t used = layout_.empty() ? 0 : layout_.back().offset + layout_.back().length;
   const std::span<float> live(hidden_.data(), used * d);
-  if (precision_ == kernels::Precision::bf16) {
+  if (precision_ == backend::cpu::Precision::bf16) {
     // The norm writes the bf16 rows the matmul reads (no conversion pass of its own).
-    kernels::layer_norm_to_bf16(live, layer.norm1_weight, layer.norm1_bias, head_norm_eps,
-                                std::span(normed_bf16_).first(used * d));
-    layer.in_projection.forward(std::span<const kernels::Bf16Bits>(normed_bf16_), qkv_bf16_);
+    backend::cpu::layer_norm_to_bf16(live, layer.norm1_weight, layer.norm1_bias, head_norm_eps,
+                                     std::span(normed_bf16_).first(used * d));
+    layer.in_projection.forward(std::span<const backend::cpu::Bf16Bits>(normed_bf16_), qkv_bf16_);
   } else {
-    kernels::layer_norm(live, layer.norm1_weight, layer.norm1_bias, head_norm_eps, std::span(normed_).first(used * d));
+    backend::cpu::layer_norm(live, layer.norm1_weight, layer.norm1_bias, head_norm_eps,
+                             std::span(normed_).first(used * d));
     layer.in_projection.forward(normed_, qkv_);
   }
-  const bool bf16 = precision_ == kernels::Precision::bf16;
+  const bool bf16 = precision_ == backend::cpu::Precision::bf16;
   if (bf16) {
     // Attention writes the bf16 rows the output projection reads (no conversion pass), each thread
     // its share of the query rows.
-    kernels::run_team([&](kernels::Team& team) {
-      const kernels::Team::Range share = team.share(used);
-      kernels::packed_attention_rows(layout_, std::span<const kernels::Bf16Bits>(qkv_bf16_), heads, d / heads, 0,
-                                     share.begin, share.end, std::span<kernels::Bf16Bits>(context_bf16_), precision_);
+    backend::cpu::run_team([&](backend::cpu::Team& team) {
+      const backend::cpu::Team::Range share = team.share(used);
+      backend::cpu::packed_attention_rows(layout_, std::span<const backend::cpu::Bf16Bits>(qkv_bf16_), heads, d / heads,
+                                          0, share.begin, share.end, std::span<backend::cpu::Bf16Bits>(context_bf16_),
+                                          precision_);
     });
   } else {
-    kernels::packed_attention(layout_, qkv_, heads, d / heads, 0, context_, precision_);
+    backend::cpu::packed_attention(layout_, qkv_, heads, d / heads, 0, context_, precision_);
   }
   if (kept_rows.empty()) {
     if (bf16) {
-      layer.out_projection.forward_accumulate(std::span<const kernels::Bf16Bits>(context_bf16_), hidden_);
+      layer.out_projection.forward_accumulate(std::span<const backend::cpu::Bf16Bits>(context_bf16_), hidden_);
     } else {
       layer.out_projection.forward_accumulate(context_, hidden_);
     }
@@ -196,7 +200,7 @@ void LayaModel::run_head_layer(const HeadLayer& layer, std::span<const std::size
   // The last layer: only the [CLS] and marker rows are read after it, and everything past attention
   // is row by row, so the output projection and the feed-forward (3/4 of the layer's matmul work)
   // run on those rows alone.
-  const std::size_t padded = kernels::padded_row_count(kept_rows.size());
+  const std::size_t padded = backend::cpu::padded_row_count(kept_rows.size());
   kept_hidden_.assign(padded * d, 0.0F);
   for (std::size_t k = 0; k < kept_rows.size(); ++k)
     std::copy_n(hidden_.data() + kept_rows[k] * d, d, kept_hidden_.data() + k * d);
@@ -218,19 +222,19 @@ void LayaModel::finish_head_layer(const HeadLayer& layer, std::vector<float>& hi
   const auto d = static_cast<std::size_t>(encoder_.config().hidden_size);
   const std::size_t padded = hidden.size() / d;
   const std::span<float> live(hidden.data(), rows * d);
-  if (precision_ == kernels::Precision::bf16) {
+  if (precision_ == backend::cpu::Precision::bf16) {
     // bf16 from the norm into linear1, and from linear1 (ReLU on the bf16 values) into linear2: no
     // conversion passes, and the widest activations (4·d) stored at half the bytes.
-    const std::span<kernels::Bf16Bits> normed = std::span(normed_bf16_).first(padded * d);
-    kernels::layer_norm_to_bf16(live, layer.norm2_weight, layer.norm2_bias, head_norm_eps, normed.first(rows * d));
-    const std::span<kernels::Bf16Bits> feed_forward = std::span(feed_forward_bf16_).first(padded * 4 * d);
-    layer.linear1.forward(std::span<const kernels::Bf16Bits>(normed), feed_forward);
+    const std::span<backend::cpu::Bf16Bits> normed = std::span(normed_bf16_).first(padded * d);
+    backend::cpu::layer_norm_to_bf16(live, layer.norm2_weight, layer.norm2_bias, head_norm_eps, normed.first(rows * d));
+    const std::span<backend::cpu::Bf16Bits> feed_forward = std::span(feed_forward_bf16_).first(padded * 4 * d);
+    layer.linear1.forward(std::span<const backend::cpu::Bf16Bits>(normed), feed_forward);
     relu_bf16(feed_forward);  // the layer's default activation
-    layer.linear2.forward_accumulate(std::span<const kernels::Bf16Bits>(feed_forward), hidden);
+    layer.linear2.forward_accumulate(std::span<const backend::cpu::Bf16Bits>(feed_forward), hidden);
     return;
   }
   const std::span<float> normed = std::span(normed_).first(padded * d);
-  kernels::layer_norm(live, layer.norm2_weight, layer.norm2_bias, head_norm_eps, normed.first(rows * d));
+  backend::cpu::layer_norm(live, layer.norm2_weight, layer.norm2_bias, head_norm_eps, normed.first(rows * d));
   const std::span<float> feed_forward = std::span(feed_forward_).first(padded * 4 * d);
   layer.linear1.forward(normed, feed_forward);
   for (float& value : feed_forward) value = std::max(value, 0.0F);  // ReLU, the layer's default activation
@@ -254,7 +258,7 @@ std::vector<std::vector<float>> LayaModel::marker_logits(std::span<const Row> ro
   const std::span<const float> encoded = encoder_.forward(sequences);
   layout_.assign(encoder_.layout().begin(), encoder_.layout().end());
   const std::size_t used = encoded.size() / d;
-  const std::size_t padded = kernels::padded_row_count(used);
+  const std::size_t padded = backend::cpu::padded_row_count(used);
   hidden_.assign(padded * d, 0.0F);
   std::copy(encoded.begin(), encoded.end(), hidden_.begin());
   for (std::size_t r = 0; r < rows.size(); ++r) {
@@ -264,14 +268,14 @@ std::vector<std::vector<float>> LayaModel::marker_logits(std::span<const Row> ro
       for (std::size_t c = 0; c < d; ++c) row[c] += type[c];
     }
   }
-  if (precision_ == kernels::Precision::bf16) {
+  if (precision_ == backend::cpu::Precision::bf16) {
     normed_bf16_.assign(padded * d, 0);  // rows no sequence owns stay zero (0x0000 is +0.0)
     feed_forward_bf16_.resize(padded * 4 * d);
   } else {
     normed_.assign(padded * d, 0.0F);
     feed_forward_.resize(padded * 4 * d);
   }
-  if (precision_ == kernels::Precision::bf16) {
+  if (precision_ == backend::cpu::Precision::bf16) {
     qkv_bf16_.resize(padded * 3 * d);
     context_bf16_.assign(padded * d, 0);  // rows no sequence owns stay zero
   } else {
@@ -298,7 +302,7 @@ std::vector<std::vector<float>> LayaModel::marker_logits(std::span<const Row> ro
   // The scorer over every marker of every row at once.
   std::size_t marker_count = 0;
   for (const Row& row : rows) marker_count += row.markers.size();
-  const std::size_t marker_rows = kernels::padded_row_count(std::max<std::size_t>(marker_count, 1));
+  const std::size_t marker_rows = backend::cpu::padded_row_count(std::max<std::size_t>(marker_count, 1));
   std::vector<float> markers(marker_rows * d, 0.0F);
   std::size_t m = 0;
   for (std::size_t r = 0; r < rows.size(); ++r) {
@@ -308,7 +312,7 @@ std::vector<std::vector<float>> LayaModel::marker_logits(std::span<const Row> ro
     }
   }
   const std::span<float> live_markers(markers.data(), marker_count * d);
-  kernels::layer_norm(live_markers, scorer_norm_weight_, scorer_norm_bias_, head_norm_eps, live_markers);
+  backend::cpu::layer_norm(live_markers, scorer_norm_weight_, scorer_norm_bias_, head_norm_eps, live_markers);
   std::vector<float> scored(marker_rows * d);
   scorer_hidden_.forward(markers, scored);
   std::vector<float> logits(marker_rows);
@@ -325,7 +329,7 @@ std::vector<std::vector<float>> LayaModel::marker_logits(std::span<const Row> ro
 std::vector<float> LayaModel::act_probabilities() {
   const auto d = static_cast<std::size_t>(encoder_.config().hidden_size);
   const std::size_t width = d + act_feature_count;
-  const std::size_t rows = kernels::padded_row_count(std::max<std::size_t>(last_logits_.size(), 1));
+  const std::size_t rows = backend::cpu::padded_row_count(std::max<std::size_t>(last_logits_.size(), 1));
   std::vector<float> features(rows * width, 0.0F);
   for (std::size_t r = 0; r < last_logits_.size(); ++r) {
     float* out = features.data() + r * width;

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/linear.h"
-#include "kernels/precision.h"
+#include "backend/cpu/linear.h"
+#include "backend/cpu/precision.h"
 #include "model/modernbert/modernbert_model.h"
 
 namespace s1::laya {
@@ -49,7 +49,7 @@ class LayaModel {
  public:
   // Loads encoder/config.json, rl_agent_config.json and model.safetensors from `dir`; every tensor is
   // checked for shape. Throws checkpoint::LoadError.
-  LayaModel(const std::filesystem::path& dir, kernels::Precision precision);
+  LayaModel(const std::filesystem::path& dir, backend::cpu::Precision precision);
   ~LayaModel();
   LayaModel(LayaModel&&) noexcept;
   LayaModel& operator=(LayaModel&&) noexcept;
@@ -68,15 +68,16 @@ class LayaModel {
  private:
   struct HeadLayer {
     std::vector<float> norm1_weight, norm1_bias, norm2_weight, norm2_bias;
-    kernels::PackedLinear in_projection;
-    kernels::PackedLinear out_projection;
-    kernels::PackedLinear linear1;
-    kernels::PackedLinear linear2;
+    backend::cpu::PackedLinear in_projection;
+    backend::cpu::PackedLinear out_projection;
+    backend::cpu::PackedLinear linear1;
+    backend::cpu::PackedLinear linear2;
   };
 
-  LayaModel(const std::filesystem::path& dir, kernels::Precision precision, const checkpoint::Checkpoint& weights);
-  static kernels::PackedLinear load_linear(const checkpoint::Checkpoint& weights, const std::string& name, int64_t in,
-                                           int64_t out, kernels::Precision precision, kernels::Activation activation);
+  LayaModel(const std::filesystem::path& dir, backend::cpu::Precision precision, const checkpoint::Checkpoint& weights);
+  static backend::cpu::PackedLinear load_linear(const checkpoint::Checkpoint& weights, const std::string& name,
+                                                int64_t in, int64_t out, backend::cpu::Precision precision,
+                                                backend::cpu::Activation activation);
   // A decision layer over all rows; with `kept_rows`, its row-wise half (after attention) runs on those
   // rows only, gathered in order into kept_hidden_.
   void run_head_layer(const HeadLayer& layer, std::span<const std::size_t> kept_rows);
@@ -85,22 +86,22 @@ class LayaModel {
   void finish_head_layer(const HeadLayer& layer, std::vector<float>& hidden, std::size_t rows);
 
   AgentConfig agent_config_;
-  kernels::Precision precision_;
+  backend::cpu::Precision precision_;
   modernbert::ModernBertEncoder encoder_;
   std::vector<float> type_embedding_;  // [3, d]
   std::vector<HeadLayer> head_layers_;
   std::vector<float> scorer_norm_weight_, scorer_norm_bias_;
-  kernels::PackedLinear scorer_hidden_;  // GELU fused
-  kernels::PackedLinear scorer_output_;
-  kernels::PackedLinear act_hidden_;  // GELU fused
-  kernels::PackedLinear act_output_;
+  backend::cpu::PackedLinear scorer_hidden_;  // GELU fused
+  backend::cpu::PackedLinear scorer_output_;
+  backend::cpu::PackedLinear act_hidden_;  // GELU fused
+  backend::cpu::PackedLinear act_output_;
 
   // State of the last marker_logits() call, and scratch.
-  std::vector<kernels::PackedSequence> layout_;
+  std::vector<backend::cpu::PackedSequence> layout_;
   std::vector<std::vector<float>> last_logits_;
   std::vector<float> hidden_, normed_, qkv_, context_, feed_forward_;
   // In bf16 the matmuls' inputs are written as bf16 by their producers instead.
-  std::vector<kernels::Bf16Bits> normed_bf16_, qkv_bf16_, context_bf16_, feed_forward_bf16_, kept_context_bf16_;
+  std::vector<backend::cpu::Bf16Bits> normed_bf16_, qkv_bf16_, context_bf16_, feed_forward_bf16_, kept_context_bf16_;
   // The rows read after the head, per question its [CLS] then its markers: their indices in hidden_,
   // their states after the head (row k of kept_hidden_ is kept_rows_[k]), and each question's first.
   std::vector<std::size_t> kept_rows_, first_kept_;

@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cached_attention.h"
-#include "kernels/linear.h"
-#include "kernels/rms_norm.h"
-#include "kernels/rope.h"
-#include "kernels/team.h"
-#include "kernels/short_conv.h"
+#include "backend/cpu/cached_attention.h"
+#include "backend/cpu/linear.h"
+#include "backend/cpu/rms_norm.h"
+#include "backend/cpu/rope.h"
+#include "backend/cpu/short_conv.h"
+#include "backend/cpu/team.h"
 #include "model/checkpoint/checkpoint.h"
 #include "model/checkpoint/load_error.h"
 #include "model/decoder/layer_helpers.h"
@@ -22,11 +22,11 @@
 namespace s1::lfm2 {
 namespace {
 
+using backend::cpu::PackedLinear;
 using checkpoint::Checkpoint;
 using checkpoint::LoadError;
 using decoder::concatenate;
 using decoder::rounded_rows;
-using kernels::PackedLinear;
 
 // Resolves checkpoint names (Lfm2ForCausalLM saves "model.layers.…", a bare Lfm2Model "layers.…")
 // and records which tensors were read, so that anything left over fails the load instead of being
@@ -107,7 +107,7 @@ using decoder::BranchRows;
 
 class Lfm2Decoder final : public decoder::CausalDecoder {
  public:
-  Lfm2Decoder(const Lfm2Config& config, const Checkpoint& weights, kernels::Precision precision);
+  Lfm2Decoder(const Lfm2Config& config, const Checkpoint& weights, backend::cpu::Precision precision);
 
   [[nodiscard]] const decoder::DecoderInfo& info() const override { return info_; }
   [[nodiscard]] const decoder::OutputMatrix& lm_head() const override { return *lm_head_; }
@@ -144,15 +144,15 @@ class Lfm2Decoder final : public decoder::CausalDecoder {
   // Scratch reused between calls (the decoder is not thread-safe).
   std::size_t rows_ = 0;  // real rows of the current batch
   std::vector<int64_t> positions_;
-  kernels::RopeTable rope_;  // angles of positions [0, rope_.positions), grown as prompts need
+  backend::cpu::RopeTable rope_;  // angles of positions [0, rope_.positions), grown as prompts need
   std::vector<float> hidden_rows_, projected_, conv_out_;
   decoder::MatmulInput normed_;
   decoder::MatmulInput context_;  // attention's output, out_proj's input
   decoder::MatmulInput activated_;
-  kernels::CachedAttentionWorkspace attention_workspace_;
+  backend::cpu::CachedAttentionWorkspace attention_workspace_;
 };
 
-Lfm2Decoder::Lfm2Decoder(const Lfm2Config& config, const Checkpoint& weights, kernels::Precision precision)
+Lfm2Decoder::Lfm2Decoder(const Lfm2Config& config, const Checkpoint& weights, backend::cpu::Precision precision)
     : config_(config),
       hidden_(static_cast<std::size_t>(config.hidden_size)),
       heads_{.heads = static_cast<std::size_t>(config.num_attention_heads),
@@ -164,7 +164,7 @@ Lfm2Decoder::Lfm2Decoder(const Lfm2Config& config, const Checkpoint& weights, ke
       normed_(precision),
       context_(precision),
       activated_(precision) {
-  if (!kernels::linear_supported(precision)) {
+  if (!backend::cpu::linear_supported(precision)) {
     throw LoadError(weights.source().string() + ": bf16 needs a CPU with AVX-512 (AMX preferred); use fp32");
   }
   WeightSource source(weights);
@@ -311,7 +311,7 @@ void Lfm2Decoder::attention_layer(const Layer& layer, const Lfm2State* base, std
   const std::span<const float> no_rows;
   context_.resize(padded, q_width());
   // QK-norm, RoPE and the attention in one parallel region (one pool wake-up, not two).
-  kernels::run_team([&](kernels::Team& team) {
+  backend::cpu::run_team([&](backend::cpu::Team& team) {
     decoder::qk_norm_rope_rows(projected_, team.share(rows_), heads_, weights.q_norm, weights.k_norm, eps_,
                                positions_, rope_);
     context_.attention(team, attention_workspace_,
@@ -354,9 +354,9 @@ void Lfm2Decoder::conv_layer(const Layer& layer, const Lfm2State* base, std::spa
     } else {
       tail.assign(conv_history() * hidden_, 0.0F);
     }
-    kernels::gated_short_conv(std::span<const float>(projected_).subspan(rows[b].offset * stride), rows[b].length,
-                              weights.kernel, kernel_, weights.bias, tail,
-                              std::span<float>(conv_out_).subspan(rows[b].offset * hidden_, rows[b].length * hidden_));
+    backend::cpu::gated_short_conv(
+        std::span<const float>(projected_).subspan(rows[b].offset * stride), rows[b].length, weights.kernel, kernel_,
+        weights.bias, tail, std::span<float>(conv_out_).subspan(rows[b].offset * hidden_, rows[b].length * hidden_));
     if (!states.empty()) states[b]->conv_tails[layer.slot] = tail;
   }
   weights.output.forward_accumulate(conv_out_, hidden_rows_);
@@ -370,7 +370,7 @@ void Lfm2Decoder::mlp(const Layer& layer) {
 
 }  // namespace
 
-std::unique_ptr<decoder::CausalDecoder> load_lfm2(const std::filesystem::path& dir, kernels::Precision precision) {
+std::unique_ptr<decoder::CausalDecoder> load_lfm2(const std::filesystem::path& dir, backend::cpu::Precision precision) {
   const Lfm2Config config = read_lfm2_config(dir / "config.json");
   const Checkpoint weights = Checkpoint::open(dir);
   return std::make_unique<Lfm2Decoder>(config, weights, precision);

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <memory>
 
-#include "kernels/precision.h"
+#include "backend/cpu/precision.h"
 #include "model/decoder/causal_decoder.h"
 
 namespace s1::lfm2 {
@@ -20,6 +20,6 @@ namespace s1::lfm2 {
 // "model." prefix (Lfm2ForCausalLM) or not (a bare Lfm2Model, which then needs tied embeddings).
 // Throws checkpoint::LoadError.
 [[nodiscard]] std::unique_ptr<decoder::CausalDecoder> load_lfm2(const std::filesystem::path& dir,
-                                                               kernels::Precision precision);
+                                                                backend::cpu::Precision precision);
 
 }  // namespace s1::lfm2

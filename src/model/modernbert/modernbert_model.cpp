@@ -4,12 +4,12 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/attention.h"
-#include "kernels/convert.h"
-#include "kernels/gelu.h"
-#include "kernels/layer_norm.h"
-#include "kernels/rope.h"
-#include "kernels/team.h"
+#include "backend/cpu/attention.h"
+#include "backend/cpu/convert.h"
+#include "backend/cpu/gelu.h"
+#include "backend/cpu/layer_norm.h"
+#include "backend/cpu/rope.h"
+#include "backend/cpu/team.h"
 #include "model/checkpoint/load_error.h"
 
 namespace s1::modernbert {
@@ -45,9 +45,9 @@ class WeightNames {
 }  // namespace
 
 ModernBertEncoder::ModernBertEncoder(const ModernBertConfig& config, const Checkpoint& weights,
-                                     kernels::Precision precision, const std::string& prefix)
+                                     backend::cpu::Precision precision, const std::string& prefix)
     : config_(config), precision_(precision) {
-  if (!kernels::linear_supported(precision)) {
+  if (!backend::cpu::linear_supported(precision)) {
     throw LoadError(weights.source().string() + ": bf16 needs a CPU with AVX-512 (AMX preferred); use fp32");
   }
   const WeightNames names(weights, prefix);
@@ -78,12 +78,12 @@ ModernBertEncoder::ModernBertEncoder(const ModernBertConfig& config, const Check
         .type = config.layer_types[static_cast<std::size_t>(l)],
         .attention_norm_weight = {},
         .attention_norm_bias = {},
-        .qkv = kernels::PackedLinear(qkv_w, qkv_b, h, 3 * h, precision),
-        .attention_output = kernels::PackedLinear(out_w, out_b, h, h, precision),
+        .qkv = backend::cpu::PackedLinear(qkv_w, qkv_b, h, 3 * h, precision),
+        .attention_output = backend::cpu::PackedLinear(out_w, out_b, h, h, precision),
         .mlp_norm_weight = {},
         .mlp_norm_bias = {},
-        .mlp_input = kernels::PackedLinear(wi_w, wi_b, h, 2 * i, precision),
-        .mlp_output = kernels::PackedLinear(wo_w, wo_b, i, h, precision),
+        .mlp_input = backend::cpu::PackedLinear(wi_w, wi_b, h, 2 * i, precision),
+        .mlp_output = backend::cpu::PackedLinear(wo_w, wo_b, i, h, precision),
     };
     // Layer 0 attends to the normalised embeddings directly (Transformers: nn.Identity).
     if (l == 0) {
@@ -123,15 +123,15 @@ std::span<const float> ModernBertEncoder::forward(std::span<const std::span<cons
         throw std::invalid_argument("ModernBertEncoder::forward: token id " + std::to_string(id) + " out of range");
       }
     }
-    layout_.push_back(kernels::PackedSequence{used, ids.size()});
+    layout_.push_back(backend::cpu::PackedSequence{used, ids.size()});
     used += ids.size();
     longest = std::max(longest, ids.size());
   }
   if (used == 0) return {};
-  const std::size_t rows = kernels::padded_row_count(used);
+  const std::size_t rows = backend::cpu::padded_row_count(used);
   if (global_rope_.positions < longest) {
-    global_rope_ = kernels::rope_table(head_dim, static_cast<float>(config_.global_rope_theta), longest);
-    local_rope_ = kernels::rope_table(head_dim, static_cast<float>(config_.local_rope_theta), longest);
+    global_rope_ = backend::cpu::rope_table(head_dim, static_cast<float>(config_.global_rope_theta), longest);
+    local_rope_ = backend::cpu::rope_table(head_dim, static_cast<float>(config_.local_rope_theta), longest);
   }
 
   hidden_.assign(rows * width, 0.0F);
@@ -143,9 +143,9 @@ std::span<const float> ModernBertEncoder::forward(std::span<const std::span<cons
   }
   const auto eps = static_cast<float>(config_.norm_eps);
   const std::span<float> live(hidden_.data(), used * width);
-  kernels::layer_norm(live, embedding_norm_weight_, embedding_norm_bias_, eps, live);
+  backend::cpu::layer_norm(live, embedding_norm_weight_, embedding_norm_bias_, eps, live);
 
-  const bool bf16 = precision_ == kernels::Precision::bf16;
+  const bool bf16 = precision_ == backend::cpu::Precision::bf16;
   // In bf16 every activation between two ops is bf16; only the residual stream (hidden_) stays fp32.
   // Rows no sequence owns stay zero in the buffers a matmul reads (0x0000 is +0.0).
   if (bf16) {
@@ -162,46 +162,46 @@ std::span<const float> ModernBertEncoder::forward(std::span<const std::span<cons
     activated_.resize(rows * inner);
   }
   const std::span<float> live_normed(normed_.data(), bf16 ? 0 : used * width);
-  const std::span<kernels::Bf16Bits> live_normed_bf16(normed_bf16_.data(), bf16 ? used * width : 0);
+  const std::span<backend::cpu::Bf16Bits> live_normed_bf16(normed_bf16_.data(), bf16 ? used * width : 0);
   // The pre-norm feeding a matmul: written as bf16 for a bf16 matmul, which then skips its own
   // conversion pass.
   const auto normalise = [&](std::span<const float> gamma, std::span<const float> beta) {
     if (bf16) {
-      kernels::layer_norm_to_bf16(live, gamma, beta, eps, live_normed_bf16);
+      backend::cpu::layer_norm_to_bf16(live, gamma, beta, eps, live_normed_bf16);
     } else {
-      kernels::layer_norm(live, gamma, beta, eps, live_normed);
+      backend::cpu::layer_norm(live, gamma, beta, eps, live_normed);
     }
   };
   for (const Layer& layer : layers_) {
     if (!layer.attention_norm_weight.empty()) {
       normalise(layer.attention_norm_weight, layer.attention_norm_bias);
     } else if (bf16) {
-      kernels::convert_fp32_to_bf16(live, live_normed_bf16);
+      backend::cpu::convert_fp32_to_bf16(live, live_normed_bf16);
     } else {
       std::copy_n(hidden_.data(), used * width, normed_.data());
     }
     if (bf16) {
       // Q/K/V in bf16, as attention's AMX products read them: half the bytes stored and read.
-      layer.qkv.forward(std::span<const kernels::Bf16Bits>(normed_bf16_), qkv_bf16_);
+      layer.qkv.forward(std::span<const backend::cpu::Bf16Bits>(normed_bf16_), qkv_bf16_);
     } else {
       layer.qkv.forward(normed_, qkv_);
     }
     // RoPE is applied by attention as it reads each query and key (one pass over QKV fewer).
     const std::size_t half_window =
         layer.type == LayerType::local ? static_cast<std::size_t>(config_.local_half_window()) : 0;
-    const kernels::RopeTable* rope = layer.type == LayerType::global ? &global_rope_ : &local_rope_;
+    const backend::cpu::RopeTable* rope = layer.type == LayerType::global ? &global_rope_ : &local_rope_;
     if (bf16) {
       // Attention writes the bf16 rows the output projection reads (no conversion pass), each
       // thread its share of the query rows.
-      kernels::run_team([&](kernels::Team& team) {
-        const kernels::Team::Range share = team.share(used);
-        kernels::packed_attention_rows(layout_, std::span<const kernels::Bf16Bits>(qkv_bf16_), heads, head_dim,
-                                       half_window, share.begin, share.end,
-                                       std::span<kernels::Bf16Bits>(context_bf16_), precision_, rope);
+      backend::cpu::run_team([&](backend::cpu::Team& team) {
+        const backend::cpu::Team::Range share = team.share(used);
+        backend::cpu::packed_attention_rows(layout_, std::span<const backend::cpu::Bf16Bits>(qkv_bf16_), heads,
+                                            head_dim, half_window, share.begin, share.end,
+                                            std::span<backend::cpu::Bf16Bits>(context_bf16_), precision_, rope);
       });
-      layer.attention_output.forward_accumulate(std::span<const kernels::Bf16Bits>(context_bf16_), hidden_);
+      layer.attention_output.forward_accumulate(std::span<const backend::cpu::Bf16Bits>(context_bf16_), hidden_);
     } else {
-      kernels::packed_attention(layout_, qkv_, heads, head_dim, half_window, context_, precision_, rope);
+      backend::cpu::packed_attention(layout_, qkv_, heads, head_dim, half_window, context_, precision_, rope);
       layer.attention_output.forward_accumulate(context_, hidden_);
     }
 
@@ -209,16 +209,16 @@ std::span<const float> ModernBertEncoder::forward(std::span<const std::span<cons
     if (bf16) {
       // Wi writes bf16, as Transformers' bf16 forward does: the matmul stores half the bytes and
       // GeGLU reads half.
-      layer.mlp_input.forward(std::span<const kernels::Bf16Bits>(normed_bf16_), projected_bf16_);
-      kernels::geglu_to_bf16(projected_bf16_, inner, activated_bf16_);
-      layer.mlp_output.forward_accumulate(std::span<const kernels::Bf16Bits>(activated_bf16_), hidden_);
+      layer.mlp_input.forward(std::span<const backend::cpu::Bf16Bits>(normed_bf16_), projected_bf16_);
+      backend::cpu::geglu_to_bf16(projected_bf16_, inner, activated_bf16_);
+      layer.mlp_output.forward_accumulate(std::span<const backend::cpu::Bf16Bits>(activated_bf16_), hidden_);
     } else {
       layer.mlp_input.forward(normed_, projected_);
-      kernels::geglu(projected_, inner, activated_);
+      backend::cpu::geglu(projected_, inner, activated_);
       layer.mlp_output.forward_accumulate(activated_, hidden_);
     }
   }
-  kernels::layer_norm(live, final_norm_weight_, final_norm_bias_, eps, live);
+  backend::cpu::layer_norm(live, final_norm_weight_, final_norm_bias_, eps, live);
   return std::span<const float>(hidden_).first(used * width);
 }
 

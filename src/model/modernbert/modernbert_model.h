@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "kernels/attention.h"
-#include "kernels/linear.h"
-#include "kernels/precision.h"
-#include "kernels/rope.h"
+#include "backend/cpu/attention.h"
+#include "backend/cpu/linear.h"
+#include "backend/cpu/precision.h"
+#include "backend/cpu/rope.h"
 #include "model/checkpoint/checkpoint.h"
 #include "model/modernbert/config.h"
 
@@ -29,48 +29,48 @@ class ModernBertEncoder {
   // ModernBertFor… task models, another prefix where the encoder is part of a larger model) against
   // the config's shapes and bias settings, then packs the linear layers for `precision`.
   // Throws checkpoint::LoadError naming the checkpoint and tensor.
-  ModernBertEncoder(const ModernBertConfig& config, const checkpoint::Checkpoint& weights, kernels::Precision precision,
-                    const std::string& prefix);
+  ModernBertEncoder(const ModernBertConfig& config, const checkpoint::Checkpoint& weights,
+                    backend::cpu::Precision precision, const std::string& prefix);
   ~ModernBertEncoder();
   ModernBertEncoder(ModernBertEncoder&&) noexcept;
   ModernBertEncoder& operator=(ModernBertEncoder&&) noexcept;
 
   const ModernBertConfig& config() const { return config_; }
-  kernels::Precision precision() const { return precision_; }
+  backend::cpu::Precision precision() const { return precision_; }
 
   // The last hidden states (after the final norm) of every sequence, packed: [rows, hidden_size]
   // where the rows of sequences[i] are layout()[i]. Every id must be < vocab_size and every sequence
   // non-empty and at most max_position_embeddings long (std::invalid_argument otherwise). The view
   // lives until the next call. Not thread-safe: scratch buffers are reused across calls.
   std::span<const float> forward(std::span<const std::span<const int32_t>> sequences);
-  std::span<const kernels::PackedSequence> layout() const { return layout_; }
+  std::span<const backend::cpu::PackedSequence> layout() const { return layout_; }
 
  private:
   struct Layer {
     LayerType type = LayerType::global;
     std::vector<float> attention_norm_weight, attention_norm_bias;  // empty in layer 0 (no norm)
-    kernels::PackedLinear qkv;
-    kernels::PackedLinear attention_output;
+    backend::cpu::PackedLinear qkv;
+    backend::cpu::PackedLinear attention_output;
     std::vector<float> mlp_norm_weight, mlp_norm_bias;
-    kernels::PackedLinear mlp_input;  // Wi: [input | gate] of GeGLU in one matmul
-    kernels::PackedLinear mlp_output;
+    backend::cpu::PackedLinear mlp_input;  // Wi: [input | gate] of GeGLU in one matmul
+    backend::cpu::PackedLinear mlp_output;
   };
 
   ModernBertConfig config_;
-  kernels::Precision precision_;
+  backend::cpu::Precision precision_;
   std::vector<float> token_embeddings_;
   std::vector<float> embedding_norm_weight_, embedding_norm_bias_;
   std::vector<Layer> layers_;
   std::vector<float> final_norm_weight_, final_norm_bias_;
   // RoPE angles per position for each θ, grown to the longest sequence seen.
-  kernels::RopeTable global_rope_, local_rope_;
+  backend::cpu::RopeTable global_rope_, local_rope_;
 
   // Scratch, reused across calls.
-  std::vector<kernels::PackedSequence> layout_;
+  std::vector<backend::cpu::PackedSequence> layout_;
   std::vector<float> hidden_, normed_, qkv_, context_, projected_, activated_;
   // In bf16 the norms, attention and GeGLU write the matmuls' bf16 inputs directly (no conversion
   // pass), and the Q/K/V projection and Wi write bf16 for attention and GeGLU.
-  std::vector<kernels::Bf16Bits> normed_bf16_, qkv_bf16_, context_bf16_, projected_bf16_, activated_bf16_;
+  std::vector<backend::cpu::Bf16Bits> normed_bf16_, qkv_bf16_, context_bf16_, projected_bf16_, activated_bf16_;
 };
 
 }  // namespace s1::modernbert

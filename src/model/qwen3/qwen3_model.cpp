@@ -5,11 +5,11 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cached_attention.h"
-#include "kernels/linear.h"
-#include "kernels/rms_norm.h"
-#include "kernels/rope.h"
-#include "kernels/team.h"
+#include "backend/cpu/cached_attention.h"
+#include "backend/cpu/linear.h"
+#include "backend/cpu/rms_norm.h"
+#include "backend/cpu/rope.h"
+#include "backend/cpu/team.h"
 #include "model/checkpoint/checkpoint.h"
 #include "model/checkpoint/gguf_config.h"
 #include "model/checkpoint/load_error.h"
@@ -103,20 +103,20 @@ using decoder::rounded_rows;
 
 struct Layer {
   std::vector<float> input_norm;
-  kernels::PackedLinear qkv;  // [q heads | k heads | v heads] per row
+  backend::cpu::PackedLinear qkv;  // [q heads | k heads | v heads] per row
   std::vector<float> q_norm;
   std::vector<float> k_norm;
-  kernels::PackedLinear attention_output;
+  backend::cpu::PackedLinear attention_output;
   std::vector<float> post_attention_norm;
-  kernels::PackedLinear gate_up;  // [gate | up] per row
-  kernels::PackedLinear down;
+  backend::cpu::PackedLinear gate_up;  // [gate | up] per row
+  backend::cpu::PackedLinear down;
 };
 
 using decoder::BranchRows;
 
 class Qwen3Decoder final : public decoder::CausalDecoder {
  public:
-  Qwen3Decoder(const Qwen3Config& config, const Checkpoint& weights, kernels::Precision precision);
+  Qwen3Decoder(const Qwen3Config& config, const Checkpoint& weights, backend::cpu::Precision precision);
 
   [[nodiscard]] const decoder::DecoderInfo& info() const override { return info_; }
   [[nodiscard]] const decoder::OutputMatrix& lm_head() const override { return lm_head_; }
@@ -129,7 +129,7 @@ class Qwen3Decoder final : public decoder::CausalDecoder {
   [[nodiscard]] std::size_t qkv_width() const { return heads_.row_width(); }
 
   // Everything between the q/k/v and the output projection, in one parallel region.
-  void attention_block(kernels::Team& team, std::size_t layer_index, const Qwen3State* prefix,
+  void attention_block(backend::cpu::Team& team, std::size_t layer_index, const Qwen3State* prefix,
                        std::span<const BranchRows> rows, std::span<const std::shared_ptr<KvSegment>> own_segments);
 
   Qwen3Config config_;
@@ -145,7 +145,7 @@ class Qwen3Decoder final : public decoder::CausalDecoder {
 
   // Scratch reused between calls (the decoder is not thread-safe).
   std::vector<int64_t> positions_;
-  kernels::RopeTable rope_;  // angles of positions [0, rope_.positions), grown as prompts need
+  backend::cpu::RopeTable rope_;  // angles of positions [0, rope_.positions), grown as prompts need
   std::vector<float> hidden_rows_;
   decoder::MatmulInput normed_;
   std::vector<float> qkv_;
@@ -153,11 +153,11 @@ class Qwen3Decoder final : public decoder::CausalDecoder {
   decoder::MatmulInput activated_;
   std::vector<float> prefix_keys_;
   std::vector<float> prefix_values_;
-  kernels::CachedAttentionWorkspace attention_workspace_;
+  backend::cpu::CachedAttentionWorkspace attention_workspace_;
 };
 
 decoder::OutputMatrix make_lm_head(const Qwen3Config& config, const Checkpoint& weights, const WeightNames& names,
-                                   kernels::Precision precision) {
+                                   backend::cpu::Precision precision) {
   const auto hidden = static_cast<std::size_t>(config.hidden_size);
   if (config.tie_word_embeddings) {
     return decoder::OutputMatrix(names.view("embed_tokens.weight", {config.vocab_size, config.hidden_size}), hidden,
@@ -172,7 +172,7 @@ decoder::OutputMatrix make_lm_head(const Qwen3Config& config, const Checkpoint& 
                                precision);
 }
 
-Qwen3Decoder::Qwen3Decoder(const Qwen3Config& config, const Checkpoint& weights, kernels::Precision precision)
+Qwen3Decoder::Qwen3Decoder(const Qwen3Config& config, const Checkpoint& weights, backend::cpu::Precision precision)
     : config_(config),
       hidden_(static_cast<std::size_t>(config.hidden_size)),
       heads_{.heads = static_cast<std::size_t>(config.num_attention_heads),
@@ -184,7 +184,7 @@ Qwen3Decoder::Qwen3Decoder(const Qwen3Config& config, const Checkpoint& weights,
       normed_(precision),
       context_(precision),
       activated_(precision) {
-  if (!kernels::linear_supported(precision)) {
+  if (!backend::cpu::linear_supported(precision)) {
     throw LoadError(weights.source().string() + ": bf16 needs a CPU with AVX-512 (AMX preferred); use fp32");
   }
   info_ = decoder::DecoderInfo{.family = "qwen3",
@@ -211,27 +211,27 @@ Qwen3Decoder::Qwen3Decoder(const Qwen3Config& config, const Checkpoint& weights,
         {names.get(layer + "mlp.gate_proj.weight", {inner, h}), names.get(layer + "mlp.up_proj.weight", {inner, h})});
     layers_.push_back(Layer{
         .input_norm = names.get(layer + "input_layernorm.weight", {h}),
-        .qkv = kernels::PackedLinear(qkv, {}, hidden_, qkv_width(), precision),
+        .qkv = backend::cpu::PackedLinear(qkv, {}, hidden_, qkv_width(), precision),
         .q_norm = names.get(layer + "self_attn.q_norm.weight", {config.head_dim}),
         .k_norm = names.get(layer + "self_attn.k_norm.weight", {config.head_dim}),
-        .attention_output = kernels::PackedLinear(names.get(layer + "self_attn.o_proj.weight", {h, q_out}), {},
-                                                  q_width(), hidden_, precision),
+        .attention_output = backend::cpu::PackedLinear(names.get(layer + "self_attn.o_proj.weight", {h, q_out}), {},
+                                                       q_width(), hidden_, precision),
         .post_attention_norm = names.get(layer + "post_attention_layernorm.weight", {h}),
-        .gate_up = kernels::PackedLinear(gate_up, {}, hidden_, 2 * intermediate_, precision),
-        .down = kernels::PackedLinear(names.get(layer + "mlp.down_proj.weight", {h, inner}), {}, intermediate_, hidden_,
-                                      precision),
+        .gate_up = backend::cpu::PackedLinear(gate_up, {}, hidden_, 2 * intermediate_, precision),
+        .down = backend::cpu::PackedLinear(names.get(layer + "mlp.down_proj.weight", {h, inner}), {}, intermediate_,
+                                           hidden_, precision),
     });
   }
   final_norm_ = names.get("norm.weight", {h});
 }
 
-void Qwen3Decoder::attention_block(kernels::Team& team, std::size_t layer_index, const Qwen3State* prefix,
+void Qwen3Decoder::attention_block(backend::cpu::Team& team, std::size_t layer_index, const Qwen3State* prefix,
                                    std::span<const BranchRows> rows,
                                    std::span<const std::shared_ptr<KvSegment>> own_segments) {
   const Layer& layer = layers_[layer_index];
   const std::size_t qkv_stride = qkv_width();
   const std::size_t width = kv_width();
-  const kernels::Team::Range real = team.share(positions_.size());  // this thread's rows (no padding)
+  const backend::cpu::Team::Range real = team.share(positions_.size());  // this thread's rows (no padding)
   decoder::qk_norm_rope_rows(qkv_, real, heads_, layer.q_norm, layer.k_norm, eps_, positions_, rope_);
   // Each branch's keys and values (after k_norm and RoPE) into its new segment, from this thread's rows.
   for (std::size_t b = 0; b < own_segments.size(); ++b) {
@@ -248,7 +248,7 @@ void Qwen3Decoder::attention_block(kernels::Team& team, std::size_t layer_index,
   // out); every branch attends to it in place, and to its own rows inside qkv_.
   const std::size_t start = prefix == nullptr ? 0 : prefix->length();
   if (prefix != nullptr) {
-    const kernels::Team::Range gathered = team.share(start);
+    const backend::cpu::Team::Range gathered = team.share(start);
     std::size_t first = 0;  // the segment's first position
     for (const auto& segment : prefix->segments()) {
       const std::size_t begin = std::max(gathered.begin, first);
@@ -315,7 +315,7 @@ std::vector<decoder::BranchOutput> Qwen3Decoder::forward(const decoder::Sequence
     // OMP_WAIT_POLICY=passive each region costs a futex wake-up of the other threads
     // (docs/benchmarks/decoder-prefill.md). The matmuls stay oneDNN's own regions: a row split of
     // them inside one team region was no faster (same document).
-    kernels::run_team([&](kernels::Team& team) { attention_block(team, l, prefix, rows, own_segments); });
+    backend::cpu::run_team([&](backend::cpu::Team& team) { attention_block(team, l, prefix, rows, own_segments); });
     context_.project_accumulate(layer.attention_output, hidden_rows_);
     normed_.rms_norm(hidden_rows_, layer.post_attention_norm, eps_);
     activated_.swiglu_of(normed_, layer.gate_up);
@@ -336,7 +336,8 @@ std::vector<decoder::BranchOutput> Qwen3Decoder::forward(const decoder::Sequence
 
 }  // namespace
 
-std::unique_ptr<decoder::CausalDecoder> load_qwen3(const std::filesystem::path& dir, kernels::Precision precision) {
+std::unique_ptr<decoder::CausalDecoder> load_qwen3(const std::filesystem::path& dir,
+                                                   backend::cpu::Precision precision) {
   // A GGUF file carries its config in its metadata; a directory has config.json.
   const Checkpoint weights = Checkpoint::open(dir);
   const Qwen3Config config = weights.gguf() != nullptr ? read_qwen3_config(checkpoint::gguf_config(*weights.gguf()))

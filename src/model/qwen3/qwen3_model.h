@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <memory>
 
-#include "kernels/precision.h"
+#include "backend/cpu/precision.h"
 #include "model/decoder/causal_decoder.h"
 
 namespace s1::qwen3 {
@@ -15,6 +15,6 @@ namespace s1::qwen3 {
 // (a bare Qwen3Model, which then needs tied embeddings). `dir` may also be a GGUF file of
 // architecture qwen3 (config from its metadata). Throws checkpoint::LoadError.
 [[nodiscard]] std::unique_ptr<decoder::CausalDecoder> load_qwen3(const std::filesystem::path& dir,
-                                                                 kernels::Precision precision);
+                                                                 backend::cpu::Precision precision);
 
 }  // namespace s1::qwen3

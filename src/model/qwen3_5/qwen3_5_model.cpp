@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cached_attention.h"
-#include "kernels/gated_delta.h"
-#include "kernels/linear.h"
-#include "kernels/parallel.h"
-#include "kernels/rms_norm.h"
-#include "kernels/rope.h"
+#include "backend/cpu/cached_attention.h"
+#include "backend/cpu/gated_delta.h"
+#include "backend/cpu/linear.h"
+#include "backend/cpu/parallel.h"
+#include "backend/cpu/rms_norm.h"
+#include "backend/cpu/rope.h"
 #include "model/checkpoint/checkpoint.h"
 #include "model/checkpoint/load_error.h"
 #include "model/decoder/layer_helpers.h"
@@ -26,9 +26,9 @@
 namespace s1::qwen3_5 {
 namespace {
 
+using backend::cpu::PackedLinear;
 using checkpoint::Checkpoint;
 using checkpoint::LoadError;
-using kernels::PackedLinear;
 
 // Transformers' chunked delta rule works in chunks of 64 tokens counted from the sequence start;
 // prefixes that end on this grid reproduce the unshared forward's rounding most closely.
@@ -144,7 +144,7 @@ using decoder::BranchRows;
 
 class Qwen35Decoder final : public decoder::CausalDecoder {
  public:
-  Qwen35Decoder(const Qwen35Config& config, const Checkpoint& weights, kernels::Precision precision,
+  Qwen35Decoder(const Qwen35Config& config, const Checkpoint& weights, backend::cpu::Precision precision,
                 bool noncausal_full_attention, OutputHead head, const decoder::LoraAdapter* lora);
 
   [[nodiscard]] const decoder::DecoderInfo& info() const override { return info_; }
@@ -199,15 +199,14 @@ class Qwen35Decoder final : public decoder::CausalDecoder {
   std::vector<float> tail_scratch_, recurrent_scratch_;  // a branch's conv tail and state when none is kept
 };
 
-Qwen35Decoder::Qwen35Decoder(const Qwen35Config& config, const Checkpoint& weights, kernels::Precision precision,
-                             bool noncausal_full_attention, OutputHead head,
-                             const decoder::LoraAdapter* lora)
+Qwen35Decoder::Qwen35Decoder(const Qwen35Config& config, const Checkpoint& weights, backend::cpu::Precision precision,
+                             bool noncausal_full_attention, OutputHead head, const decoder::LoraAdapter* lora)
     : config_(config),
       noncausal_(noncausal_full_attention),
-      normed_(lora == nullptr ? precision : kernels::Precision::fp32),
-      activated_(lora == nullptr ? precision : kernels::Precision::fp32),
-      mixed_(lora == nullptr ? precision : kernels::Precision::fp32) {
-  if (!kernels::linear_supported(precision)) {
+      normed_(lora == nullptr ? precision : backend::cpu::Precision::fp32),
+      activated_(lora == nullptr ? precision : backend::cpu::Precision::fp32),
+      mixed_(lora == nullptr ? precision : backend::cpu::Precision::fp32) {
+  if (!backend::cpu::linear_supported(precision)) {
     throw LoadError(weights.source().string() + ": bf16 needs a CPU with AVX-512 (AMX preferred); use fp32");
   }
   WeightSource source(weights);
@@ -359,7 +358,7 @@ std::vector<decoder::BranchOutput> Qwen35Decoder::forward(const decoder::Sequenc
   if (stacked.total == 0) return {};
 
   const std::size_t width = hidden();
-  const std::size_t padded = kernels::padded_row_count(stacked.total);
+  const std::size_t padded = backend::cpu::padded_row_count(stacked.total);
   rows_ = stacked.total;
   hidden_.assign(padded * width, 0.0F);
   positions_.resize(stacked.total);
@@ -431,7 +430,7 @@ void Qwen35Decoder::attention_layer(const Layer& layer, const Qwen35State* base,
   queries_.resize(total * q_width);
   keys_.resize(total * kv_width);
   values_.resize(total * kv_width);
-  kernels::parallel_for(total, 16, [&](std::size_t begin, std::size_t end) {
+  backend::cpu::parallel_for(total, 16, [&](std::size_t begin, std::size_t end) {
     for (std::size_t r = begin; r < end; ++r) {
       const float* in = projected_.data() + r * stride;
       for (std::size_t h = 0; h < heads; ++h) {
@@ -441,13 +440,13 @@ void Qwen35Decoder::attention_layer(const Layer& layer, const Qwen35State* base,
       std::copy_n(in + 2 * q_width + kv_width, kv_width, values_.data() + r * kv_width);
     }
   });
-  kernels::rms_norm(queries_, weights.q_norm, eps, queries_);
-  kernels::rms_norm(keys_, weights.k_norm, eps, keys_);
-  kernels::apply_rope(queries_, total, q_width, heads, head_dim, rotary, positions_, theta);
-  kernels::apply_rope(keys_, total, kv_width, kv_heads, head_dim, rotary, positions_, theta);
+  backend::cpu::rms_norm(queries_, weights.q_norm, eps, queries_);
+  backend::cpu::rms_norm(keys_, weights.k_norm, eps, keys_);
+  backend::cpu::apply_rope(queries_, total, q_width, heads, head_dim, rotary, positions_, theta);
+  backend::cpu::apply_rope(keys_, total, kv_width, kv_heads, head_dim, rotary, positions_, theta);
 
   const std::size_t start = base == nullptr ? 0 : base->length();
-  const kernels::CachedAttentionShape shape{
+  const backend::cpu::CachedAttentionShape shape{
       .heads = heads,
       .kv_heads = kv_heads,
       .head_dim = head_dim,
@@ -457,9 +456,9 @@ void Qwen35Decoder::attention_layer(const Layer& layer, const Qwen35State* base,
   // Every branch attends to the prefix's keys in place and to its own rows of keys_/values_.
   const std::span<const float> no_rows;
   context_.assign(padded * q_width, 0.0F);
-  kernels::cached_attention_branches(queries_, q_width, base == nullptr ? no_rows : base->keys[layer.slot],
-                                     base == nullptr ? no_rows : base->values[layer.slot], start, keys_, values_,
-                                     kv_width, rows, !noncausal_, shape, context_);
+  backend::cpu::cached_attention_branches(queries_, q_width, base == nullptr ? no_rows : base->keys[layer.slot],
+                                          base == nullptr ? no_rows : base->values[layer.slot], start, keys_, values_,
+                                          kv_width, rows, !noncausal_, shape, context_);
   for (std::size_t b = 0; b < states.size(); ++b) {
     // A kept state holds the whole sequence's rows: the prefix's, then the branch's.
     std::vector<float>& keys = states[b]->keys[layer.slot];
@@ -473,7 +472,7 @@ void Qwen35Decoder::attention_layer(const Layer& layer, const Qwen35State* base,
       values.insert(values.begin(), base->values[layer.slot].begin(), base->values[layer.slot].end());
     }
   }
-  kernels::parallel_for(total, 16, [&](std::size_t begin, std::size_t end) {
+  backend::cpu::parallel_for(total, 16, [&](std::size_t begin, std::size_t end) {
     for (std::size_t r = begin; r < end; ++r) {
       const float* gate = projected_.data() + r * stride;
       float* out = context_.data() + r * q_width;
@@ -492,7 +491,7 @@ void Qwen35Decoder::attention_layer(const Layer& layer, const Qwen35State* base,
 void Qwen35Decoder::delta_layer(const Layer& layer, const Qwen35State* base, std::span<const BranchRows> rows,
                                 std::span<std::unique_ptr<Qwen35State>> states) {
   const DeltaNetWeights& weights = *layer.delta;
-  const kernels::GatedDeltaShape shape{
+  const backend::cpu::GatedDeltaShape shape{
       .k_heads = static_cast<std::size_t>(config_.linear_num_key_heads),
       .v_heads = static_cast<std::size_t>(config_.linear_num_value_heads),
       .k_dim = static_cast<std::size_t>(config_.linear_key_head_dim),
@@ -521,9 +520,9 @@ void Qwen35Decoder::delta_layer(const Layer& layer, const Qwen35State* base, std
     } else {
       tail.assign(history * channels, 0.0F);
     }
-    kernels::causal_conv1d_silu(std::span<const float>(projected_).subspan(rows[b].offset * stride), rows[b].length,
-                                stride, weights.conv, kernel, tail,
-                                std::span<float>(conv_out_).subspan(rows[b].offset * channels, rows[b].length * channels));
+    backend::cpu::causal_conv1d_silu(
+        std::span<const float>(projected_).subspan(rows[b].offset * stride), rows[b].length, stride, weights.conv,
+        kernel, tail, std::span<float>(conv_out_).subspan(rows[b].offset * channels, rows[b].length * channels));
   }
 
   delta_q_.resize(total * keys);
@@ -531,7 +530,7 @@ void Qwen35Decoder::delta_layer(const Layer& layer, const Qwen35State* base, std
   g_.resize(total * shape.v_heads);
   beta_.resize(total * shape.v_heads);
   z_.resize(total * values);
-  kernels::parallel_for(total, 16, [&](std::size_t begin, std::size_t end) {
+  backend::cpu::parallel_for(total, 16, [&](std::size_t begin, std::size_t end) {
     for (std::size_t r = begin; r < end; ++r) {
       const float* conv = conv_out_.data() + r * channels;
       std::copy_n(conv, keys, delta_q_.data() + r * keys);
@@ -548,9 +547,9 @@ void Qwen35Decoder::delta_layer(const Layer& layer, const Qwen35State* base, std
       }
     }
   });
-  kernels::l2_norm_scaled(delta_q_, shape.k_dim, qk_l2_eps, 1.0F / std::sqrt(static_cast<float>(shape.k_dim)),
-                          delta_q_);
-  kernels::l2_norm_scaled(delta_k_, shape.k_dim, qk_l2_eps, 1.0F, delta_k_);
+  backend::cpu::l2_norm_scaled(delta_q_, shape.k_dim, qk_l2_eps, 1.0F / std::sqrt(static_cast<float>(shape.k_dim)),
+                               delta_q_);
+  backend::cpu::l2_norm_scaled(delta_k_, shape.k_dim, qk_l2_eps, 1.0F, delta_k_);
 
   core_.resize(total * values);
   // Every branch reads the prefix's recurrent state in place and writes the state after its own
@@ -563,7 +562,7 @@ void Qwen35Decoder::delta_layer(const Layer& layer, const Qwen35State* base, std
     state.resize(state_size);
     const std::size_t offset = rows[b].offset;
     const std::size_t length = rows[b].length;
-    const kernels::GatedDeltaInputs inputs{
+    const backend::cpu::GatedDeltaInputs inputs{
         .query = std::span<const float>(delta_q_).subspan(offset * keys, length * keys),
         .key = std::span<const float>(delta_k_).subspan(offset * keys, length * keys),
         .value = std::span<const float>(conv_out_).subspan(offset * channels + 2 * keys),
@@ -572,8 +571,8 @@ void Qwen35Decoder::delta_layer(const Layer& layer, const Qwen35State* base, std
         .beta = std::span<const float>(beta_).subspan(offset * shape.v_heads, length * shape.v_heads),
         .rows = length,
     };
-    kernels::gated_delta_rule(inputs, shape, start, delta_chunk, initial, state,
-                              std::span<float>(core_).subspan(offset * values, length * values));
+    backend::cpu::gated_delta_rule(inputs, shape, start, delta_chunk, initial, state,
+                                   std::span<float>(core_).subspan(offset * values, length * values));
   }
   const auto eps = static_cast<float>(config_.rms_norm_eps);
   mixed_.gated_rms_norm(core_, z_, weights.norm, eps);
@@ -583,9 +582,9 @@ void Qwen35Decoder::delta_layer(const Layer& layer, const Qwen35State* base, std
 
 }  // namespace
 
-std::unique_ptr<decoder::CausalDecoder> load_qwen3_5(const std::filesystem::path& dir, kernels::Precision precision,
-                                                     bool noncausal_full_attention, OutputHead head,
-                                                     const decoder::LoraAdapter* lora) {
+std::unique_ptr<decoder::CausalDecoder> load_qwen3_5(const std::filesystem::path& dir,
+                                                     backend::cpu::Precision precision, bool noncausal_full_attention,
+                                                     OutputHead head, const decoder::LoraAdapter* lora) {
   const Qwen35Config config = read_qwen3_5_config(dir / "config.json");
   const Checkpoint weights = Checkpoint::open(dir);
   return std::make_unique<Qwen35Decoder>(config, weights, precision, noncausal_full_attention, head, lora);

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <memory>
 
-#include "kernels/precision.h"
+#include "backend/cpu/precision.h"
 #include "model/decoder/causal_decoder.h"
 #include "model/decoder/lora_adapter.h"
 
@@ -31,7 +31,8 @@ enum class OutputHead { lm_head, none };
 //
 // lora: a PEFT adapter applied unmerged (every adapted projection adds its fp32 low-rank term at run
 // time); every one of its pairs must adapt a text-decoder projection, else a LoadError.
-std::unique_ptr<decoder::CausalDecoder> load_qwen3_5(const std::filesystem::path& dir, kernels::Precision precision,
+std::unique_ptr<decoder::CausalDecoder> load_qwen3_5(const std::filesystem::path& dir,
+                                                     backend::cpu::Precision precision,
                                                      bool noncausal_full_attention = false,
                                                      OutputHead head = OutputHead::lm_head,
                                                      const decoder::LoraAdapter* lora = nullptr);

@@ -56,15 +56,15 @@ TEST(ContractSettings, ServedModelIdentityKeepsDefaultsAndRefusesAnEmptyName) {
 
 TEST(ContractSettings, PrecisionAndLogitRoundingErrorsNameTheKey) {
   auto absent = decision_file("{}");
-  EXPECT_EQ(read_precision(absent, kernels::Precision::fp32), kernels::Precision::fp32);
+  EXPECT_EQ(read_precision(absent, backend::cpu::Precision::fp32), backend::cpu::Precision::fp32);
   EXPECT_EQ(read_logit_rounding(absent, LogitRounding::bf16), LogitRounding::bf16);
   auto set = decision_file(R"({"precision": "fp32", "logit_rounding": "none"})");
-  EXPECT_EQ(read_precision(set, default_linear_precision()), kernels::Precision::fp32);
+  EXPECT_EQ(read_precision(set, default_linear_precision()), backend::cpu::Precision::fp32);
   EXPECT_EQ(read_logit_rounding(set, LogitRounding::bf16), LogitRounding::none);
 
   const std::string precision = load_error_of([] {
     auto fp16 = decision_file(R"({"precision": "fp16"})");
-    (void)read_precision(fp16, kernels::Precision::fp32);
+    (void)read_precision(fp16, backend::cpu::Precision::fp32);
   });
   EXPECT_NE(precision.find("s1serve.json"), std::string::npos) << precision;
   EXPECT_NE(precision.find("precision"), std::string::npos) << precision;

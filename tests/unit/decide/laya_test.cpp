@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "api/request.h"
+#include "backend/cpu/linear.h"
 #include "decide/contract_table.h"
-#include "kernels/linear.h"
 #include "model/checkpoint/load_error.h"
 #include "support/engine_runs.h"
 #include "support/fixtures.h"
@@ -121,7 +121,7 @@ TEST(LayaReadout, AnswersEqualLayasFromItsLogits) {
 // The model's marker logits and act probabilities for every fixture request, one batch per request
 // as the engine runs them, against laya's (fp32): logits within `logit_tolerance` (relative above 1),
 // act probabilities within `act_tolerance`.
-void expect_heads_like_laya(kernels::Precision precision, double logit_tolerance, double act_tolerance) {
+void expect_heads_like_laya(backend::cpu::Precision precision, double logit_tolerance, double act_tolerance) {
   laya::LayaModel model(fixture_dir(), precision);
   const std::vector<api::Json> packing = read_jsonl(fixture_dir() / "packing.jsonl");
   const std::vector<api::Json> heads = read_jsonl(fixture_dir() / "heads.jsonl");
@@ -156,15 +156,15 @@ void expect_heads_like_laya(kernels::Precision precision, double logit_tolerance
 }
 
 TEST(LayaModel, MarkerLogitsAndActProbabilitiesMatchLaya) {
-  expect_heads_like_laya(kernels::Precision::fp32, model_tolerance, model_tolerance);
+  expect_heads_like_laya(backend::cpu::Precision::fp32, model_tolerance, model_tolerance);
 }
 
 // bf16 rounds every matmul's input and the Q/K/V, Wi and head feed-forward outputs (as torch's bf16
 // autocast does). Measured on this fixture: logits within 0.046 (relative above 1), act
 // probabilities within 0.006; the bounds leave about 2x.
 TEST(LayaModel, Bf16MarkerLogitsAndActProbabilitiesNearLaya) {
-  if (!kernels::linear_supported(kernels::Precision::bf16)) GTEST_SKIP() << "bf16 needs AVX-512";
-  expect_heads_like_laya(kernels::Precision::bf16, bf16_logit_tolerance, bf16_act_tolerance);
+  if (!backend::cpu::linear_supported(backend::cpu::Precision::bf16)) GTEST_SKIP() << "bf16 needs AVX-512";
+  expect_heads_like_laya(backend::cpu::Precision::bf16, bf16_logit_tolerance, bf16_act_tolerance);
 }
 
 TEST(LayaEngine, AnswersLikeLaya) {
@@ -194,7 +194,7 @@ TEST(LayaSettings, DefaultsAndErrorsNameTheKey) {
   const LayaSettings defaults = read("{}");
   EXPECT_EQ(defaults.name, "laya-english");
   EXPECT_EQ(defaults.aliases, std::vector<std::string>{"english"});
-  EXPECT_EQ(defaults.precision, kernels::Precision::fp32);
+  EXPECT_EQ(defaults.precision, backend::cpu::Precision::fp32);
   const LayaSettings set = read(R"({"name":"x","aliases":[],"precision":"fp32","max_questions":4})");
   EXPECT_EQ(set.name, "x");
   EXPECT_TRUE(set.aliases.empty());

@@ -159,7 +159,7 @@ TEST(Lfm2CandidatesSettings, ReadsAndRejectsDecisionFileMembers) {
   const Lfm2CandidatesSettings settings = read(R"({"name":"x","aliases":["y"],"precision":"fp32","candidate_batch_size":8})");
   EXPECT_EQ(settings.name, "x");
   EXPECT_EQ(settings.candidate_batch_size, 8U);
-  EXPECT_EQ(settings.precision, kernels::Precision::fp32);
+  EXPECT_EQ(settings.precision, backend::cpu::Precision::fp32);
   EXPECT_THROW(read(R"({"candidate_batch_size":0})"), checkpoint::LoadError);
   EXPECT_THROW(read(R"({"precision":"fp16"})"), checkpoint::LoadError);
   EXPECT_THROW(read(R"({"temperature":2.0})"), checkpoint::LoadError);

@@ -50,7 +50,7 @@ TEST(SequenceLogLikelihood, SumsEachRowsLogProbabilityOfItsToken) {
 TEST(OutputMatrix, GatheredLogitsEqualTheFullProductsRows) {
   TempFile file;
   write_file(file.path(), build_file({{"readout", "F32", {3, 2}, f32_bytes({1.0F, 0.0F, 0.5F, -1.0F, 2.0F, 3.0F})}}));
-  const OutputMatrix matrix = OutputMatrix::from_side_file(file.path(), "readout", 2, kernels::Precision::fp32);
+  const OutputMatrix matrix = OutputMatrix::from_side_file(file.path(), "readout", 2, backend::cpu::Precision::fp32);
   ASSERT_EQ(matrix.rows(), 3U);
   const std::vector<float> hidden{2.0F, 1.0F, -1.0F, 4.0F};  // two rows
   const auto gathered = matrix.gather_logits(std::span(hidden).first(2), std::vector<int32_t>{2, 0, 1});
@@ -64,13 +64,13 @@ TEST(OutputMatrix, SideFileErrorsNameTheFileAndTensor) {
   TempFile file;
   write_file(file.path(), build_file({{"readout", "F32", {2, 2}, f32_bytes({1.0F, 0.0F, 0.5F, -1.0F})}}));
   try {
-    (void)OutputMatrix::from_side_file(file.path(), "readout", 3, kernels::Precision::fp32);
+    (void)OutputMatrix::from_side_file(file.path(), "readout", 3, backend::cpu::Precision::fp32);
     FAIL() << "a readout narrower than the hidden size loaded";
   } catch (const checkpoint::LoadError& error) {
     EXPECT_NE(std::string(error.what()).find(file.path().string()), std::string::npos) << error.what();
     EXPECT_NE(std::string(error.what()).find("readout"), std::string::npos) << error.what();
   }
-  EXPECT_THROW((void)OutputMatrix::from_side_file(file.path(), "missing", 2, kernels::Precision::fp32),
+  EXPECT_THROW((void)OutputMatrix::from_side_file(file.path(), "missing", 2, backend::cpu::Precision::fp32),
                checkpoint::LoadError);
 }
 

@@ -104,9 +104,9 @@ TEST(EmbeddingSimilarity, DecisionFileIsStrict) {
                                  "candidate_cache_entries": 16})");
   EXPECT_EQ(settings.name, "minilm");
   EXPECT_EQ(settings.aliases, std::vector<std::string>{"all-minilm-l6-v2"});
-  EXPECT_EQ(settings.precision, kernels::Precision::bf16);
+  EXPECT_EQ(settings.precision, backend::cpu::Precision::bf16);
   EXPECT_EQ(settings.candidate_cache_entries, 16U);
-  EXPECT_EQ(read(R"({"contract": "embedding-similarity", "name": "m"})").precision, kernels::Precision::fp32);
+  EXPECT_EQ(read(R"({"contract": "embedding-similarity", "name": "m"})").precision, backend::cpu::Precision::fp32);
   EXPECT_THROW(read(R"({"contract": "embedding-similarity", "name": "m", "temperature": 2})"), checkpoint::LoadError);
   EXPECT_THROW(read(R"({"contract": "embedding-similarity", "name": "m", "dtype": "fp16"})"), checkpoint::LoadError);
   EXPECT_THROW(read(R"({"contract": "embedding-similarity", "name": "m", "similarity_scale": 0})"),

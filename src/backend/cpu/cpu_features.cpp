@@ -1,0 +1,73 @@
+#include "backend/cpu/cpu_features.h"
+
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdint>
+
+namespace s1::backend::cpu {
+namespace {
+
+constexpr int arch_get_xcomp_perm = 0x1022;
+constexpr int arch_req_xcomp_perm = 0x1023;
+constexpr int xfeature_xtiledata = 18;
+
+struct CpuidRegisters {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+};
+
+CpuidRegisters cpuid(unsigned leaf, unsigned subleaf) {
+  CpuidRegisters r;
+  __cpuid_count(leaf, subleaf, r.eax, r.ebx, r.ecx, r.edx);
+  return r;
+}
+
+std::uint64_t read_xcr0() {
+  std::uint32_t low = 0, high = 0;
+  __asm__ volatile("xgetbv" : "=a"(low), "=d"(high) : "c"(0));
+  return (std::uint64_t{high} << 32) | low;
+}
+
+bool bit(unsigned value, int index) { return ((value >> index) & 1U) != 0; }
+
+// Linux keeps AMX tile data disabled until a process asks for it (kernel 5.16+); without the
+// request the first tile load faults with SIGILL.
+bool request_amx_permission() {
+  if (syscall(SYS_arch_prctl, arch_req_xcomp_perm, xfeature_xtiledata) != 0) return false;
+  unsigned long permitted = 0;
+  if (syscall(SYS_arch_prctl, arch_get_xcomp_perm, &permitted) != 0) return false;
+  return ((permitted >> xfeature_xtiledata) & 1UL) != 0;
+}
+
+CpuFeatures detect() {
+  CpuFeatures f;
+  const unsigned max_leaf = cpuid(0, 0).eax;
+  if (max_leaf < 7) return f;
+  const CpuidRegisters leaf1 = cpuid(1, 0);
+  const bool osxsave = bit(leaf1.ecx, 27);
+  if (!osxsave) return f;
+  const std::uint64_t xcr0 = read_xcr0();
+  constexpr std::uint64_t avx512_state = (1U << 1) | (1U << 2) | (1U << 5) | (1U << 6) | (1U << 7);
+  constexpr std::uint64_t amx_state = (1U << 17) | (1U << 18);
+  f.os_saves_avx512 = (xcr0 & avx512_state) == avx512_state;
+
+  const CpuidRegisters leaf7 = cpuid(7, 0);
+  f.avx512f = bit(leaf7.ebx, 16);
+  f.avx512bw = bit(leaf7.ebx, 30);
+  f.avx512vl = bit(leaf7.ebx, 31);
+  f.amx_bf16 = bit(leaf7.edx, 22);
+  f.amx_tile = bit(leaf7.edx, 24);
+  if (leaf7.eax >= 1) f.avx512_bf16 = bit(cpuid(7, 1).eax, 5);
+  f.os_allows_amx = f.amx_tile && (xcr0 & amx_state) == amx_state && request_amx_permission();
+  return f;
+}
+
+}  // namespace
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures features = detect();
+  return features;
+}
+
+}  // namespace s1::backend::cpu

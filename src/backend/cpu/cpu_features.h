@@ -1,0 +1,26 @@
+#pragma once
+
+namespace s1::backend::cpu {
+
+// What this CPU and OS let us run, read once from CPUID/XGETBV on first use.
+struct CpuFeatures {
+  bool avx512f = false;
+  bool avx512bw = false;
+  bool avx512vl = false;
+  bool avx512_bf16 = false;
+  bool amx_tile = false;
+  bool amx_bf16 = false;
+  bool os_saves_avx512 = false;  // XCR0 has opmask, ZMM_Hi256 and Hi16_ZMM state enabled
+  bool os_allows_amx = false;    // XCR0 has XTILECFG/XTILEDATA and the tile permission was granted
+
+  // The baseline every optimised x86 variant here needs (AVX-512 F+BW+VL, OS-enabled).
+  [[nodiscard]] bool avx512() const { return avx512f && avx512bw && avx512vl && os_saves_avx512; }
+  [[nodiscard]] bool avx512_with_bf16() const { return avx512() && avx512_bf16; }
+  [[nodiscard]] bool amx_with_bf16() const { return avx512() && amx_tile && amx_bf16 && os_allows_amx; }
+};
+
+// Detected once (thread-safe); also requests AMX tile permission from Linux, once per process, so
+// any later tile instruction of ours is legal.
+[[nodiscard]] const CpuFeatures& cpu_features();
+
+}  // namespace s1::backend::cpu
