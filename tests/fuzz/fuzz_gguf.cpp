@@ -10,6 +10,7 @@
 
 #include "model/checkpoint/gguf.h"
 #include "model/checkpoint/gguf_dequant.h"
+#include "model/checkpoint/gguf_tokenizer.h"
 #include "model/checkpoint/gguf_weights.h"
 #include "model/checkpoint/load_error.h"
 
@@ -17,6 +18,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto bytes = std::as_bytes(std::span<const uint8_t>(data, size));
   try {
     const auto file = s1::checkpoint::parse_gguf(bytes, "fuzz.gguf");
+    if (file.find("tokenizer.ggml.model") != nullptr) {
+      // The vocabulary keys must give a tokenizer or a load error; the tokenizer must encode.
+      try {
+        const auto tokenizer = s1::checkpoint::gguf_tokenizer(file);
+        if (tokenizer.encode("Hello <s> w\xc3\xb6rld  \n").ids.size() > 64) std::abort();
+      } catch (const s1::text::TokenizerLoadError&) {
+      }
+    }
     for (const auto& tensor : file.tensors) {
       if (tensor.bytes.data() < bytes.data() ||
           tensor.bytes.data() + tensor.bytes.size() > bytes.data() + bytes.size()) {

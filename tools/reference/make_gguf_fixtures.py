@@ -13,10 +13,13 @@ tiny-qwen3.gguf  tests/fixtures/tiny-qwen3-chat (BF16 weights, config, tokenizer
 tiny-qwen35.gguf tests/fixtures/tiny-qwen3_5-chat's weights with the value changes the converter
                  makes for Qwen3.5 (norms + 1, A_log as -exp, conv squeezed, value heads tiled),
                  reimplemented here in numpy from its code: what loading must undo.
+sentencepiece/   vocab.gguf (a SentencePiece BPE vocabulary as llama.cpp writes it), the
+                 tokenizer.json Transformers converts the same model to, and HF tokenizers' ids for
+                 the shorter lines of tests/parity/text/corpus.jsonl.
 name_map.json    for each tiny fixture of our families, every safetensors tensor name and the GGUF
                  name TensorNameMap gives it: the ground truth for s1serve's name table.
 
-It also writes the fuzz seeds in tests/fuzz/corpus/gguf. Deterministic. Run:  pip install gguf && python tools/reference/make_gguf_fixtures.py
+It also writes the fuzz seeds in tests/fuzz/corpus/gguf. Deterministic. Run:  pip install gguf sentencepiece transformers protobuf && python tools/reference/make_gguf_fixtures.py
 """
 import json
 import pathlib
@@ -229,8 +232,8 @@ def qwen35_converted(name, data, config):
 
 
 def write_tiny_qwen35(path):
-    """tests/fixtures/tiny-qwen3_5-chat's weights as the converter stores them (tensor data only:
-    the metadata holds just the keys loading the weights reads)."""
+    """tests/fixtures/tiny-qwen3_5-chat's weights as the converter stores them, with the keys
+    loading the weights reads and the Qwen3.5 tiny tokenizer's vocabulary (pre "qwen35")."""
     source = FIXTURES / "tiny-qwen3_5-chat"
     config = json.loads((source / "config.json").read_text())
     arch = gguf.MODEL_ARCH.QWEN35
@@ -240,6 +243,7 @@ def write_tiny_qwen35(path):
     writer.add_ssm_time_step_rank(config["linear_num_value_heads"])
     writer.add_ssm_state_size(config["linear_key_head_dim"])
     writer.add_ssm_inner_size(config["linear_value_head_dim"] * config["linear_num_value_heads"])
+    add_bpe_vocab(writer, FIXTURES / "qwen-tiny-tokenizer/qwen3_5", config["vocab_size"], "qwen35")
     name_map = gguf.get_tensor_name_map(arch, config["num_hidden_layers"])
     for name, (dtype, shape, raw) in sorted(read_safetensors(source / "model.safetensors").items()):
         assert dtype == "BF16", (name, dtype)
@@ -287,6 +291,82 @@ def write_name_map(path):
     path.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
 
 
+def corpus_texts():
+    return [json.loads(line) for line in (ROOT / "tests/parity/text/corpus.jsonl").read_text().splitlines() if line.strip()]
+
+
+def write_sentencepiece(folder):
+    """A SentencePiece BPE model trained on the corpus's Latin-script lines (the rest exercise
+    byte fallback), as llama.cpp's _set_vocab_sentencepiece writes it (vocab.gguf) and as
+    Transformers converts it (tokenizer.json), with HF tokenizers' ids for the corpus's shorter lines."""
+    import io
+
+    import sentencepiece
+    from tokenizers import Tokenizer
+    from transformers import LlamaTokenizer
+    from transformers.convert_slow_tokenizer import SentencePieceExtractor
+
+    folder.mkdir(parents=True, exist_ok=True)
+    texts = corpus_texts()
+    training = [text for text in texts if text.strip() and all(ord(c) < 0x250 for c in text)]
+    model = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter(training), model_writer=model, vocab_size=1000, model_type="bpe",
+        byte_fallback=True, character_coverage=1.0, split_digits=True, num_threads=1,
+        user_defined_symbols=["<start_of_turn>", "<end_of_turn>"], unk_id=0, bos_id=1, eos_id=2, pad_id=3,
+        max_sentence_length=100000, minloglevel=2)
+    model_path = folder / "tokenizer.model.tmp"
+    model_path.write_bytes(model.getvalue())
+    try:
+        processor = sentencepiece.SentencePieceProcessor(model_file=str(model_path))
+        extracted = SentencePieceExtractor(str(model_path)).extract(None)
+    finally:
+        model_path.unlink()
+    hf = LlamaTokenizer(vocab=extracted["vocab"], merges=extracted["merges"],
+                        additional_special_tokens=extracted["additional_special_tokens"],
+                        add_bos_token=True, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
+    tokenizer_json = json.loads(hf.backend_tokenizer.to_str())
+    (folder / "tokenizer.json").write_text(json.dumps(tokenizer_json, ensure_ascii=False, indent=1) + "\n")
+
+    writer = gguf.GGUFWriter(str(folder / "vocab.gguf"), arch="llama")
+    tokens, scores, types = [], [], []
+    for index in range(processor.vocab_size()):
+        tokens.append(processor.id_to_piece(index))
+        scores.append(processor.get_score(index))
+        if processor.is_unknown(index):
+            types.append(gguf.TokenType.UNKNOWN)
+        elif processor.is_control(index):
+            types.append(gguf.TokenType.CONTROL)
+        elif processor.is_byte(index):
+            types.append(gguf.TokenType.BYTE)
+        elif tokens[-1] in ("<start_of_turn>", "<end_of_turn>"):
+            # The converter marks tokenizer_config's non-special added tokens user-defined.
+            types.append(gguf.TokenType.USER_DEFINED)
+        else:
+            types.append(gguf.TokenType.NORMAL)
+    writer.add_tokenizer_model("llama")
+    writer.add_tokenizer_pre("default")
+    writer.add_token_list(tokens)
+    writer.add_token_scores(scores)
+    writer.add_token_types(types)
+    writer.add_bos_token_id(processor.bos_id())
+    writer.add_eos_token_id(processor.eos_id())
+    writer.add_unk_token_id(processor.unk_id())
+    writer.add_pad_token_id(processor.pad_id())
+    writer.add_add_bos_token(True)
+    writer.add_add_space_prefix(True)
+    finish(writer)
+
+    # Lines of up to 64 ids keep the file small; the test also compares every line against the
+    # tokenizer.json as s1serve loads it.
+    reference = Tokenizer.from_str(json.dumps(tokenizer_json))
+    with (folder / "expected.jsonl").open("w") as out:
+        for line, text in enumerate(texts):
+            ids = reference.encode(text, add_special_tokens=True).ids
+            if len(ids) <= 64:
+                out.write(json.dumps({"line": line, "ids": ids}) + "\n")
+
+
 def write_fuzz_seeds(folder):
     """Small files (the fuzzer reads at most 64 KiB): metadata alone, and one block of each type."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -299,6 +379,21 @@ def write_fuzz_seeds(folder):
         raw = random_tensor(rng, qtype, 1, 256)
         writer.add_tensor(qtype.name.lower(), raw, raw_shape=raw.shape, raw_dtype=qtype)
     finish(writer)
+    # Small vocabularies of both tokenizer models.
+    for model in ("gpt2", "llama"):
+        writer = gguf.GGUFWriter(str(folder / f"vocab_{model}"), arch="s1test")
+        writer.add_tokenizer_model(model)
+        writer.add_tokenizer_pre("qwen2" if model == "gpt2" else "default")
+        space = "\u0120" if model == "gpt2" else "\u2581"
+        tokens = ["<s>", "H", "e", "l", "o", space, "w", "r", "d", "He", "ll", "llo", space + "w"]
+        writer.add_token_list(tokens)
+        writer.add_token_types([gguf.TokenType.CONTROL] + [gguf.TokenType.NORMAL] * (len(tokens) - 1))
+        if model == "gpt2":
+            writer.add_token_merges(["H e", "l l", "ll o", space + " w"])
+        else:
+            writer.add_token_scores([0.0] + [-float(i) for i in range(1, len(tokens))])
+            writer.add_bos_token_id(0)
+        finish(writer)
     # A Qwen3.5 layer of 1 key head and 2 value heads of width 2, so the mapper's reorders run.
     writer = gguf.GGUFWriter(str(folder / "qwen35_layer"), arch="qwen35")
     writer.add_ssm_group_count(1)
@@ -319,6 +414,7 @@ def main():
     write_tiny_qwen3(OUT / "tiny-qwen3.gguf")
     write_tiny_qwen35(OUT / "tiny-qwen35.gguf")
     write_name_map(OUT / "name_map.json")
+    write_sentencepiece(OUT / "sentencepiece")
     write_fuzz_seeds(ROOT / "tests/fuzz/corpus/gguf")
 
 

@@ -1,0 +1,127 @@
+#include "model/checkpoint/gguf_tokenizer.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "model/checkpoint/mapped_file.h"
+
+namespace s1::checkpoint {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::filesystem::path source_dir() {
+  const char* source = std::getenv("S1SERVE_SOURCE_DIR");
+  if (source == nullptr) throw std::runtime_error("S1SERVE_SOURCE_DIR is not set");
+  return source;
+}
+
+std::vector<std::string> corpus() {
+  std::ifstream file(source_dir() / "tests/parity/text/corpus.jsonl");
+  std::vector<std::string> texts;
+  for (std::string line; std::getline(file, line);) {
+    if (!line.empty()) texts.push_back(nlohmann::json::parse(line).get<std::string>());
+  }
+  if (texts.size() < 1000) throw std::runtime_error("the text corpus is missing");
+  return texts;
+}
+
+text::Tokenizer tokenizer_of(const std::filesystem::path& gguf_file) {
+  const auto mapped = MappedFile::open(gguf_file);
+  return gguf_tokenizer(parse_gguf(mapped.bytes(), gguf_file.string()));
+}
+
+// Token for token (and the decoded text of those tokens) against the model's own tokenizer.json on
+// every line of the corpus, special tokens added as each file says.
+void expect_same_tokenizer(const text::Tokenizer& from_gguf, const text::Tokenizer& from_json) {
+  EXPECT_EQ(from_gguf.vocab_size(), from_json.vocab_size());
+  std::size_t line = 0;
+  for (const std::string& text : corpus()) {
+    const auto ids = from_gguf.encode(text).ids;
+    ASSERT_EQ(ids, from_json.encode(text).ids) << "corpus line " << line;
+    ASSERT_EQ(from_gguf.decode(ids), from_json.decode(ids)) << "corpus line " << line;
+    ++line;
+  }
+}
+
+// tiny-qwen3.gguf carries tiny-qwen3-chat's vocabulary as convert_hf_to_gguf.py writes it (model
+// gpt2, pre qwen2); tiny-qwen35.gguf the Qwen3.5 tiny tokenizer's (pre qwen35).
+TEST(GgufTokenizer, ByteLevelBpeMatchesTheModelsTokenizerJson) {
+  const auto fixtures = source_dir() / "tests/fixtures";
+  expect_same_tokenizer(tokenizer_of(fixtures / "gguf/tiny-qwen3.gguf"),
+                        text::Tokenizer::from_file(fixtures / "tiny-qwen3-chat/tokenizer.json"));
+  expect_same_tokenizer(tokenizer_of(fixtures / "gguf/tiny-qwen35.gguf"),
+                        text::Tokenizer::from_file(fixtures / "qwen-tiny-tokenizer/qwen3_5/tokenizer.json"));
+}
+
+// A SentencePiece BPE vocabulary (model llama) against the tokenizer.json Transformers converts the
+// same model to: HF tokenizers' own ids where recorded, and s1serve's loading of that file on every
+// line.
+TEST(GgufTokenizer, SentencePieceMatchesTheModelsTokenizerJson) {
+  const auto folder = source_dir() / "tests/fixtures/gguf/sentencepiece";
+  const auto from_gguf = tokenizer_of(folder / "vocab.gguf");
+  const auto texts = corpus();
+  std::ifstream expected(folder / "expected.jsonl");
+  std::size_t checked = 0;
+  for (std::string line; std::getline(expected, line); ++checked) {
+    const auto record = nlohmann::json::parse(line);
+    const auto index = record["line"].get<std::size_t>();
+    ASSERT_LT(index, texts.size());
+    ASSERT_EQ(from_gguf.encode(texts[index]).ids, record["ids"].get<std::vector<int32_t>>()) << "corpus line " << index;
+  }
+  EXPECT_GT(checked, 1000u);
+  expect_same_tokenizer(from_gguf, text::Tokenizer::from_file(folder / "tokenizer.json"));
+}
+
+std::string load_error(const text::GgufVocabulary& vocabulary) {
+  try {
+    text::tokenizer_from_gguf(vocabulary, "model.gguf");
+  } catch (const text::TokenizerLoadError& error) {
+    return error.what();
+  }
+  return "no error";
+}
+
+TEST(GgufTokenizer, RefusesWhatItCannotBuildByKey) {
+  text::GgufVocabulary vocabulary;
+  vocabulary.model = "gpt2";
+  vocabulary.pre = "qwen2";
+  vocabulary.tokens = {"a", "b", "ab"};
+  vocabulary.merges = {"a b"};
+  EXPECT_EQ(text::tokenizer_from_gguf(vocabulary, "model.gguf").encode("ab").ids, std::vector<int32_t>{2});
+  auto other = vocabulary;
+  other.model = "bert";
+  EXPECT_THAT(load_error(other), HasSubstr("key 'tokenizer.ggml.model' is 'bert'; supported: gpt2, llama"));
+  other = vocabulary;
+  other.pre = "llama-bpe";
+  EXPECT_THAT(load_error(other), HasSubstr("key 'tokenizer.ggml.pre' is 'llama-bpe'"));
+  other = vocabulary;
+  other.merges = {"ab"};
+  EXPECT_THAT(load_error(other), HasSubstr("key 'tokenizer.ggml.merges' entry 'ab' is not two tokens"));
+  other = vocabulary;
+  other.merges = {"a \x96"};
+  EXPECT_THAT(load_error(other), HasSubstr("key 'tokenizer.ggml.merges' holds an entry that is not UTF-8"));
+  other = vocabulary;
+  other.tokens.push_back("a");
+  EXPECT_THAT(load_error(other), HasSubstr("key 'tokenizer.ggml.tokens' holds 'a' twice"));
+  other = vocabulary;
+  other.token_types = {1, 1};
+  EXPECT_THAT(load_error(other), HasSubstr("key 'tokenizer.ggml.token_type' has 2 entries for 3 tokens"));
+  other = vocabulary;
+  other.add_bos = true;
+  EXPECT_THAT(load_error(other), HasSubstr("key 'tokenizer.ggml.bos_token_id' is missing"));
+  other = vocabulary;
+  other.eos_id = 3;
+  EXPECT_THAT(load_error(other), HasSubstr("key 'tokenizer.ggml.eos_token_id' is 3, not a token id"));
+}
+
+}  // namespace
+}  // namespace s1::checkpoint
