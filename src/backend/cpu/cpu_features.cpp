@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
 
 namespace s1::backend::cpu {
 namespace {
@@ -63,10 +66,30 @@ CpuFeatures detect() {
   return f;
 }
 
+// S1SERVE_CPU_ISA caps what the variants may use, so that every CPU class's path (AVX-512 without
+// BF16, AVX2-only …) can be run and tested on a machine that has more. It only removes features.
+CpuFeatures capped(CpuFeatures f) {
+  const char* setting = std::getenv("S1SERVE_CPU_ISA");
+  if (setting == nullptr || *setting == '\0') return f;
+  const std::string_view cap = setting;
+  if (cap == "portable") {
+    f.avx512f = f.avx512bw = f.avx512vl = f.avx512_bf16 = f.amx_tile = f.amx_bf16 = false;
+  } else if (cap == "avx512") {
+    f.avx512_bf16 = f.amx_tile = f.amx_bf16 = false;
+  } else if (cap == "avx512_bf16") {
+    f.amx_tile = f.amx_bf16 = false;
+  } else if (cap != "amx_bf16") {
+    // Start-up configuration is strict (DESIGN.md section 4): a misspelt cap must not run silently.
+    std::fprintf(stderr, "S1SERVE_CPU_ISA=%s: expected portable, avx512, avx512_bf16 or amx_bf16\n", setting);
+    std::exit(2);
+  }
+  return f;
+}
+
 }  // namespace
 
 const CpuFeatures& cpu_features() {
-  static const CpuFeatures features = detect();
+  static const CpuFeatures features = capped(detect());
   return features;
 }
 
