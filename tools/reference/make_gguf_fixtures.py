@@ -155,11 +155,8 @@ def add_bpe_vocab(writer, tokenizer_dir, vocab_size, pre):
     writer.add_chat_template(config["chat_template"])
 
 
-def write_tiny_qwen3(path):
-    source = FIXTURES / "tiny-qwen3-chat"
-    config = json.loads((source / "config.json").read_text())
-    arch = gguf.MODEL_ARCH.QWEN3
-    writer = gguf.GGUFWriter(str(path), arch=gguf.MODEL_ARCH_NAMES[arch])
+def add_text_model_keys(writer, config):
+    """TextModel.set_gguf_parameters' keys."""
     writer.add_context_length(config["max_position_embeddings"])
     writer.add_embedding_length(config["hidden_size"])
     writer.add_block_count(config["num_hidden_layers"])
@@ -170,6 +167,14 @@ def write_tiny_qwen3(path):
     writer.add_value_length(config["head_dim"])
     writer.add_rope_freq_base(config["rope_parameters"]["rope_theta"])
     writer.add_layer_norm_rms_eps(config["rms_norm_eps"])
+
+
+def write_tiny_qwen3(path):
+    source = FIXTURES / "tiny-qwen3-chat"
+    config = json.loads((source / "config.json").read_text())
+    arch = gguf.MODEL_ARCH.QWEN3
+    writer = gguf.GGUFWriter(str(path), arch=gguf.MODEL_ARCH_NAMES[arch])
+    add_text_model_keys(writer, config)
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_BF16)
     add_bpe_vocab(writer, source, config["vocab_size"], "qwen2")
     name_map = gguf.get_tensor_name_map(arch, config["num_hidden_layers"])
@@ -232,13 +237,19 @@ def qwen35_converted(name, data, config):
 
 
 def write_tiny_qwen35(path):
-    """tests/fixtures/tiny-qwen3_5-chat's weights as the converter stores them, with the keys
-    loading the weights reads and the Qwen3.5 tiny tokenizer's vocabulary (pre "qwen35")."""
+    """tests/fixtures/tiny-qwen3_5-chat as the converter writes it: its keys, its weights with the
+    converter's value changes, and the Qwen3.5 tiny tokenizer's vocabulary (pre "qwen35")."""
     source = FIXTURES / "tiny-qwen3_5-chat"
     config = json.loads((source / "config.json").read_text())
     arch = gguf.MODEL_ARCH.QWEN35
     writer = gguf.GGUFWriter(str(path), arch=gguf.MODEL_ARCH_NAMES[arch])
-    writer.add_block_count(config["num_hidden_layers"])
+    add_text_model_keys(writer, config)
+    writer.add_ssm_conv_kernel(config["linear_conv_kernel_dim"])
+    writer.add_full_attention_interval(config["layer_types"].index("full_attention") + 1)
+    rope = config["rope_parameters"]
+    writer.add_rope_dimension_count(int(config["head_dim"] * rope["partial_rotary_factor"]))
+    writer.add_rope_dimension_sections(rope["mrope_section"] + [0] * (4 - len(rope["mrope_section"])))
+    writer.add_file_type(gguf.LlamaFileType.MOSTLY_BF16)
     writer.add_ssm_group_count(config["linear_num_key_heads"])
     writer.add_ssm_time_step_rank(config["linear_num_value_heads"])
     writer.add_ssm_state_size(config["linear_key_head_dim"])

@@ -3,6 +3,7 @@
 #include <array>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -13,14 +14,15 @@ namespace {
 
 enum class Kind { kUint, kFloat };
 
-// "<architecture>.<key>" → config.json key, as convert_hf_to_gguf.py's TextModel writes them.
+// "<architecture>.<key>" → config.json key, as convert_hf_to_gguf.py writes them.
 struct Key {
   std::string_view gguf;
   std::string_view config;
   Kind kind;
 };
 
-constexpr std::array kQwen3Keys{
+// TextModel.set_gguf_parameters, shared by both families.
+constexpr std::array kTextModelKeys{
     Key{"context_length", "max_position_embeddings", Kind::kUint},
     Key{"embedding_length", "hidden_size", Kind::kUint},
     Key{"feed_forward_length", "intermediate_size", Kind::kUint},
@@ -32,44 +34,118 @@ constexpr std::array kQwen3Keys{
     Key{"rope.freq_base", "rope_theta", Kind::kFloat},
 };
 
+// Qwen3NextModel's additions for the gated-delta layers (ssm.inner_size and the rope keys are
+// converted below, not copied).
+constexpr std::array kQwen35Keys{
+    Key{"ssm.conv_kernel", "linear_conv_kernel_dim", Kind::kUint},
+    Key{"ssm.state_size", "linear_key_head_dim", Kind::kUint},
+    Key{"ssm.group_count", "linear_num_key_heads", Kind::kUint},
+    Key{"ssm.time_step_rank", "linear_num_value_heads", Kind::kUint},
+    Key{"full_attention_interval", "full_attention_interval", Kind::kUint},
+};
+
+class ConfigBuilder {
+ public:
+  ConfigBuilder(const GgufFile& file, std::string architecture)
+      : file_(file), architecture_(std::move(architecture)), prefix_(architecture_ + ".") {}
+
+  void copy(std::span<const Key> keys) {
+    for (const Key& key : keys) {
+      const std::string name = take(key.gguf);
+      if (key.kind == Kind::kUint) {
+        if (const auto value = file_.get_uint(name)) config_[std::string(key.config)] = *value;
+      } else if (const auto value = file_.get_float(name)) {
+        config_[std::string(key.config)] = *value;
+      }
+    }
+  }
+
+  // The name of "<architecture>.<key>", marked as understood.
+  std::string take(std::string_view key) {
+    std::string name = prefix_ + std::string(key);
+    known_.insert(name);
+    return name;
+  }
+
+  uint64_t config_uint(std::string_view key, std::string_view gguf_key) const {
+    if (!config_.contains(key)) file_.fail_key(prefix_ + std::string(gguf_key), "is missing");
+    return config_[std::string(key)].get<uint64_t>();
+  }
+
+  nlohmann::ordered_json& config() { return config_; }
+  const GgufFile& file() const { return file_; }
+  const std::string& prefix() const { return prefix_; }
+
+  ConfigReader finish() {
+    for (const auto& [key, value] : file_.metadata()) {
+      if (key.starts_with(prefix_) && !known_.contains(key) && !key.starts_with(prefix_ + "decision.")) {
+        file_.fail_key(key, "is a setting s1serve does not implement for '" + architecture_ + "'");
+      }
+    }
+    const GgufTensor* embedding = file_.find_tensor("token_embd.weight");
+    if (embedding == nullptr || embedding->dims.size() != 2) {
+      throw LoadError(file_.label + ": tensor 'token_embd.weight' is missing or not 2-D");
+    }
+    config_["vocab_size"] = embedding->dims[1];
+    config_["tie_word_embeddings"] = file_.find_tensor("output.weight") == nullptr;
+    return ConfigReader(std::move(config_), file_.label + " (GGUF metadata as config.json)");
+  }
+
+ private:
+  const GgufFile& file_;
+  std::string architecture_;
+  std::string prefix_;
+  nlohmann::ordered_json config_ = nlohmann::ordered_json::object();
+  std::set<std::string, std::less<>> known_;
+};
+
+// Both families attend with one head size for keys and values.
+void check_value_length(ConfigBuilder& builder) {
+  const std::string name = builder.take("attention.value_length");
+  const auto value = builder.file().get_uint(name);
+  if (value && value != builder.config_uint("head_dim", "attention.key_length")) {
+    builder.file().fail_key(name, "must equal " + builder.prefix() + "attention.key_length");
+  }
+}
+
+void add_qwen35_keys(ConfigBuilder& builder) {
+  builder.copy(kQwen35Keys);
+  const GgufFile& file = builder.file();
+  auto& config = builder.config();
+  const std::string inner = builder.take("ssm.inner_size");
+  if (const auto size = file.get_uint(inner)) {
+    const uint64_t heads = builder.config_uint("linear_num_value_heads", "ssm.time_step_rank");
+    if (heads == 0 || *size % heads != 0) file.fail_key(inner, "must be a multiple of ssm.time_step_rank");
+    config["linear_value_head_dim"] = *size / heads;
+  }
+  const std::string rotary = builder.take("rope.dimension_count");
+  if (const auto dims = file.get_uint(rotary)) {
+    const uint64_t head_dim = builder.config_uint("head_dim", "attention.key_length");
+    if (head_dim == 0) file.fail_key(builder.prefix() + "attention.key_length", "must be positive");
+    config["partial_rotary_factor"] = static_cast<double>(*dims) / static_cast<double>(head_dim);
+  }
+  // _Qwen35MRopeMixin writes mrope_section padded with a fourth (temporal-only) zero.
+  const std::string sections = builder.take("rope.dimension_sections");
+  if (auto values = file.get_ints(sections)) {
+    if (values->size() == 4 && values->back() == 0) values->pop_back();
+    config["rope_parameters"] = {{"rope_type", "default"}, {"mrope_section", *values}};
+  }
+}
+
 }  // namespace
 
 ConfigReader gguf_config(const GgufFile& file) {
   const auto architecture = file.require(file.get_string("general.architecture"), "general.architecture");
-  if (architecture != "qwen3") {
-    file.fail_key("general.architecture", "is '" + architecture + "'; only 'qwen3' GGUF files load for now");
+  if (architecture != "qwen3" && architecture != "qwen35") {
+    file.fail_key("general.architecture",
+                  "is '" + architecture + "'; only 'qwen3' and 'qwen35' GGUF files load for now");
   }
-  const std::string prefix = architecture + ".";
-  nlohmann::ordered_json config = {{"model_type", architecture}};
-  std::set<std::string, std::less<>> known;
-  for (const Key& key : kQwen3Keys) {
-    const std::string name = prefix + std::string(key.gguf);
-    known.insert(name);
-    if (key.kind == Kind::kUint) {
-      if (const auto value = file.get_uint(name)) config[std::string(key.config)] = *value;
-    } else if (const auto value = file.get_float(name)) {
-      config[std::string(key.config)] = *value;
-    }
-  }
-  // Qwen3 attends with one head size for keys and values; a file saying otherwise is not one.
-  const std::string value_length = prefix + "attention.value_length";
-  known.insert(value_length);
-  if (const auto value = file.get_uint(value_length);
-      value && (!config.contains("head_dim") || config["head_dim"].get<uint64_t>() != *value)) {
-    file.fail_key(value_length, "must equal " + prefix + "attention.key_length");
-  }
-  for (const auto& [key, value] : file.metadata()) {
-    if (key.starts_with(prefix) && !known.contains(key) && !key.starts_with(prefix + "decision.")) {
-      file.fail_key(key, "is a setting s1serve does not implement for '" + architecture + "'");
-    }
-  }
-  const GgufTensor* embedding = file.find_tensor("token_embd.weight");
-  if (embedding == nullptr || embedding->dims.size() != 2) {
-    throw LoadError(file.label + ": tensor 'token_embd.weight' is missing or not 2-D");
-  }
-  config["vocab_size"] = embedding->dims[1];
-  config["tie_word_embeddings"] = file.find_tensor("output.weight") == nullptr;
-  return ConfigReader(std::move(config), file.label + " (GGUF metadata as config.json)");
+  ConfigBuilder builder(file, architecture);
+  builder.config()["model_type"] = architecture == "qwen3" ? "qwen3" : "qwen3_5_text";
+  builder.copy(kTextModelKeys);
+  check_value_length(builder);
+  if (architecture == "qwen35") add_qwen35_keys(builder);
+  return builder.finish();
 }
 
 }  // namespace s1::checkpoint

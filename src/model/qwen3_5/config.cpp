@@ -164,7 +164,10 @@ Qwen35Config read_text(ConfigReader& text) {
 }  // namespace
 
 Qwen35Config read_qwen3_5_config(const std::filesystem::path& config_file) {
-  ConfigReader root = ConfigReader::from_file(config_file);
+  return read_qwen3_5_config(ConfigReader::from_file(config_file));
+}
+
+Qwen35Config read_qwen3_5_config(ConfigReader root) {
   const std::optional<std::string> model_type = root.optional<std::string>("model_type");
   if (model_type && *model_type == "qwen3_5") {
     ConfigReader text = root.required_object("text_config");

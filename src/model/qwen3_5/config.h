@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <vector>
 
+#include "model/checkpoint/config_reader.h"
+
 namespace s1::qwen3_5 {
 
 struct Qwen35Config {
@@ -38,5 +40,7 @@ struct Qwen35Config {
 };
 
 Qwen35Config read_qwen3_5_config(const std::filesystem::path& config_file);
+// The same checks over any config source (a GGUF file's metadata: checkpoint/gguf_config.h).
+Qwen35Config read_qwen3_5_config(checkpoint::ConfigReader root);
 
 }  // namespace s1::qwen3_5

@@ -17,6 +17,7 @@
 #include "backend/cpu/rms_norm.h"
 #include "backend/cpu/rope.h"
 #include "model/checkpoint/checkpoint.h"
+#include "model/checkpoint/gguf_config.h"
 #include "model/checkpoint/load_error.h"
 #include "model/decoder/layer_helpers.h"
 #include "model/decoder/lora_adapter.h"
@@ -585,8 +586,11 @@ void Qwen35Decoder::delta_layer(const Layer& layer, const Qwen35State* base, std
 std::unique_ptr<decoder::CausalDecoder> load_qwen3_5(const std::filesystem::path& dir,
                                                      backend::cpu::Precision precision, bool noncausal_full_attention,
                                                      OutputHead head, const decoder::LoraAdapter* lora) {
-  const Qwen35Config config = read_qwen3_5_config(dir / "config.json");
+  // A GGUF file carries its config in its metadata; a directory has config.json.
   const Checkpoint weights = Checkpoint::open(dir);
+  const Qwen35Config config = weights.gguf() != nullptr
+                                  ? read_qwen3_5_config(checkpoint::gguf_config(*weights.gguf()))
+                                  : read_qwen3_5_config(dir / "config.json");
   return std::make_unique<Qwen35Decoder>(config, weights, precision, noncausal_full_attention, head, lora);
 }
 

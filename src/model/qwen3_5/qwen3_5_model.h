@@ -21,7 +21,9 @@ enum class OutputHead { lm_head, none };
 // (Qwen3_5ForConditionalGeneration, weights under "model.language_model.") or a bare Qwen3_5Model
 // (weights under "language_model.", with OutputHead::none); vision weights ("model.visual.",
 // "visual.") are skipped with a log line. Multi-token-prediction weights ("mtp.*") are ignored; any other tensor
-// the family does not use is a LoadError, as is a missing one or a wrong shape.
+// the family does not use is a LoadError, as is a missing one or a wrong shape. `dir` may also be a
+// GGUF file of architecture qwen35 (config from its metadata, tensors as checkpoint/gguf_weights.h
+// gives them).
 //
 // Linear layers run at `precision` (PackedLinear); activations, attention and the GDN state stay fp32.
 //
