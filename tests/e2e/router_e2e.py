@@ -29,6 +29,7 @@ class Stub:
         self.lock = threading.Lock()
         self.requests = []
         self.health_polls = []  # when each GET /health came
+        self.health = (200, 0.0)  # the status /health answers and the seconds it takes
         self.behaviour = {"status": 200, "content_type": "application/json", "body": b"{}"}
         stub = self
 
@@ -41,8 +42,10 @@ class Stub:
             def do_GET(self):
                 with stub.lock:
                     stub.health_polls.append(time.time())
+                status, delay = stub.health
+                time.sleep(delay)
                 body = b'{"status":"ok"}'
-                self.send_response(200)
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -192,7 +195,15 @@ def check_polling_and_panic_routing(binary, workdir, check):
     hung.bind(("127.0.0.1", 0))
     hung.listen(16)
     beside_hung = Stub()
+    # Polled unhealthy, though it answers decisions: its failed polls end 0.5 s after they begin,
+    # so it has failed more recently than a dead replica polled at the same moments.
+    slow_unhealthy = Stub()
+    slow_unhealthy.health = (503, 0.5)
+    slow_unhealthy.program(body=b'{"slow":1}')
+    dead = f"http://127.0.0.1:{free_port()}"
     config = {"port": 0, "timeout_ms": 5000, "models": [
+        {"name": "ordered", "upstream": {"urls": [f"http://127.0.0.1:{slow_unhealthy.port}", dead],
+                                         "health_interval_ms": 60000}},
         {"name": "late", "upstream": {"urls": [f"http://127.0.0.1:{late_port}"], "health_interval_ms": 60000}},
         {"name": "hung-pair", "upstream": {"urls": [f"http://127.0.0.1:{hung.getsockname()[1]}",
                                                     f"http://127.0.0.1:{beside_hung.port}"],
@@ -224,8 +235,15 @@ def check_polling_and_panic_routing(binary, workdir, check):
             time.sleep(0.05)
         check("a failed start-up poll is retried after 1 s, not the 60 s interval",
               healthy_after is not None and healthy_after < 2.5, healthy_after)
+        time.sleep(max(0.0, started + 2.5 - time.time()))  # both replicas' second polls have failed
+        status, _, data, _, _ = post(port, SAMPLE, "ordered", key=None)
+        check("panic routing tries the least recently failed replica first",
+              (status, data) == (200, b'{"slow":1}') and re.search(
+                  rf"upstream ordered: request \S+ could not connect to {dead} .*; trying http://127.0.0.1:{slow_unhealthy.port}",
+                  server.log_text()), (status, data, server.log_text()[-1500:]))
+        # Polled one after the other, the neighbour would wait out the hung replica's 5 s timeout.
         polls = len(beside_hung.health_polls)
-        check("a hung replica does not delay its neighbour's polls (every 200 ms)", polls >= 6, polls)
+        check("a hung replica does not delay its neighbour's polls (every 200 ms)", polls >= 5, polls)
         check("the late replica's recovery is logged", f"upstream late: replica http://127.0.0.1:{late_port} is healthy"
               in server.log_text(), server.log_text()[-2000:])
     finally:
