@@ -1,6 +1,6 @@
 #include "registry/config.h"
 
-#include "router/upstream_pool.h"
+#include "router/upstream_url.h"
 
 #include <nlohmann/json.hpp>
 

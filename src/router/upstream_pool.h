@@ -5,6 +5,7 @@
 
 #include "api/errors.h"
 #include "router/header_list.h"
+#include "router/upstream_url.h"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
@@ -36,20 +37,6 @@ struct UpstreamSettings {
   size_t response_cap = 16 * 1024 * 1024;
   size_t max_in_flight = 256;  // forwarded requests at once; beyond it 503 overloaded
 };
-
-struct ParsedUrl {
-  std::string host;
-  std::string port;
-  std::string base_path;  // without a trailing slash
-};
-
-// Throws std::invalid_argument naming the URL (as shown_url shows it) when it is not
-// http://host[:port][/path]: user-info or a query string included, since credentials go in the
-// pool's credential setting, where nothing prints them.
-ParsedUrl parse_upstream_url(const std::string& url);
-
-// The URL as an error message may show it: user-info, query and fragment replaced by "***".
-std::string shown_url(std::string_view url);
 
 // Request and reply are meant to be kept per client connection and refilled: their strings and
 // lists keep their storage from one request to the next.

@@ -45,6 +45,9 @@ TEST(UpstreamUrl, RefusesCredentialsWithoutShowingThem) {
             std::string::npos);
   EXPECT_NE(refusal("http://worker:8000/a?key=s3cret").find("'http://worker:8000/a?***' has a query"),
             std::string::npos);
+  EXPECT_NE(refusal(std::string("http://wor\0ker", 14)).find("'http://wor_ker' has a space or a control"),
+            std::string::npos);
+  EXPECT_NE(refusal("http://wor ker").find("has a space"), std::string::npos);
 }
 
 TEST(UpstreamUrl, ShownUrl) {
@@ -53,6 +56,7 @@ TEST(UpstreamUrl, ShownUrl) {
   EXPECT_EQ(shown_url("http://worker/p@th"), "http://worker/p@th");  // an @ in the path is no user-info
   EXPECT_EQ(shown_url("user:pass@worker"), "***@worker");
   EXPECT_EQ(shown_url("http://worker#frag"), "http://worker#***");
+  EXPECT_EQ(shown_url(std::string("http://wor\0ker\n", 15)), "http://wor_ker_");  // a NUL would cut a message
 }
 
 TEST(UpstreamPool, HopByHopHeaders) {
