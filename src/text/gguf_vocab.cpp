@@ -143,16 +143,7 @@ class Builder {
                                byte_level}}};
     root["post_processor"] = special_token_template(false).value_or(byte_level);
     root["decoder"] = byte_level;
-    root["model"] = {{"type", "BPE"},
-                     {"dropout", nullptr},
-                     {"unk_token", nullptr},
-                     {"continuing_subword_prefix", nullptr},
-                     {"end_of_word_suffix", nullptr},
-                     {"fuse_unk", false},
-                     {"byte_fallback", false},
-                     {"ignore_merges", false},
-                     {"vocab", std::move(vocab)},
-                     {"merges", std::move(merges)}};
+    root["model"] = bpe_model(std::move(vocab), std::move(merges), nullptr, false);
     return root;
   }
 
@@ -203,17 +194,22 @@ class Builder {
     root["decoder"] = {{"type", "Sequence"}, {"decoders", std::move(decoders)}};
     Json unk = nullptr;
     if (vocabulary_.unknown_id) unk = vocabulary_.tokens[static_cast<std::size_t>(*vocabulary_.unknown_id)];
-    root["model"] = {{"type", "BPE"},
-                     {"dropout", nullptr},
-                     {"unk_token", unk},
-                     {"continuing_subword_prefix", nullptr},
-                     {"end_of_word_suffix", nullptr},
-                     {"fuse_unk", true},
-                     {"byte_fallback", true},
-                     {"ignore_merges", false},
-                     {"vocab", std::move(vocab)},
-                     {"merges", std::move(merges)}};
+    root["model"] = bpe_model(std::move(vocab), std::move(merges), std::move(unk), true);
     return root;
+  }
+
+  // SentencePiece vocabularies fall back to bytes and fuse unknowns; byte-level ones need neither.
+  static Json bpe_model(Json vocab, Json merges, Json unk, bool sentencepiece) {
+    return {{"type", "BPE"},
+            {"dropout", nullptr},
+            {"unk_token", std::move(unk)},
+            {"continuing_subword_prefix", nullptr},
+            {"end_of_word_suffix", nullptr},
+            {"fuse_unk", sentencepiece},
+            {"byte_fallback", sentencepiece},
+            {"ignore_merges", false},
+            {"vocab", std::move(vocab)},
+            {"merges", std::move(merges)}};
   }
 
   static Json base(Json added) {

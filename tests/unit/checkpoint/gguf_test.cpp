@@ -4,10 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <bit>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -15,6 +13,7 @@
 #include "model/checkpoint/gguf_dequant.h"
 #include "model/checkpoint/load_error.h"
 #include "model/checkpoint/mapped_file.h"
+#include "source_dir.h"
 
 namespace s1::checkpoint {
 namespace {
@@ -84,11 +83,7 @@ std::string parse_error(std::span<const std::byte> bytes) {
 }
 
 // Written by tools/reference/make_gguf_fixtures.py.
-MappedFile types_file() {
-  const char* source = std::getenv("S1SERVE_SOURCE_DIR");
-  if (source == nullptr) throw std::runtime_error("S1SERVE_SOURCE_DIR is not set");
-  return MappedFile::open(std::filesystem::path(source) / "tests/fixtures/gguf/types.gguf");
-}
+MappedFile types_file() { return MappedFile::open(testing::source_dir() / "tests/fixtures/gguf/types.gguf"); }
 
 TEST(ParseGguf, ReadsEveryMetadataValueType) {
   const auto mapped = types_file();

@@ -3,7 +3,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -12,17 +11,14 @@
 #include <vector>
 
 #include "model/checkpoint/mapped_file.h"
+#include "source_dir.h"
 
 namespace s1::checkpoint {
 namespace {
 
 using ::testing::HasSubstr;
 
-std::filesystem::path source_dir() {
-  const char* source = std::getenv("S1SERVE_SOURCE_DIR");
-  if (source == nullptr) throw std::runtime_error("S1SERVE_SOURCE_DIR is not set");
-  return source;
-}
+using testing::source_dir;
 
 std::vector<std::string> corpus() {
   std::ifstream file(source_dir() / "tests/parity/text/corpus.jsonl");

@@ -4,28 +4,23 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <stdexcept>
 #include <string>
 
 #include "model/checkpoint/checkpoint.h"
 #include "model/checkpoint/gguf_names.h"
 #include "model/checkpoint/load_error.h"
+#include "source_dir.h"
 
 namespace s1::checkpoint {
 namespace {
 
 using ::testing::HasSubstr;
 
-std::filesystem::path fixtures() {
-  const char* source = std::getenv("S1SERVE_SOURCE_DIR");
-  if (source == nullptr) throw std::runtime_error("S1SERVE_SOURCE_DIR is not set");
-  return std::filesystem::path(source) / "tests/fixtures";
-}
+std::filesystem::path fixtures() { return testing::source_dir() / "tests/fixtures"; }
 
 // name_map.json: for each architecture, our fixtures' tensor names and the GGUF name the gguf
 // package's TensorNameMap gives each (tools/reference/make_gguf_fixtures.py).
