@@ -10,6 +10,7 @@ tiny-qwen3.gguf  tests/fixtures/tiny-qwen3-chat (BF16 weights, config, tokenizer
                  under the tensor and key names llama.cpp's convert_hf_to_gguf.py writes for
                  Qwen3ForCausalLM (names from the gguf package's TensorNameMap, as the converter
                  takes them), vocabulary as its get_vocab_base() lays it out (BPE, pre "qwen2").
+tiny-qwen3-q8_0.gguf  the same with every matrix quantised to Q8_0 by the gguf package.
 tiny-qwen35.gguf tests/fixtures/tiny-qwen3_5-chat's weights with the value changes the converter
                  makes for Qwen3.5 (norms + 1, A_log as -exp, conv squeezed, value heads tiled),
                  reimplemented here in numpy from its code: what loading must undo.
@@ -169,19 +170,27 @@ def add_text_model_keys(writer, config):
     writer.add_layer_norm_rms_eps(config["rms_norm_eps"])
 
 
-def write_tiny_qwen3(path):
+def write_tiny_qwen3(path, qtype=Q.BF16):
+    """BF16 keeps the fixture's weights exactly; Q8_0 quantises every matrix with the gguf package
+    (as the converter's --outtype q8_0 does), keeping 1-D tensors in F32."""
     source = FIXTURES / "tiny-qwen3-chat"
     config = json.loads((source / "config.json").read_text())
     arch = gguf.MODEL_ARCH.QWEN3
     writer = gguf.GGUFWriter(str(path), arch=gguf.MODEL_ARCH_NAMES[arch])
     add_text_model_keys(writer, config)
-    writer.add_file_type(gguf.LlamaFileType.MOSTLY_BF16)
+    writer.add_file_type(gguf.LlamaFileType.MOSTLY_BF16 if qtype == Q.BF16 else gguf.LlamaFileType.MOSTLY_Q8_0)
     add_bpe_vocab(writer, source, config["vocab_size"], "qwen2")
     name_map = gguf.get_tensor_name_map(arch, config["num_hidden_layers"])
     for name, (dtype, shape, raw) in sorted(read_safetensors(source / "model.safetensors").items()):
         assert dtype == "BF16", (name, dtype)
-        array = np.frombuffer(raw, dtype=np.uint8).reshape(*shape[:-1], shape[-1] * 2)
-        writer.add_tensor(gguf_name(name_map, name), array, raw_shape=array.shape, raw_dtype=Q.BF16)
+        if qtype == Q.BF16:
+            array = np.frombuffer(raw, dtype=np.uint8).reshape(*shape[:-1], shape[-1] * 2)
+            writer.add_tensor(gguf_name(name_map, name), array, raw_shape=array.shape, raw_dtype=Q.BF16)
+        elif len(shape) == 1:
+            writer.add_tensor(gguf_name(name_map, name), bf16_to_f32(raw, shape))
+        else:
+            blocks = gguf.quants.quantize(bf16_to_f32(raw, shape), qtype)
+            writer.add_tensor(gguf_name(name_map, name), blocks, raw_shape=blocks.shape, raw_dtype=qtype)
     finish(writer)
 
 
@@ -423,6 +432,7 @@ def main():
     OUT.mkdir(parents=True, exist_ok=True)
     write_types(OUT / "types.gguf")
     write_tiny_qwen3(OUT / "tiny-qwen3.gguf")
+    write_tiny_qwen3(OUT / "tiny-qwen3-q8_0.gguf", Q.Q8_0)
     write_tiny_qwen35(OUT / "tiny-qwen35.gguf")
     write_name_map(OUT / "name_map.json")
     write_sentencepiece(OUT / "sentencepiece")
