@@ -77,6 +77,21 @@ TEST_P(Lfm2Parity, TokenByTokenExtensionEqualsOneForward) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, Lfm2Parity, ::testing::ValuesIn(cases));
 
+// tests/fixtures/gguf/tiny-lfm2.gguf is tests/fixtures/tiny-lfm2 under LFM2Model's keys and names
+// (tools/reference/make_gguf_fixtures.py): the same BF16 weights, so the GGUF path must give exactly
+// the hidden rows and logits of the safetensors directory.
+TEST(Lfm2Gguf, LoadsTheSameModelAsItsSafetensorsDirectory) {
+  const std::filesystem::path fixtures = fixture_root().parent_path().parent_path() / "fixtures";
+  const auto from_gguf = load_lfm2(fixtures / "gguf" / "tiny-lfm2.gguf", backend::cpu::Precision::fp32);
+  const auto from_directory = load_lfm2(fixtures / "tiny-lfm2", backend::cpu::Precision::fp32);
+  EXPECT_EQ(from_gguf->info().vocab_size, from_directory->info().vocab_size);
+  const std::vector<int32_t> ids{3035, 12, 500, 7, 2999, 41, 3031, 8, 3033, 100, 200};
+  const std::vector<float> hidden = parity::full_hidden(*from_gguf, ids);
+  EXPECT_EQ(hidden, parity::full_hidden(*from_directory, ids));
+  const auto last = std::span<const float>(hidden).last(from_gguf->info().hidden_size);
+  EXPECT_EQ(from_gguf->lm_head().all_logits(last), from_directory->lm_head().all_logits(last));
+}
+
 TEST(Lfm2Forward, RejectsBadCalls) {
   const auto model = load_lfm2(fixture_root() / "types_tied", backend::cpu::Precision::fp32);
   const auto other = load_lfm2(fixture_root() / "idxs_untied_bias", backend::cpu::Precision::fp32);

@@ -17,6 +17,7 @@ tiny-qwen35.gguf tests/fixtures/tiny-qwen3_5-chat's weights with the value chang
 sentencepiece/   vocab.gguf (a SentencePiece BPE vocabulary as llama.cpp writes it), the
                  tokenizer.json Transformers converts the same model to, and HF tokenizers' ids for
                  the shorter lines of tests/parity/text/corpus.jsonl.
+tiny-lfm2.gguf   tests/fixtures/tiny-lfm2 under LFM2Model's keys and names (conv kernels 2-D).
 name_map.json    for each tiny fixture of our families, every safetensors tensor name and the GGUF
                  name TensorNameMap gives it: the ground truth for s1serve's name table.
 
@@ -191,6 +192,47 @@ def write_tiny_qwen3(path, qtype=Q.BF16):
         else:
             blocks = gguf.quants.quantize(bf16_to_f32(raw, shape), qtype)
             writer.add_tensor(gguf_name(name_map, name), blocks, raw_shape=blocks.shape, raw_dtype=qtype)
+    finish(writer)
+
+
+def lfm2_ff_dim(config):
+    """LFM2Model._add_feed_forward_length: the width after Transformers' auto-adjustment."""
+    ff_dim = config.get("block_ff_dim", config["intermediate_size"])
+    if config["block_auto_adjust_ff_dim"]:
+        ff_dim = int(2 * ff_dim / 3)
+        if config["block_ffn_dim_multiplier"] is not None:
+            ff_dim = int(config["block_ffn_dim_multiplier"] * ff_dim)
+        multiple_of = config["block_multiple_of"]
+        ff_dim = multiple_of * ((ff_dim + multiple_of - 1) // multiple_of)
+    return ff_dim
+
+
+def write_tiny_lfm2(path):
+    """tests/fixtures/tiny-lfm2 as LFM2Model writes it: TextModel's keys with a per-layer
+    head_count_kv (0 for short-conv layers), conv kernels squeezed to 2-D, BF16 weights."""
+    source = FIXTURES / "tiny-lfm2"
+    config = json.loads((source / "config.json").read_text())
+    arch = gguf.MODEL_ARCH.LFM2
+    writer = gguf.GGUFWriter(str(path), arch=gguf.MODEL_ARCH_NAMES[arch])
+    writer.add_context_length(config["max_position_embeddings"])
+    writer.add_embedding_length(config["hidden_size"])
+    writer.add_block_count(config["num_hidden_layers"])
+    writer.add_head_count(config["num_attention_heads"])
+    writer.add_head_count_kv([config["num_key_value_heads"] if kind != "conv" else 0 for kind in config["layer_types"]])
+    writer.add_rope_freq_base(config["rope_parameters"]["rope_theta"])
+    writer.add_file_type(gguf.LlamaFileType.MOSTLY_BF16)
+    writer.add_vocab_size(config["vocab_size"])
+    writer.add_shortconv_l_cache(config["conv_L_cache"])
+    writer.add_layer_norm_rms_eps(config["norm_eps"])
+    writer.add_feed_forward_length(lfm2_ff_dim(config))
+    name_map = gguf.get_tensor_name_map(arch, config["num_hidden_layers"])
+    for name, (dtype, shape, raw) in sorted(read_safetensors(source / "model.safetensors").items()):
+        assert dtype == "BF16", (name, dtype)
+        if "conv.conv" in name:
+            assert shape[1] == 1, (name, shape)
+            shape = [shape[0], shape[2]]
+        array = np.frombuffer(raw, dtype=np.uint8).reshape(*shape[:-1], shape[-1] * 2)
+        writer.add_tensor(gguf_name(name_map, name), array, raw_shape=array.shape, raw_dtype=Q.BF16)
     finish(writer)
 
 
@@ -434,6 +476,7 @@ def main():
     write_tiny_qwen3(OUT / "tiny-qwen3.gguf")
     write_tiny_qwen3(OUT / "tiny-qwen3-q8_0.gguf", Q.Q8_0)
     write_tiny_qwen35(OUT / "tiny-qwen35.gguf")
+    write_tiny_lfm2(OUT / "tiny-lfm2.gguf")
     write_name_map(OUT / "name_map.json")
     write_sentencepiece(OUT / "sentencepiece")
     write_fuzz_seeds(ROOT / "tests/fuzz/corpus/gguf")

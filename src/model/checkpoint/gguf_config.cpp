@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "model/checkpoint/load_error.h"
 
@@ -42,6 +43,20 @@ constexpr std::array kQwen35Keys{
     Key{"ssm.group_count", "linear_num_key_heads", Kind::kUint},
     Key{"ssm.time_step_rank", "linear_num_value_heads", Kind::kUint},
     Key{"full_attention_interval", "full_attention_interval", Kind::kUint},
+};
+
+// LFM2Model: a per-layer head_count_kv (0 for the short-conv layers) replaces layer_types, and
+// feed_forward_length is the width after Transformers' auto-adjustment.
+constexpr std::array kLfm2Keys{
+    Key{"context_length", "max_position_embeddings", Kind::kUint},
+    Key{"embedding_length", "hidden_size", Kind::kUint},
+    Key{"feed_forward_length", "intermediate_size", Kind::kUint},
+    Key{"block_count", "num_hidden_layers", Kind::kUint},
+    Key{"attention.head_count", "num_attention_heads", Kind::kUint},
+    Key{"attention.layer_norm_rms_epsilon", "norm_eps", Kind::kFloat},
+    Key{"rope.freq_base", "rope_theta", Kind::kFloat},
+    Key{"shortconv.l_cache", "conv_L_cache", Kind::kUint},
+    Key{"vocab_size", "vocab_size", Kind::kUint},
 };
 
 class ConfigBuilder {
@@ -85,6 +100,9 @@ class ConfigBuilder {
     const GgufTensor* embedding = file_.find_tensor("token_embd.weight");
     if (embedding == nullptr || embedding->dims.size() != 2) {
       throw LoadError(file_.label + ": tensor 'token_embd.weight' is missing or not 2-D");
+    }
+    if (config_.contains("vocab_size") && config_["vocab_size"].get<int64_t>() != embedding->dims[1]) {
+      file_.fail_key(prefix_ + "vocab_size", "differs from the rows of 'token_embd.weight'");
     }
     config_["vocab_size"] = embedding->dims[1];
     config_["tie_word_embeddings"] = file_.find_tensor("output.weight") == nullptr;
@@ -132,15 +150,40 @@ void add_qwen35_keys(ConfigBuilder& builder) {
   }
 }
 
+void add_lfm2_keys(ConfigBuilder& builder) {
+  builder.copy(kLfm2Keys);
+  auto& config = builder.config();
+  config["block_auto_adjust_ff_dim"] = false;
+  const std::string kv_heads = builder.take("attention.head_count_kv");
+  const auto counts = builder.file().require(builder.file().get_ints(kv_heads), kv_heads);
+  std::vector<std::string> layer_types;
+  int64_t heads = 0;
+  for (const int64_t count : counts) {
+    if (count < 0 || (heads != 0 && count != 0 && count != heads)) {
+      builder.file().fail_key(kv_heads, "must be 0 (short-conv layers) or one head count (attention layers)");
+    }
+    if (count != 0) heads = count;
+    layer_types.emplace_back(count == 0 ? "conv" : "full_attention");
+  }
+  if (heads == 0) builder.file().fail_key(kv_heads, "names no attention layer");
+  config["num_key_value_heads"] = heads;
+  config["layer_types"] = layer_types;
+}
+
 }  // namespace
 
 ConfigReader gguf_config(const GgufFile& file) {
   const auto architecture = file.require(file.get_string("general.architecture"), "general.architecture");
-  if (architecture != "qwen3" && architecture != "qwen35") {
+  if (architecture != "qwen3" && architecture != "qwen35" && architecture != "lfm2") {
     file.fail_key("general.architecture",
-                  "is '" + architecture + "'; only 'qwen3' and 'qwen35' GGUF files load for now");
+                  "is '" + architecture + "'; only 'qwen3', 'qwen35' and 'lfm2' GGUF files load for now");
   }
   ConfigBuilder builder(file, architecture);
+  if (architecture == "lfm2") {
+    builder.config()["model_type"] = "lfm2";
+    add_lfm2_keys(builder);
+    return builder.finish();
+  }
   builder.config()["model_type"] = architecture == "qwen3" ? "qwen3" : "qwen3_5_text";
   builder.copy(kTextModelKeys);
   check_value_length(builder);

@@ -7,7 +7,7 @@
 
 namespace s1::checkpoint {
 
-// Supported: general.architecture "qwen3" and "qwen35". Every "<architecture>.*" key must be one the mapping
+// Supported: general.architecture "qwen3", "qwen35" and "lfm2". Every "<architecture>.*" key must be one the mapping
 // knows (an unknown one may change the maths: rope scaling, sliding windows…); general.*,
 // tokenizer.* and the decision keys are not model settings and are left to their readers.
 // Throws LoadError naming the file and key.

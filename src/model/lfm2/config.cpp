@@ -81,7 +81,10 @@ void check_redundant_settings(ConfigReader& reader, const Lfm2Config& config) {
 }  // namespace
 
 Lfm2Config read_lfm2_config(const std::filesystem::path& config_file) {
-  ConfigReader reader = ConfigReader::from_file(config_file);
+  return read_lfm2_config(ConfigReader::from_file(config_file));
+}
+
+Lfm2Config read_lfm2_config(ConfigReader reader) {
   Lfm2Config config;
   if (const auto model_type = reader.required<std::string>("model_type"); model_type != "lfm2") {
     reader.reject("model_type", "is '" + model_type + "'; this family loads 'lfm2' checkpoints");

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <vector>
 
+#include "model/checkpoint/config_reader.h"
+
 namespace s1::lfm2 {
 
 struct Lfm2Config {
@@ -29,5 +31,7 @@ struct Lfm2Config {
 };
 
 Lfm2Config read_lfm2_config(const std::filesystem::path& config_file);
+// The same checks over any config source (a GGUF file's metadata: checkpoint/gguf_config.h).
+Lfm2Config read_lfm2_config(checkpoint::ConfigReader reader);
 
 }  // namespace s1::lfm2

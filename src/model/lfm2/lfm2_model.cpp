@@ -14,6 +14,7 @@
 #include "backend/cpu/short_conv.h"
 #include "backend/cpu/team.h"
 #include "model/checkpoint/checkpoint.h"
+#include "model/checkpoint/gguf_config.h"
 #include "model/checkpoint/load_error.h"
 #include "model/decoder/layer_helpers.h"
 #include "model/decoder/matmul_input.h"
@@ -371,8 +372,10 @@ void Lfm2Decoder::mlp(const Layer& layer) {
 }  // namespace
 
 std::unique_ptr<decoder::CausalDecoder> load_lfm2(const std::filesystem::path& dir, backend::cpu::Precision precision) {
-  const Lfm2Config config = read_lfm2_config(dir / "config.json");
+  // A GGUF file carries its config in its metadata; a directory has config.json.
   const Checkpoint weights = Checkpoint::open(dir);
+  const Lfm2Config config = weights.gguf() != nullptr ? read_lfm2_config(checkpoint::gguf_config(*weights.gguf()))
+                                                      : read_lfm2_config(dir / "config.json");
   return std::make_unique<Lfm2Decoder>(config, weights, precision);
 }
 

@@ -18,7 +18,8 @@ namespace s1::lfm2 {
 // Reads dir/config.json (strictly) and the checkpoint in dir (model.safetensors or a sharded
 // index), checking every weight's shape and that no tensor is left unused. Weights may carry the
 // "model." prefix (Lfm2ForCausalLM) or not (a bare Lfm2Model, which then needs tied embeddings).
-// Throws checkpoint::LoadError.
+// `dir` may also be a GGUF file of architecture lfm2 (config from its metadata). Throws
+// checkpoint::LoadError.
 [[nodiscard]] std::unique_ptr<decoder::CausalDecoder> load_lfm2(const std::filesystem::path& dir,
                                                                 backend::cpu::Precision precision);
 

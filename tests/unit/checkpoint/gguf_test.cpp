@@ -338,7 +338,7 @@ TEST(GgufConfig, RefusesArchitectureKeysItDoesNotKnow) {
               }),
               HasSubstr("key 'qwen3.attention.value_length' must equal qwen3.attention.key_length"));
   EXPECT_THAT(error_for([](GgufBytes& b) { b.header(0, 1).key_string("general.architecture", "llama"); }),
-              HasSubstr("only 'qwen3' and 'qwen35' GGUF files load for now"));
+              HasSubstr("only 'qwen3', 'qwen35' and 'lfm2' GGUF files load for now"));
 }
 
 }  // namespace
