@@ -275,4 +275,73 @@ asio::awaitable<Reply> DecideHandler::run_locally(tcp::socket& socket, Route rou
   co_return reply;
 }
 
+asio::awaitable<Reply> DecideHandler::run_batch(tcp::socket& socket, std::string_view body,
+                                                std::string_view request_id, Clock::time_point deadline) {
+  using Parsed = api::Result<std::vector<BatchItem>>;
+  const api::RequestLimits limits{options_.max_questions, registry_.default_model().has_value()};
+  std::optional<Parsed> parsed;
+  if (decides_off_io(body)) {
+    std::function<Parsed()> work = [body, limits] { return parse_batch_request(body, limits); };
+    parsed = co_await on_pool<Parsed>(prepare_pool_, runtime::PreparePool::Size::large, std::move(work));
+    if (!parsed) co_return overloaded(preparing_overloaded(), Route::batch);
+  } else {
+    parsed = parse_batch_request(body, limits);
+  }
+  if (!*parsed) co_return error_reply(parsed->error(), Route::batch);
+
+  Reply reply;
+  reply.body = "{\"results\":[";
+  bool first = true;
+  for (BatchItem& item : parsed->value()) {
+    Reply answered = co_await batch_item(socket, item, request_id, deadline);
+    if (!answered.send) co_return answered;  // the client went away: the rest is not run
+    // {"status":N, then the members of the reply's own object: {"model",…} or {"detail":…}.
+    if (!first) reply.body += ',';
+    first = false;
+    reply.body += "{\"status\":";
+    reply.body += std::to_string(answered.status);
+    if (answered.body.size() > 2) reply.body += ',';
+    reply.body.append(answered.body, 1);
+  }
+  reply.body += "]}";
+  co_return reply;
+}
+
+asio::awaitable<Reply> DecideHandler::batch_item(tcp::socket& socket, BatchItem& item, std::string_view request_id,
+                                                 Clock::time_point deadline) {
+  if (!item.request) co_return error_reply(item.request.error(), Route::systemone);
+  auto request = std::make_shared<api::DecisionRequest>(std::move(item.request.value()));
+  const std::string name = request->model.value_or(registry_.default_model().value_or(""));
+  const registry::ServedModel* served = registry_.resolve(name);
+  if (served == nullptr) {
+    co_return error_reply(api::ApiError::make(api::ErrorCode::unknown_model, "Unknown model: " + name),
+                          Route::systemone);
+  }
+  if (!served->pool) {
+    co_return co_await run_locally(socket, Route::systemone, RunLocally{std::move(request), std::nullopt, served, false},
+                                   deadline);
+  }
+  router::UpstreamPool& pool = *served->pool;
+  router::UpstreamRequest upstream;
+  upstream.target = "/v1/systemone";
+  item.body["model"] = pool.upstream_model();  // also when the item named none (the default model)
+  api::append_json(upstream.body, item.body);
+  upstream.headers.add("Content-Type", "application/json");
+  upstream.request_id = request_id;
+  upstream.deadline = deadline;
+  router::UpstreamReply outcome;
+  if (auto failed = co_await pool.forward(upstream, outcome)) co_return error_reply(*failed, Route::systemone);
+  Reply reply;
+  reply.status = outcome.status;
+  reply.body = std::move(outcome.body);
+  // The worker's reply goes into the results as an object: anything else would break the array.
+  const auto object = api::parse_strict_json(reply.body);
+  if (const auto* json = std::get_if<api::Json>(&object); json == nullptr || !json->is_object()) {
+    co_return error_reply(api::ApiError::make(api::ErrorCode::upstream_bad_response,
+                                              "The worker's reply to a batch item is not a JSON object"),
+                          Route::systemone);
+  }
+  co_return reply;
+}
+
 }  // namespace s1::server

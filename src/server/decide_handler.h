@@ -6,6 +6,7 @@
 #include "registry/config.h"
 #include "registry/model_registry.h"
 #include "runtime/prepare_pool.h"
+#include "server/batch_request.h"
 #include "server/http_checks.h"
 #include "server/metrics.h"
 #include "server/reply.h"
@@ -55,7 +56,16 @@ class DecideHandler {
   boost::asio::awaitable<Reply> run_locally(boost::asio::ip::tcp::socket& socket, Route route, RunLocally local,
                                             Clock::time_point deadline);
 
+  // POST /v1/systemone/batch (§11.5): the body's items answered one after another, each as
+  // /v1/systemone would answer it alone (run locally, or forwarded to its model's pool), in order.
+  boost::asio::awaitable<Reply> run_batch(boost::asio::ip::tcp::socket& socket, std::string_view body,
+                                          std::string_view request_id, Clock::time_point deadline);
+
  private:
+  // One batch item's reply, as /v1/systemone would give it.
+  boost::asio::awaitable<Reply> batch_item(boost::asio::ip::tcp::socket& socket, BatchItem& item,
+                                           std::string_view request_id, Clock::time_point deadline);
+
   // A full queue's refusal, with the configured overload status.
   Reply overloaded(const api::ApiError& error, Route route) const;
 

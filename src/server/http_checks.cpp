@@ -39,6 +39,7 @@ std::string_view target_path(std::string_view target) { return target.substr(0, 
 RouteMatch match_route(std::string_view path) {
   if (path == "/v1/systemone") return {Route::systemone, "POST"};
   if (path == "/v1/decisions") return {Route::decisions, "POST"};
+  if (path == "/v1/systemone/batch") return {Route::batch, "POST"};
   if (path == "/v1/models") return {Route::models, "GET, HEAD"};
   if (path == "/health") return {Route::health, "GET, HEAD"};
   if (path == "/metrics") return {Route::metrics, "GET, HEAD"};
@@ -48,7 +49,8 @@ RouteMatch match_route(std::string_view path) {
 bool method_allowed(Route route, std::string_view method) {
   switch (route) {
     case Route::systemone:
-    case Route::decisions: return method == "POST";
+    case Route::decisions:
+    case Route::batch: return method == "POST";
     case Route::models:
     case Route::health:
     case Route::metrics: return method == "GET" || method == "HEAD";
@@ -64,6 +66,7 @@ std::string_view route_label(Route route) {
     case Route::models: return "/v1/models";
     case Route::health: return "/health";
     case Route::metrics: return "/metrics";
+    case Route::batch: return "/v1/systemone/batch";
     case Route::unknown: return "other";
   }
   return "other";

@@ -8,7 +8,7 @@
 
 namespace s1::server {
 
-enum class Route { systemone, decisions, models, health, metrics, unknown };
+enum class Route { systemone, decisions, models, health, metrics, batch, unknown };
 
 struct RouteMatch {
   Route route = Route::unknown;

@@ -402,7 +402,9 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn
           (!body_error && co_await read_rest_of_body(*connection, parser, buffer, deadline, route, reply))) {
         // Not a conditional expression: GCC 12 miscompiles co_await in one.
         DecideHandler::Decision decision;
-        if (DecideHandler::decides_off_io(request.body())) {
+        if (route == Route::batch) {
+          decision = co_await handler.run_batch(socket, request.body(), request_id, deadline);
+        } else if (DecideHandler::decides_off_io(request.body())) {
           decision = co_await handler.decide_off_io(route, request.body());
         } else {
           decision = handler.decide(route, request.body());
@@ -533,7 +535,8 @@ std::optional<HttpServer::Impl::EarlyReply> HttpServer::Impl::check_head(const R
 
   if (route == Route::unknown) return refuse(api::ApiError::make(api::ErrorCode::not_found, "Not found"));
   if (!method_allowed(route, request.method_string())) return refuse(api::ApiError::method_not_allowed(match.allow));
-  const bool needs_auth = route == Route::systemone || route == Route::decisions || route == Route::models;
+  const bool needs_auth =
+      route == Route::systemone || route == Route::decisions || route == Route::batch || route == Route::models;
   if (needs_auth && !options.api_keys.empty()) {
     const bool single_header = request.count(http::field::authorization) == 1;
     if (!single_header || !authorized(request[http::field::authorization], options.api_keys)) {

@@ -444,8 +444,50 @@ def test_large_bodies_do_not_delay_others():
     return check.problems
 
 
+def test_batch_route():
+    """POST /v1/systemone/batch (contract 11.5): items answered on their own and in order (200, 400,
+    422, 400 in one batch), each as /v1/systemone answers it; 422 for a body that is not such an
+    object, 413 for a whole body over the limit, and the same results through a router."""
+    check = Checker()
+    ramp = body_for("mock-ramp")
+    letters = {"model": "mock-letters", "state": STATE, "questions": {"q": NOUL}}
+    items = [ramp, {"model": "nope", "state": STATE, "questions": {"q": NOUL}}, {"state": STATE}, letters]
+    with start_server("batch", "--model", "mock:ramp", "--model", "mock:letters", "--max-body", "20000",
+                      "--port", "0") as worker:
+        alone = [post(worker, item) for item in items]
+        response = post(worker, {"requests": items}, path="/v1/systemone/batch")
+        check(response.status == 200, f"batch: {response.status} {response.body[:300]!r}")
+        results = response.json().get("results", []) if response.status == 200 else []
+        check([r.get("status") for r in results] == [200, 400, 422, 400],
+              f"statuses {[r.get('status') for r in results]}, expected [200, 400, 422, 400]")
+        for index, (result, single) in enumerate(zip(results, alone)):
+            expected = dict(single.json(), status=single.status)
+            check(result == expected, f"item {index}: {result} differs from /v1/systemone's {expected}")
+
+        for body, label in (([ramp], "an array"), ({"requests": []}, "no items"),
+                            ({"requests": [ramp], "model": "mock-ramp"}, "an extra member")):
+            refused = post(worker, body, path="/v1/systemone/batch")
+            check(refused.status == 422, f"{label}: {refused.status}, expected 422")
+            if refused.status == 422:
+                check(isinstance(refused.json().get("detail"), list), f"{label}: {refused.body[:200]!r}")
+        over = post(worker, {"requests": [ramp] * 200}, path="/v1/systemone/batch")
+        check(over.status == 413, f"a batch body over --max-body: {over.status}, expected 413")
+
+        with start_server("batch-router", "--upstream", f"mock-ramp=http://127.0.0.1:{worker.port}",
+                          "--port", "0") as router:
+            routed = post(router, {"requests": [ramp, {"state": STATE}, ramp]}, path="/v1/systemone/batch")
+            check(routed.status == 200, f"through the router: {routed.status} {routed.body[:300]!r}")
+            if routed.status == 200:
+                statuses = [r.get("status") for r in routed.json()["results"]]
+                check(statuses == [200, 422, 200], f"through the router: statuses {statuses}")
+                check(routed.json()["results"][0] == results[0] if results else False,
+                      "through the router: the first item differs from the worker's own batch answer")
+    return check.problems
+
+
 TESTS = [test_i57, test_i58, test_overload, test_shutdown_while_busy, test_disconnect_while_queued, test_deadline,
-         test_oversize, test_auth, test_keep_alive_head_metrics, test_large_bodies_do_not_delay_others]
+         test_oversize, test_auth, test_keep_alive_head_metrics, test_large_bodies_do_not_delay_others,
+         test_batch_route]
 
 
 def run_one(test):

@@ -14,6 +14,9 @@ TEST(Routes, MatchExactlyAndCaseSensitively) {
   EXPECT_EQ(match_route("/V1/systemone").route, Route::unknown);
   EXPECT_EQ(match_route("/health").allow, "GET, HEAD");
   EXPECT_EQ(match_route("/v1/decisions").allow, "POST");
+  EXPECT_EQ(match_route("/v1/systemone/batch").route, Route::batch);
+  EXPECT_EQ(match_route("/v1/systemone/batch").allow, "POST");
+  EXPECT_FALSE(method_allowed(Route::batch, "GET"));
   EXPECT_EQ(target_path("/v1/systemone?trace=1"), "/v1/systemone");
   EXPECT_TRUE(method_allowed(Route::health, "HEAD"));
   EXPECT_FALSE(method_allowed(Route::health, "DELETE"));
