@@ -94,9 +94,9 @@ DecideHandler::DecideHandler(const registry::ServerConfig& options, const regist
                                    [](const auto& served) { return served->pool != nullptr; })),
       prepare_pool_(static_cast<size_t>(options.prepare_threads), prepare_tasks_waiting) {}
 
-Reply DecideHandler::overloaded(const api::ApiError& error, Route route) const {
+Reply DecideHandler::refusal(const api::ApiError& error, Route route) const {
   Reply refused = error_reply(error, route);
-  refused.status = options_.overload_status;
+  if (error.code == api::ErrorCode::overloaded) refused.status = options_.overload_status;
   return refused;
 }
 
@@ -108,7 +108,7 @@ asio::awaitable<DecideHandler::Decision> DecideHandler::decide_off_io(Route rout
   std::optional<Decision> decision =
       co_await on_pool<Decision>(prepare_pool_, runtime::PreparePool::Size::large, std::move(work));
   if (!decision) {
-    co_return overloaded(preparing_overloaded(), route);
+    co_return refusal(preparing_overloaded(), route);
   }
   co_return std::move(*decision);
 }
@@ -183,7 +183,7 @@ asio::awaitable<Reply> DecideHandler::run_locally(tcp::socket& socket, Route rou
   const auto size = local.large ? runtime::PreparePool::Size::large : runtime::PreparePool::Size::small;
   std::optional<Prepared> prepared = co_await on_pool<Prepared>(prepare_pool_, size, std::move(work));
   if (!prepared) {
-    co_return overloaded(preparing_overloaded(), route);
+    co_return refusal(preparing_overloaded(), route);
   }
   Prepared& plan = *prepared;
   if (!plan) co_return error_reply(plan.error(), route);
@@ -198,10 +198,7 @@ asio::awaitable<Reply> DecideHandler::run_locally(tcp::socket& socket, Route rou
       waiter->signal.cancel();
     });
   });
-  if (!job) {
-    co_return job.error().code == api::ErrorCode::overloaded ? overloaded(job.error(), route)
-                                                             : error_reply(job.error(), route);
-  }
+  if (!job) co_return refusal(job.error(), route);
   metrics_.set_gauge("s1serve_queue_depth", {{"model", served->name}}, static_cast<double>(runner.queue_depth()));
 
   // While the request waits, a readable socket may mean the client closed it; epoll also reports
@@ -283,7 +280,7 @@ asio::awaitable<Reply> DecideHandler::run_batch(tcp::socket& socket, std::string
   if (decides_off_io(body)) {
     std::function<Parsed()> work = [body, limits] { return parse_batch_request(body, limits); };
     parsed = co_await on_pool<Parsed>(prepare_pool_, runtime::PreparePool::Size::large, std::move(work));
-    if (!parsed) co_return overloaded(preparing_overloaded(), Route::batch);
+    if (!parsed) co_return refusal(preparing_overloaded(), Route::batch);
   } else {
     parsed = parse_batch_request(body, limits);
   }
@@ -330,7 +327,7 @@ asio::awaitable<Reply> DecideHandler::batch_item(tcp::socket& socket, BatchItem&
   upstream.request_id = request_id;
   upstream.deadline = deadline;
   router::UpstreamReply outcome;
-  if (auto failed = co_await pool.forward(upstream, outcome)) co_return error_reply(*failed, Route::systemone);
+  if (auto failed = co_await pool.forward(upstream, outcome)) co_return refusal(*failed, Route::systemone);
   Reply reply;
   reply.status = outcome.status;
   reply.body = std::move(outcome.body);

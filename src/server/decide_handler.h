@@ -56,6 +56,10 @@ class DecideHandler {
   boost::asio::awaitable<Reply> run_locally(boost::asio::ip::tcp::socket& socket, Route route, RunLocally local,
                                             Clock::time_point deadline);
 
+  // error_reply, with the configured overload status (503 or 529) when the error is `overloaded`:
+  // a full model queue, prepare pool or upstream pool.
+  Reply refusal(const api::ApiError& error, Route route) const;
+
   // POST /v1/systemone/batch (§11.5): the body's items answered one after another, each as
   // /v1/systemone would answer it alone (run locally, or forwarded to its model's pool), in order.
   boost::asio::awaitable<Reply> run_batch(boost::asio::ip::tcp::socket& socket, std::string_view body,
@@ -65,9 +69,6 @@ class DecideHandler {
   // One batch item's reply, as /v1/systemone would give it.
   boost::asio::awaitable<Reply> batch_item(boost::asio::ip::tcp::socket& socket, BatchItem& item,
                                            std::string_view request_id, Clock::time_point deadline);
-
-  // A full queue's refusal, with the configured overload status.
-  Reply overloaded(const api::ApiError& error, Route route) const;
 
   const registry::ServerConfig& options_;
   const registry::ModelRegistry& registry_;

@@ -422,7 +422,7 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn
           upstream.deadline = deadline;
           connection->upstream_reply.body = std::move(connection->spare_body);
           const auto failed = co_await forward->pool->forward(upstream, connection->upstream_reply);
-          reply = failed ? error_reply(*failed, Route::systemone) : worker_reply(*connection);
+          reply = failed ? handler.refusal(*failed, Route::systemone) : worker_reply(*connection);
         } else if (auto* relay = std::get_if<DecideHandler::ForwardDecisions>(&decision)) {
           reply = co_await forward_decisions(request, relay->decisions, *relay->served, deadline, request_id);
         } else if (auto* local = std::get_if<DecideHandler::RunLocally>(&decision)) {
@@ -603,7 +603,7 @@ asio::awaitable<Reply> HttpServer::Impl::forward_decisions(const Request& reques
   upstream.request_id = request_id;
   upstream.deadline = deadline;
   router::UpstreamReply outcome;
-  if (auto failed = co_await pool.forward(upstream, outcome)) co_return error_reply(*failed, Route::decisions);
+  if (auto failed = co_await pool.forward(upstream, outcome)) co_return handler.refusal(*failed, Route::decisions);
   Reply reply;
   reply.status = outcome.status;
   if (outcome.status != 200) {

@@ -485,9 +485,33 @@ def test_batch_route():
     return check.problems
 
 
+def test_router_overload_status():
+    """overload_status 529 applies to a router's full upstream pool too (max_in_flight 1, a 3 s worker):
+    of two concurrent requests one is answered 200, the other 529 overloaded at once."""
+    check = Checker()
+    with start_server("overload-worker", "--model", "mock:slow", "--port", "0") as worker:
+        with tempfile.TemporaryDirectory() as directory:
+            config = os.path.join(directory, "router.json")
+            with open(config, "w", encoding="utf-8") as out:
+                json.dump({"port": 0, "overload_status": 529, "models": [
+                    {"name": "mock-slow", "upstream": {"urls": [f"http://127.0.0.1:{worker.port}"],
+                                                       "max_in_flight": 1}}]}, out)
+            with start_server("overload-router", "--config", config) as router:
+                results = h.concurrent_requests(router, [body_for("mock-slow")] * 2, stagger=0.2, timeout=20)
+                statuses = sorted(r.status if not isinstance(r, Exception) else repr(r) for r, _ in results)
+                check(statuses == [200, 529], f"statuses {statuses}, expected [200, 529]")
+                for response, seconds in results:
+                    if not isinstance(response, Exception) and response.status == 529:
+                        problems = []
+                        h.check_error_envelope(response, 529, "overloaded", problems)
+                        check.extend(problems, "529: ")
+                        check(seconds < 1.5, f"529 took {seconds:.2f}s, expected at once")
+    return check.problems
+
+
 TESTS = [test_i57, test_i58, test_overload, test_shutdown_while_busy, test_disconnect_while_queued, test_deadline,
          test_oversize, test_auth, test_keep_alive_head_metrics, test_large_bodies_do_not_delay_others,
-         test_batch_route]
+         test_batch_route, test_router_overload_status]
 
 
 def run_one(test):
