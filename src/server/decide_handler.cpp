@@ -57,18 +57,18 @@ template <typename Result>
 asio::awaitable<std::optional<Result>> on_pool(runtime::PreparePool& pool, runtime::PreparePool::Size size,
                                                std::function<Result()> work) {
   const asio::any_io_executor executor = co_await asio::this_coro::executor;
+  // Named, not a temporary in the co_await expression: GCC 12 destroys such temporaries twice (met
+  // here as a crash on a connection's next request).
+  auto initiation = [&pool, size, &work, executor](auto handler) {
+    // Shared: the pool's tasks are copyable, the coroutine's completion handler is not.
+    auto resume = std::make_shared<decltype(handler)>(std::move(handler));
+    auto deliver = [resume, executor](std::optional<Result> result) {
+      asio::post(executor, [resume, result = std::move(result)]() mutable { std::move(*resume)(std::move(result)); });
+    };
+    if (!pool.submit([work = std::move(work), deliver] { deliver(work()); }, size)) deliver(std::nullopt);
+  };
   co_return co_await asio::async_initiate<const asio::use_awaitable_t<>&, void(std::optional<Result>)>(
-      [&pool, size, &work, executor](auto handler) {
-        // Shared: the pool's tasks are copyable, the coroutine's completion handler is not.
-        auto resume = std::make_shared<decltype(handler)>(std::move(handler));
-        auto deliver = [resume, executor](std::optional<Result> result) {
-          asio::post(executor, [resume, result = std::move(result)]() mutable {
-            std::move(*resume)(std::move(result));
-          });
-        };
-        if (!pool.submit([work = std::move(work), deliver] { deliver(work()); }, size)) deliver(std::nullopt);
-      },
-      asio::use_awaitable);
+      initiation, asio::use_awaitable);
 }
 
 // Bodies from this size on are parsed off the I/O thread (a strict parse and validation take tens of
@@ -103,7 +103,7 @@ Reply DecideHandler::refusal(const api::ApiError& error, Route route) const {
 bool DecideHandler::decides_off_io(std::string_view body) { return body.size() >= large_body_bytes; }
 
 asio::awaitable<DecideHandler::Decision> DecideHandler::decide_off_io(Route route, std::string_view body) {
-  // Named, not a temporary in the co_await expression: GCC 12 destroys such temporaries twice.
+  // Named, not a temporary in the co_await expression (see on_pool).
   std::function<Decision()> work = [this, route, body] { return decide(route, body); };
   std::optional<Decision> decision =
       co_await on_pool<Decision>(prepare_pool_, runtime::PreparePool::Size::large, std::move(work));
@@ -315,8 +315,9 @@ asio::awaitable<Reply> DecideHandler::batch_item(tcp::socket& socket, BatchItem&
                           Route::systemone);
   }
   if (!served->pool) {
-    co_return co_await run_locally(socket, Route::systemone, RunLocally{std::move(request), std::nullopt, served, false},
-                                   deadline);
+    // Named, not a temporary in the co_await expression (see on_pool).
+    RunLocally local{std::move(request), std::nullopt, served, false};
+    co_return co_await run_locally(socket, Route::systemone, std::move(local), deadline);
   }
   router::UpstreamPool& pool = *served->pool;
   router::UpstreamRequest upstream;
