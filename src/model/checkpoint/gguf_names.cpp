@@ -127,7 +127,12 @@ constexpr std::array kArchitectures{
     Architecture{"bert", kBert},   Architecture{"modern-bert", kModernBert},
 };
 
-constexpr std::array<std::string_view, kArchitectures.size()> kNames{"qwen3", "qwen35", "lfm2", "bert", "modern-bert"};
+// The names alone, for callers listing what s1serve maps.
+constexpr auto kNames = [] {
+  std::array<std::string_view, kArchitectures.size()> names{};
+  for (std::size_t i = 0; i < names.size(); ++i) names[i] = kArchitectures[i].name;
+  return names;
+}();
 
 const Architecture* find_architecture(std::string_view name) {
   for (const auto& architecture : kArchitectures) {

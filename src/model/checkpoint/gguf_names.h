@@ -32,8 +32,8 @@ enum GgufTransform : uint32_t {
 struct GgufTensorMapping {
   std::string name;  // as our safetensors loaders read it
   uint32_t transforms = kGgufAsIs;
-  // Rows per value head for the kGgufTiledValue* transforms: the head dimension, or 1 for the
-  // per-head tensors (in_proj_a/b, A_log, dt_bias).
+  // For the kGgufTiledValue* transforms: one row per value head (in_proj_a/b, A_log, dt_bias)
+  // rather than one per value-head channel.
   bool per_head = false;
 };
 
