@@ -1,6 +1,10 @@
 #include "model/checkpoint/checkpoint.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdint>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -73,6 +77,21 @@ Checkpoint::Checkpoint(std::filesystem::path source, std::vector<MappedFile> fil
                        std::vector<TensorView> tensors)
     : source_(std::move(source)), files_(std::move(files)), tensors_(std::move(tensors)) {
   std::sort(tensors_.begin(), tensors_.end(), name_less);
+}
+
+void Checkpoint::release_pages(const TensorView& tensor) const {
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<std::uintptr_t>(tensor.bytes.data());
+  const std::uintptr_t end = begin + tensor.bytes.size();
+  for (const MappedFile& file : files_) {
+    const auto first = reinterpret_cast<std::uintptr_t>(file.bytes().data());
+    if (begin < first || end > first + file.bytes().size()) continue;
+    // Whole pages only, from the first page boundary in the tensor to the last: a page shared with
+    // a neighbour stays, since the neighbour may still be read.
+    const std::uintptr_t from = (begin + page - 1) / page * page, to = end / page * page;
+    if (from < to) ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
+    return;
+  }
 }
 
 Checkpoint Checkpoint::open(const std::filesystem::path& dir_or_file) {

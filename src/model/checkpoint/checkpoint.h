@@ -33,6 +33,12 @@ class Checkpoint {
   const TensorView& get(std::string_view name, std::span<const int64_t> expected_shape) const;
   const TensorView& get(std::string_view name, std::initializer_list<int64_t> expected_shape) const;
 
+  // Gives the pages of a mapped tensor's bytes back to the kernel once its values live elsewhere (a
+  // packed weight), so that a loader's resident memory does not keep the file it has read; a later
+  // read of the view maps them in again. Bytes outside the mappings (GGUF values changed at load)
+  // are left alone.
+  void release_pages(const TensorView& tensor) const;
+
   // Sorted by name.
   std::span<const TensorView> tensors() const { return tensors_; }
   std::vector<std::string_view> names() const;

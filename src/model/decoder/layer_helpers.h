@@ -50,20 +50,33 @@ inline StackedRows stack_rows(std::span<const Branch> branches) {
   return stacked;
 }
 
-// Writes each stacked row's input embedding, its token's row of `table` ([vocab, hidden]: the
-// embedding matrix, or the LM head's rows when they are tied), into hidden_rows ([rows, hidden], rows ≥
-// the stacked total) and its absolute position (start + its index in the branch) into positions.
+// Writes each stacked row's input embedding, copy_row(token, destination) (a row of the embedding
+// matrix, or of the LM head when they are tied, widened to fp32), into hidden_rows ([rows, hidden], rows
+// ≥ the stacked total) and its absolute position (start + its index in the branch) into positions.
+template <class CopyRow>
+void embed_rows_from(std::span<const Branch> branches, std::span<const BranchRows> rows, std::size_t start,
+                     CopyRow&& copy_row, std::size_t hidden, std::span<int64_t> positions,
+                     std::span<float> hidden_rows) {
+  for (std::size_t b = 0; b < branches.size(); ++b) {
+    for (std::size_t t = 0; t < rows[b].length; ++t) {
+      positions[rows[b].offset + t] = static_cast<int64_t>(start + t);
+      copy_row(static_cast<std::size_t>(branches[b].tokens[t]),
+               hidden_rows.subspan((rows[b].offset + t) * hidden, hidden));
+    }
+  }
+}
+
+// embed_rows_from over an fp32 table [vocab, hidden].
 inline void embed_rows(std::span<const Branch> branches, std::span<const BranchRows> rows, std::size_t start,
                        std::span<const float> table, std::size_t hidden, std::span<int64_t> positions,
                        std::span<float> hidden_rows) {
-  for (std::size_t b = 0; b < branches.size(); ++b) {
-    for (std::size_t t = 0; t < rows[b].length; ++t) {
-      const std::span<const float> embedding =
-          table.subspan(static_cast<std::size_t>(branches[b].tokens[t]) * hidden, hidden);
-      positions[rows[b].offset + t] = static_cast<int64_t>(start + t);
-      std::copy(embedding.begin(), embedding.end(), hidden_rows.begin() + static_cast<std::ptrdiff_t>((rows[b].offset + t) * hidden));
-    }
-  }
+  embed_rows_from(
+      branches, rows, start,
+      [&](std::size_t token, std::span<float> out) {
+        const std::span<const float> embedding = table.subspan(token * hidden, hidden);
+        std::copy(embedding.begin(), embedding.end(), out.begin());
+      },
+      hidden, positions, hidden_rows);
 }
 
 // Each branch's hidden rows at its output positions (hidden_rows: [rows, hidden], stacked as `rows`),

@@ -92,6 +92,8 @@ class WeightNames {
   [[nodiscard]] std::vector<float> get(const std::string& name, std::initializer_list<int64_t> shape) const {
     return checkpoint::to_float(view(name, shape));
   }
+  // The tensor's values are packed or copied: its mapped pages need not stay resident.
+  void release(const std::string& name) const { weights_.release_pages(weights_.get(prefix_ + name)); }
 
  private:
   const Checkpoint& weights_;
@@ -116,7 +118,8 @@ using decoder::BranchRows;
 
 class Qwen3Decoder final : public decoder::CausalDecoder {
  public:
-  Qwen3Decoder(const Qwen3Config& config, const Checkpoint& weights, backend::cpu::Precision precision);
+  // `mapping` stays alive as long as the LM head reads its rows in place from it.
+  Qwen3Decoder(const Qwen3Config& config, std::shared_ptr<const Checkpoint> mapping, backend::cpu::Precision precision);
 
   [[nodiscard]] const decoder::DecoderInfo& info() const override { return info_; }
   [[nodiscard]] const decoder::OutputMatrix& lm_head() const override { return lm_head_; }
@@ -156,12 +159,14 @@ class Qwen3Decoder final : public decoder::CausalDecoder {
   backend::cpu::CachedAttentionWorkspace attention_workspace_;
 };
 
-decoder::OutputMatrix make_lm_head(const Qwen3Config& config, const Checkpoint& weights, const WeightNames& names,
-                                   backend::cpu::Precision precision) {
+// A bf16 head is read in place from the mapping (kept alive by the decoder), not copied to fp32.
+decoder::OutputMatrix make_lm_head(const Qwen3Config& config, const std::shared_ptr<const Checkpoint>& mapping,
+                                   const WeightNames& names, backend::cpu::Precision precision) {
+  const Checkpoint& weights = *mapping;
   const auto hidden = static_cast<std::size_t>(config.hidden_size);
   if (config.tie_word_embeddings) {
     return decoder::OutputMatrix(names.view("embed_tokens.weight", {config.vocab_size, config.hidden_size}), hidden,
-                                 precision);
+                                 precision, mapping);
   }
   const checkpoint::TensorView* head = weights.find("lm_head.weight");
   if (head == nullptr) {
@@ -169,10 +174,11 @@ decoder::OutputMatrix make_lm_head(const Qwen3Config& config, const Checkpoint& 
                     ": no tensor 'lm_head.weight' and tie_word_embeddings is false, so the LM head is missing");
   }
   return decoder::OutputMatrix(weights.get("lm_head.weight", {config.vocab_size, config.hidden_size}), hidden,
-                               precision);
+                               precision, mapping);
 }
 
-Qwen3Decoder::Qwen3Decoder(const Qwen3Config& config, const Checkpoint& weights, backend::cpu::Precision precision)
+Qwen3Decoder::Qwen3Decoder(const Qwen3Config& config, std::shared_ptr<const Checkpoint> mapping,
+                           backend::cpu::Precision precision)
     : config_(config),
       hidden_(static_cast<std::size_t>(config.hidden_size)),
       heads_{.heads = static_cast<std::size_t>(config.num_attention_heads),
@@ -180,10 +186,11 @@ Qwen3Decoder::Qwen3Decoder(const Qwen3Config& config, const Checkpoint& weights,
              .head_dim = static_cast<std::size_t>(config.head_dim)},
       intermediate_(static_cast<std::size_t>(config.intermediate_size)),
       eps_(static_cast<float>(config.rms_norm_eps)),
-      lm_head_(make_lm_head(config, weights, WeightNames(weights), precision)),
+      lm_head_(make_lm_head(config, mapping, WeightNames(*mapping), precision)),
       normed_(precision),
       context_(precision),
       activated_(precision) {
+  const Checkpoint& weights = *mapping;
   if (!backend::cpu::linear_supported(precision)) {
     throw LoadError(weights.source().string() + ": bf16 needs a CPU with AVX-512 (AMX preferred); use fp32");
   }
@@ -194,8 +201,10 @@ Qwen3Decoder::Qwen3Decoder(const Qwen3Config& config, const Checkpoint& weights,
                                .prefix_granularity = 1,
                                .precision = precision};
   const WeightNames names(weights);
-  if (!config.tie_word_embeddings)
+  if (!config.tie_word_embeddings) {
     embed_tokens_ = names.get("embed_tokens.weight", {config.vocab_size, config.hidden_size});
+    names.release("embed_tokens.weight");
+  }
   const int64_t h = config.hidden_size;
   const int64_t q_out = config.num_attention_heads * config.head_dim;
   const int64_t kv_out = config.num_key_value_heads * config.head_dim;
@@ -221,6 +230,10 @@ Qwen3Decoder::Qwen3Decoder(const Qwen3Config& config, const Checkpoint& weights,
         .down = backend::cpu::PackedLinear(names.get(layer + "mlp.down_proj.weight", {h, inner}), {}, intermediate_,
                                            hidden_, precision),
     });
+    for (const char* packed :
+         {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight", "self_attn.o_proj.weight",
+          "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"})
+      names.release(layer + packed);
   }
   final_norm_ = names.get("norm.weight", {h});
 }
@@ -287,8 +300,13 @@ std::vector<decoder::BranchOutput> Qwen3Decoder::forward(const decoder::Sequence
   const std::size_t padded = rounded_rows(stacked.total);
   positions_.resize(stacked.total);
   hidden_rows_.assign(padded * hidden_, 0.0F);  // padding rows stay finite (zero) through every layer
-  decoder::embed_rows(branches, rows, start, embed_tokens_.empty() ? lm_head_.values() : embed_tokens_, hidden_,
-                      positions_, hidden_rows_);
+  if (embed_tokens_.empty()) {
+    decoder::embed_rows_from(
+        branches, rows, start, [&](std::size_t token, std::span<float> out) { lm_head_.copy_row(token, out); }, hidden_,
+        positions_, hidden_rows_);
+  } else {
+    decoder::embed_rows(branches, rows, start, embed_tokens_, hidden_, positions_, hidden_rows_);
+  }
   normed_.resize(padded, hidden_);
   qkv_.resize(padded * qkv_width());
   context_.resize(padded, q_width());
@@ -339,10 +357,10 @@ std::vector<decoder::BranchOutput> Qwen3Decoder::forward(const decoder::Sequence
 std::unique_ptr<decoder::CausalDecoder> load_qwen3(const std::filesystem::path& dir,
                                                    backend::cpu::Precision precision) {
   // A GGUF file carries its config in its metadata; a directory has config.json.
-  const Checkpoint weights = Checkpoint::open(dir);
-  const Qwen3Config config = weights.gguf() != nullptr ? read_qwen3_config(checkpoint::gguf_config(*weights.gguf()))
-                                                       : read_qwen3_config(dir / "config.json");
-  return std::make_unique<Qwen3Decoder>(config, weights, precision);
+  auto weights = std::make_shared<const Checkpoint>(Checkpoint::open(dir));
+  const Qwen3Config config = weights->gguf() != nullptr ? read_qwen3_config(checkpoint::gguf_config(*weights->gguf()))
+                                                        : read_qwen3_config(dir / "config.json");
+  return std::make_unique<Qwen3Decoder>(config, std::move(weights), precision);
 }
 
 }  // namespace s1::qwen3

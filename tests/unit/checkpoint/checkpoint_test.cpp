@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <vector>
+
 #include "model/checkpoint/load_error.h"
 #include "safetensors_builder.h"
 
@@ -74,6 +77,27 @@ TEST_F(CheckpointTest, ViewsSurviveMovingTheCheckpoint) {
   const Checkpoint moved = std::move(opened);
   EXPECT_EQ(moved.find("w")->bytes.data(), before->bytes.data());
   EXPECT_THAT(to_float(moved.get("w")), ElementsAre(3.5f));
+}
+
+std::vector<std::byte> as_bytes(const std::vector<float>& values) {
+  std::vector<std::byte> bytes(values.size() * sizeof(float));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+// Released pages are mapped in again when read: a loader may give back a packed tensor's pages and
+// still read it (or its neighbours) later. Several pages per tensor, so whole pages are released.
+TEST_F(CheckpointTest, ReleasedPagesReadTheSameValuesAgain) {
+  std::vector<float> big(5000), small{1.5f, -2.0f};
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<float>(i) * 0.25f;
+  write_file(dir_ / "model.safetensors",
+             build_file({{"big", "F32", {5000}, as_bytes(big)}, {"small", "F32", {2}, as_bytes(small)}}));
+  const auto checkpoint = Checkpoint::open(dir_.path());
+  EXPECT_EQ(to_float(checkpoint.get("big")), big);
+  checkpoint.release_pages(checkpoint.get("big"));
+  checkpoint.release_pages(checkpoint.get("small"));  // less than a page: nothing to release
+  EXPECT_EQ(to_float(checkpoint.get("big")), big);
+  EXPECT_EQ(to_float(checkpoint.get("small")), small);
 }
 
 TEST_F(CheckpointTest, GetNamesMissingTensorAndShapeMismatch) {

@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <filesystem>
+#include <memory>
 #include <vector>
 
 #include "../checkpoint/safetensors_builder.h"
@@ -58,6 +61,35 @@ TEST(OutputMatrix, GatheredLogitsEqualTheFullProductsRows) {
   const auto all = matrix.all_logits(hidden);
   EXPECT_EQ(all, (std::vector<float>{2.0F, 0.0F, 7.0F, -1.0F, -4.5F, 10.0F}));
   EXPECT_THROW((void)matrix.gather_logits(std::span(hidden).first(2), std::vector<int32_t>{3}), std::out_of_range);
+}
+
+// A bf16 table read in place from its mapping (what Qwen3 does with its LM head) answers exactly as
+// its fp32 copy: bf16 widens to fp32 without rounding.
+TEST(OutputMatrix, ABf16TableReadInPlaceEqualsItsFp32Copy) {
+  const std::vector<std::uint16_t> bits{0x3F80, 0xC000, 0x3EAB, 0x4049, 0xBD4C, 0x0000, 0x7F7F, 0x3C00};  // 4 x 2
+  std::vector<std::byte> bytes(bits.size() * 2);
+  std::memcpy(bytes.data(), bits.data(), bytes.size());
+  const auto mapping = std::make_shared<std::vector<std::byte>>(bytes);
+  const checkpoint::TensorView view{.name = "lm_head.weight",
+                                    .dtype = checkpoint::DType::kBF16,
+                                    .shape = {4, 2},
+                                    .bytes = std::span<const std::byte>(*mapping)};
+  const OutputMatrix copied(view, 2, backend::cpu::Precision::fp32);
+  const OutputMatrix in_place(view, 2, backend::cpu::Precision::fp32, mapping);
+  EXPECT_THROW((void)in_place.values(), std::logic_error);
+  ASSERT_EQ(copied.values().size(), 8U);
+  const std::vector<float> hidden{0.75F, -3.0F};
+  const std::vector<int32_t> ids{3, 0, 2, 1};
+  EXPECT_EQ(in_place.gather_logits(hidden, ids), copied.gather_logits(hidden, ids));
+  EXPECT_EQ(in_place.all_logits(hidden), copied.all_logits(hidden));
+  for (std::size_t r = 0; r < 4; ++r) {
+    std::vector<float> row(2);
+    in_place.copy_row(r, row);
+    EXPECT_EQ(row, std::vector<float>(copied.values().begin() + 2 * r, copied.values().begin() + 2 * r + 2));
+  }
+  std::vector<float> row(2);
+  EXPECT_THROW(in_place.copy_row(4, row), std::out_of_range);
+  EXPECT_THROW((void)in_place.gather_logits(hidden, std::vector<int32_t>{4}), std::out_of_range);
 }
 
 TEST(OutputMatrix, SideFileErrorsNameTheFileAndTensor) {
