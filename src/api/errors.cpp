@@ -42,18 +42,26 @@ int http_status(ErrorCode code) {
     case ErrorCode::unsupported_media:
     case ErrorCode::unsupported_question_type:
     case ErrorCode::too_many_options:
-    case ErrorCode::max_tokens_exceeded: return 400;
+    case ErrorCode::max_tokens_exceeded:
+    case ErrorCode::bad_request:
+    case ErrorCode::invalid_body_encoding:
+    case ErrorCode::invalid_multipart: return 400;
     case ErrorCode::unauthorized: return 401;
     case ErrorCode::not_found: return 404;
     case ErrorCode::method_not_allowed: return 405;
+    case ErrorCode::request_timeout: return 408;
     case ErrorCode::payload_too_large: return 413;
+    case ErrorCode::uri_too_long: return 414;
     case ErrorCode::unsupported_media_type: return 415;
+    case ErrorCode::header_fields_too_large: return 431;
     case ErrorCode::internal_error: return 500;
+    case ErrorCode::not_implemented: return 501;
     case ErrorCode::upstream_unavailable:
     case ErrorCode::upstream_bad_response: return 502;
     case ErrorCode::overloaded:
     case ErrorCode::model_unavailable: return 503;
     case ErrorCode::deadline_exceeded: return 504;
+    case ErrorCode::http_version_not_supported: return 505;
   }
   return 500;
 }
@@ -66,17 +74,25 @@ std::string_view error_type(ErrorCode code) {
     case ErrorCode::unsupported_question_type: return "unsupported_question_type";
     case ErrorCode::too_many_options: return "too_many_options";
     case ErrorCode::max_tokens_exceeded: return "max_tokens_exceeded";
+    case ErrorCode::bad_request: return "bad_request";
+    case ErrorCode::invalid_body_encoding: return "invalid_body_encoding";
+    case ErrorCode::invalid_multipart: return "invalid_multipart";
     case ErrorCode::unauthorized: return "unauthorized";
     case ErrorCode::not_found: return "not_found";
     case ErrorCode::method_not_allowed: return "method_not_allowed";
+    case ErrorCode::request_timeout: return "request_timeout";
     case ErrorCode::payload_too_large: return "payload_too_large";
+    case ErrorCode::uri_too_long: return "uri_too_long";
     case ErrorCode::unsupported_media_type: return "unsupported_media_type";
+    case ErrorCode::header_fields_too_large: return "header_fields_too_large";
     case ErrorCode::internal_error: return "internal_error";
+    case ErrorCode::not_implemented: return "not_implemented";
     case ErrorCode::upstream_unavailable: return "upstream_unavailable";
     case ErrorCode::upstream_bad_response: return "upstream_bad_response";
     case ErrorCode::overloaded: return "overloaded";
     case ErrorCode::model_unavailable: return "model_unavailable";
     case ErrorCode::deadline_exceeded: return "deadline_exceeded";
+    case ErrorCode::http_version_not_supported: return "http_version_not_supported";
   }
   return "internal_error";
 }

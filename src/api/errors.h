@@ -18,17 +18,25 @@ enum class ErrorCode {
   unsupported_question_type,  // 400
   too_many_options,           // 400
   max_tokens_exceeded,        // 400
+  bad_request,                // 400, malformed HTTP framing (§11.6)
+  invalid_body_encoding,      // 400
+  invalid_multipart,          // 400
   unauthorized,               // 401
   not_found,                  // 404
   method_not_allowed,         // 405
+  request_timeout,            // 408
   payload_too_large,          // 413
+  uri_too_long,               // 414
   unsupported_media_type,     // 415
+  header_fields_too_large,    // 431
   internal_error,             // 500
+  not_implemented,            // 501
   upstream_unavailable,       // 502
   upstream_bad_response,      // 502
   overloaded,                 // 503
   model_unavailable,          // 503
   deadline_exceeded,          // 504
+  http_version_not_supported,  // 505
 };
 
 // One element of a validation location: a member name or an array index.

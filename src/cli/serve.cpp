@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <memory>
 
@@ -32,6 +33,8 @@ struct ServeFlags {
   std::optional<int64_t> drain_ms;
   std::optional<int> http_threads;
   std::optional<int> prepare_threads;
+  std::optional<int64_t> header_timeout_ms;
+  std::optional<size_t> max_connections;
 };
 
 registry::ServerConfig build_config(const ServeFlags& flags) {
@@ -52,6 +55,8 @@ registry::ServerConfig build_config(const ServeFlags& flags) {
   if (flags.drain_ms) config.drain_timeout = std::chrono::milliseconds(*flags.drain_ms);
   if (flags.http_threads) config.http_threads = *flags.http_threads;
   if (flags.prepare_threads) config.prepare_threads = *flags.prepare_threads;
+  if (flags.header_timeout_ms) config.header_timeout = std::chrono::milliseconds(*flags.header_timeout_ms);
+  if (flags.max_connections) config.max_connections = *flags.max_connections;
   for (const std::string& source : flags.models) config.models.push_back(registry::ModelConfig{source, {}, {}, {}, {}});
   for (const std::string& upstream : flags.upstreams) config.models.push_back(registry::parse_upstream_flag(upstream));
   if (flags.default_model) config.default_model = *flags.default_model;
@@ -116,6 +121,9 @@ registry::ServedModel make_upstream_model(const registry::ModelConfig& model, se
 }
 
 int serve(const ServeFlags& flags) {
+  // Sockets write with MSG_NOSIGNAL; a log written to a pipe whose reader died must fail the write,
+  // not kill the process in the middle of a graceful stop.
+  std::signal(SIGPIPE, SIG_IGN);
   registry::ServerConfig config;
   auto metrics = std::make_unique<server::Metrics>();
   registry::ModelRegistry registry;
@@ -197,6 +205,12 @@ void add_serve_command(CLI::App& app) {
   command->add_option("--prepare-threads", flags->prepare_threads,
                       "Threads parsing large bodies, rendering and tokenising (default 2)")
       ->check(CLI::Range(1, 256));
+  command->add_option("--header-timeout-ms", flags->header_timeout_ms,
+                      "Time for a request's header to arrive before 408, in ms (default 10000)")
+      ->check(CLI::Range(int64_t{1}, int64_t{3'600'000}));
+  command->add_option("--max-connections", flags->max_connections,
+                      "Open connections beyond which none are accepted (default 4096)")
+      ->check(CLI::Range(size_t{1}, size_t{1'000'000}));
   command->callback([flags] { std::exit(serve(*flags)); });
 }
 

@@ -219,6 +219,10 @@ ServerConfig read_config_file(const std::filesystem::path& path, ServerConfig co
       config.http_threads = read_number<int>(value, path, key, 1, 256);
     } else if (key == "prepare_threads") {
       config.prepare_threads = read_number<int>(value, path, key, 1, 256);
+    } else if (key == "header_timeout_ms") {
+      config.header_timeout = std::chrono::milliseconds(read_number<int64_t>(value, path, key, 1, 3'600'000));
+    } else if (key == "max_connections") {
+      config.max_connections = read_number<size_t>(value, path, key, 1, 1'000'000);
     } else if (key == "models") {
       if (!value.is_array()) throw ConfigError(describe(path, "models must be an array"));
       size_t index = 0;

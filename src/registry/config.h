@@ -57,6 +57,11 @@ struct ServerConfig {
   std::chrono::milliseconds drain_timeout{30'000};
   int http_threads = 2;
   int prepare_threads = 2;  // parsing large bodies, rendering, tokenising: never on the I/O threads
+  // A request's header must be whole this long after its first byte (a new connection's: after it
+  // was accepted), else 408 (§11.6).
+  std::chrono::milliseconds header_timeout{10'000};
+  // Open connections beyond which no more are accepted until one closes.
+  size_t max_connections = 4096;
   std::vector<ModelConfig> models;
 };
 

@@ -33,16 +33,6 @@ std::string format_milliseconds(double seconds) {
   return std::string(text, written.ptr);
 }
 
-enum class ClientState { quiet, sent_more, gone };
-
-ClientState peek_client(tcp::socket& socket) {
-  char byte = 0;
-  const ssize_t received = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (received > 0) return ClientState::sent_more;
-  if (received < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return ClientState::quiet;
-  return ClientState::gone;
-}
-
 // Where an inference outcome meets the request waiting for it, on the connection's thread.
 struct Waiter {
   explicit Waiter(asio::any_io_executor executor) : signal(std::move(executor)) {}
@@ -84,6 +74,14 @@ api::ApiError preparing_overloaded() {
 }
 
 }  // namespace
+
+ClientState peek_client(tcp::socket& socket) {
+  char byte = 0;
+  const ssize_t received = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (received > 0) return ClientState::sent_more;
+  if (received < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return ClientState::quiet;
+  return ClientState::gone;
+}
 
 DecideHandler::DecideHandler(const registry::ServerConfig& options, const registry::ModelRegistry& registry,
                              Metrics& metrics)
@@ -134,7 +132,7 @@ DecideHandler::Decision DecideHandler::decide(Route route, std::string_view body
       }
       const registry::ServedModel* served = name_used ? registry_.resolve(*name_used) : nullptr;
       if (served != nullptr && served->pool) {
-        return ForwardSystemOne{served->pool.get(), *name_used != served->pool->upstream_model()};
+        return ForwardSystemOne{served->pool.get(), *name_used != served->pool->upstream_model(), served->name};
       }
     }
   }
@@ -162,7 +160,9 @@ DecideHandler::Decision DecideHandler::decide(Route route, std::string_view body
     return error_reply(error, route);
   }
   if (served->pool && decisions) return ForwardDecisions{std::move(*decisions), served};
-  if (served->pool) return ForwardSystemOne{served->pool.get(), served->name != served->pool->upstream_model()};
+  if (served->pool) {
+    return ForwardSystemOne{served->pool.get(), served->name != served->pool->upstream_model(), served->name};
+  }
   return RunLocally{std::move(request), std::move(decisions), served, decides_off_io(body)};
 }
 

@@ -22,6 +22,11 @@
 
 namespace s1::server {
 
+// What a readable socket of a request being served means; epoll also reports stale readiness, so a
+// non-blocking peek confirms it.
+enum class ClientState { quiet, sent_more, gone };
+ClientState peek_client(boost::asio::ip::tcp::socket& socket);
+
 class DecideHandler {
  public:
   using Clock = std::chrono::steady_clock;
@@ -32,6 +37,7 @@ class DecideHandler {
   struct ForwardSystemOne {
     router::UpstreamPool* pool;
     bool renamed;  // the name the client used is not the one the pool's workers know
+    std::string_view model;  // the served name, for the access log
   };
   struct ForwardDecisions {
     api::DecisionsRequest decisions;

@@ -10,8 +10,10 @@
 #include "router/header_list.h"
 #include "router/http_wire.h"
 #include "router/socket_io.h"
+#include "server/body_encoding.h"
 #include "server/decide_handler.h"
 #include "server/http_checks.h"
+#include "server/multipart.h"
 #include "server/reply.h"
 #include "server/status_routes.h"
 
@@ -46,6 +48,15 @@ using error_code = boost::system::error_code;
 constexpr auto idle_timeout = std::chrono::seconds(75);
 constexpr auto write_timeout = std::chrono::seconds(30);
 constexpr size_t header_limit = 64 * 1024;
+// After a refusal that leaves the client's body unread, the connection is read and discarded for
+// this long before it is closed: closing with unread data resets the connection, and the reset can
+// destroy the reply before a client still sending reads it (§11.6, nginx's lingering close).
+constexpr auto linger_time = std::chrono::seconds(5);
+// Once the drain budget is spent and the runners stopped, how long the answers still in flight get.
+constexpr auto drain_grace = std::chrono::seconds(2);
+// Accepting again after the descriptor limit was hit: a pause rather than a retry at once, which
+// spins (the pending connection keeps the listening socket readable).
+constexpr auto accept_back_off = std::chrono::milliseconds(100);
 
 // A request's header fields come from its connection's arena; its body into storage the connection
 // lends (the forwarded request's, which keeps its capacity).
@@ -88,13 +99,16 @@ void forwardable_headers(const Request& request, router::HeaderList& headers) {
     const std::string_view name = field.name_string();
     if (router::UpstreamPool::is_hop_by_hop(name) || beast::iequals(name, "host") || beast::iequals(name, "cookie") ||
         beast::iequals(name, "authorization") || beast::iequals(name, "content-length") ||
-        beast::iequals(name, "expect") || beast::iequals(name, "x-request-id")) {
+        beast::iequals(name, "expect") || beast::iequals(name, "x-request-id") ||
+        beast::iequals(name, "content-type") || beast::iequals(name, "content-encoding")) {
       continue;
     }
     const bool listed = std::any_of(named_by_connection.begin(), named_by_connection.end(),
                                     [&](const auto& token) { return beast::iequals(token, name); });
     if (!listed) headers.add(name, field.value());
   }
+  // The body forwarded is the JSON request, decoded and out of any multipart wrapping.
+  headers.add("Content-Type", "application/json");
 }
 
 std::string_view query_of(std::string_view target) {
@@ -139,7 +153,7 @@ struct HttpServer::Impl {
         contexts(make_contexts(options.http_threads)),
         io(*contexts.front()),
         acceptor(io),
-        signals(io, SIGINT, SIGTERM),
+        signals(io, SIGINT, SIGTERM, SIGHUP),
         started_unix(std::chrono::duration_cast<std::chrono::seconds>(
                          std::chrono::system_clock::now().time_since_epoch())
                          .count()) {
@@ -159,6 +173,10 @@ struct HttpServer::Impl {
   int64_t started_unix;
   DecideHandler handler{options, registry, metrics};
   std::atomic<bool> draining{false};
+  // Stops the models' runners once the drain budget is spent (ModelRunner::stop blocks).
+  std::thread runner_stopper;
+  std::atomic<bool> runners_stopped{false};
+  std::atomic<size_t> open_connections{0};
   std::atomic<int64_t> in_flight{0};
   std::mutex connections_mutex;
   std::list<std::weak_ptr<Connection>> connections;
@@ -180,6 +198,10 @@ struct HttpServer::Impl {
   // would grant a chunked body a second allowance.
   bool body_from_buffer(RequestParser& parser, beast::flat_buffer& buffer, error_code& error) const;
   static Reply body_failure(const error_code& error, Route route);
+  // The body as JSON: decoded (Content-Encoding), out of its multipart wrapping, free of NUL
+  // bytes; or the refusal.
+  std::optional<Reply> prepare_body(Request& request, Route route) const;
+  static asio::awaitable<void> linger_before_close(tcp::socket& socket);
   // The body's remaining bytes, after body_from_buffer; `failure` is the reply when it fails.
   asio::awaitable<bool> read_rest_of_body(Connection& connection, RequestParser& parser, beast::flat_buffer& buffer,
                                           Clock::time_point deadline, Route route, Reply& failure);
@@ -239,6 +261,7 @@ void HttpServer::run() {
   for (auto& guard : keep_running) guard.reset();
   for (const auto& context : impl.contexts) context->stop();
   for (auto& thread : threads) thread.join();
+  if (impl.runner_stopper.joinable()) impl.runner_stopper.join();
   for (const auto& model : impl.registry.models()) {
     if (model->pool) model->pool->close_idle_connections();
   }
@@ -251,35 +274,89 @@ void HttpServer::Impl::begin_drain() {
   std::lock_guard lock(connections_mutex);
   for (const auto& weak : connections) {
     if (auto connection = weak.lock()) {
+      // An idle connection whose next request is already in its socket is left to answer it.
       asio::post(connection->stream.get_executor(), [connection] {
-        if (connection->idle) connection->stream.socket().close();
+        if (connection->idle && peek_client(connection->stream.socket()) != ClientState::sent_more) {
+          connection->stream.socket().close();
+        }
       });
     }
   }
   asio::co_spawn(io, drain_watch(), asio::detached);
 }
 
-asio::awaitable<void> HttpServer::Impl::drain_watch() {
-  const Clock::time_point give_up = Clock::now() + options.drain_timeout;
-  asio::steady_timer timer(io);
-  while (in_flight.load() > 0 && Clock::now() < give_up) {
+// Polls `done` every 20 ms until it holds or `give_up` passes.
+template <class Done>
+asio::awaitable<void> poll_until(asio::steady_timer& timer, Done done, Clock::time_point give_up) {
+  while (!done() && Clock::now() < give_up) {
     timer.expires_after(std::chrono::milliseconds(20));
     error_code ignored;
     co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
   }
-  if (in_flight.load() > 0) spdlog::warn("drain budget spent with {} requests in flight", in_flight.load());
+}
+
+asio::awaitable<void> HttpServer::Impl::drain_watch() {
+  asio::steady_timer timer(io);
+  const auto idle = [this] { return in_flight.load() == 0; };
+  co_await poll_until(timer, idle, Clock::now() + options.drain_timeout);
+  if (!idle()) {
+    spdlog::warn("drain budget spent with {} requests in flight: those still queued get 503", in_flight.load());
+    // Stopping a runner answers each job still queued with 503 model_unavailable and waits for the
+    // running one to finish, whose answer is then written too. It blocks: off the event loop.
+    runner_stopper = std::thread([this] {
+      for (const auto& model : registry.models()) {
+        if (model->runner) model->runner->stop();
+      }
+      runners_stopped = true;
+    });
+    co_await poll_until(timer, [this] { return runners_stopped.load(); }, Clock::time_point::max());
+    co_await poll_until(timer, idle, Clock::now() + drain_grace);
+  }
   for (const auto& context : contexts) context->stop();
 }
 
 asio::awaitable<void> HttpServer::Impl::accept_loop() {
+  asio::steady_timer pause(io);
+  // Each condition is logged when it begins, at warn the first time and at debug afterwards: under
+  // sustained pressure it comes and goes with every connection that closes.
+  bool at_cap = false;
+  bool cap_logged = false;
+  bool at_descriptor_limit = false;
+  bool descriptors_logged = false;
   while (acceptor.is_open()) {
     error_code error;
+    if (open_connections.load() >= options.max_connections) {
+      if (!at_cap) {
+        spdlog::log(cap_logged ? spdlog::level::debug : spdlog::level::warn,
+                    "{} connections open (max_connections): accepting no more until one closes",
+                    options.max_connections);
+      }
+      at_cap = cap_logged = true;
+      pause.expires_after(std::chrono::milliseconds(10));
+      co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, error));
+      continue;
+    }
+    at_cap = false;
     asio::io_context& home = *contexts[next_context.fetch_add(1) % contexts.size()];
     tcp::socket socket = co_await acceptor.async_accept(home, asio::redirect_error(asio::use_awaitable, error));
+    if (error == asio::error::no_descriptors || error == asio::error::no_buffer_space ||
+        error == asio::error::no_memory || error.value() == ENFILE) {
+      if (!at_descriptor_limit) {
+        spdlog::log(descriptors_logged ? spdlog::level::debug : spdlog::level::warn,
+                    "cannot accept a connection ({}): accepting again every {} ms until it succeeds", error.message(),
+                    accept_back_off.count());
+      }
+      at_descriptor_limit = descriptors_logged = true;
+      pause.expires_after(accept_back_off);
+      co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, error));
+      continue;
+    }
     if (error) continue;
+    at_descriptor_limit = false;
     socket.set_option(tcp::no_delay(true), error);
     socket.non_blocking(true, error);  // the router's socket I/O tries each system call first
     if (error) continue;
+    ++open_connections;  // the session counts it down when it ends
     auto connection = std::make_shared<Connection>(std::move(socket));
     asio::co_spawn(connection->stream.get_executor(), session(connection), [](std::exception_ptr failure) {
       if (!failure) return;
@@ -330,116 +407,174 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn
     std::lock_guard lock(connections_mutex);
     registration = connections.insert(connections.end(), connection);
   }
+  struct Counted {
+    std::atomic<size_t>& open;
+    ~Counted() { --open; }
+  } counted{open_connections};
   beast::flat_buffer buffer;
   tcp::socket& socket = connection->stream.socket();
   // When the connection last became idle: the start of its wait for the next request's header.
   Clock::time_point idle_since = Clock::now();
-  while (!draining.load()) {
+  bool first_request = true;
+  bool linger = false;
+  while (true) {
+    // Draining: a request already sent on this connection is still answered.
+    if (draining.load() && buffer.size() == 0 && peek_client(socket) != ClientState::sent_more) break;
     connection->upstream.body.clear();
     RequestParser parser(std::piecewise_construct, std::make_tuple(std::move(connection->upstream.body)),
                          std::make_tuple(router::ArenaAllocator<char>(connection->arena)));
     parser.header_limit(header_limit);
     parser.body_limit(std::numeric_limits<std::uint64_t>::max());  // the body limit is applied after the earlier checks (§4.4)
     connection->idle = true;
+    // A new connection owes its first header at once; a kept-alive one may idle until its next
+    // request's first byte, from which its header is owed.
+    std::optional<Clock::time_point> header_started;
+    if (first_request) header_started = idle_since;
+    bool header_timed_out = false;
     // At concurrency the next request is often there already: read without a coroutine.
     std::optional<error_code> header = router::header_now(socket, buffer, parser);
     while (!header) {
+      if (!header_started && (buffer.size() > 0 || parser.got_some())) header_started = Clock::now();
       // Awaited in this frame rather than by read_some's coroutine (a malloc each).
       connection->receive.start(socket, buffer, router::header_read_size, router::FirstRead::after_event);
       error_code read_error;
       if (!connection->receive.completed()) {
-        router::DeadlineWatch::Scope scope(router::DeadlineWatch::of(socket.get_executor()), socket,
-                                           idle_since + idle_timeout);
+        const Clock::time_point wait_until =
+            header_started ? *header_started + options.header_timeout : idle_since + idle_timeout;
+        router::DeadlineWatch::Scope scope(router::DeadlineWatch::of(socket.get_executor()), socket, wait_until);
         co_await connection->receive.completion();
         if (scope.expired()) read_error = beast::error::timeout;
       }
       if (!read_error) read_error = connection->receive.take(buffer);
+      header_timed_out = read_error == beast::error::timeout && header_started.has_value();
       header = router::header_after_read(read_error, socket, buffer, parser);
     }
     error_code error = *header;
+    Request& request = parser.get();
+    std::optional<api::ApiError> unreadable_head;
     if (error) {
-      spdlog::debug("connection closed while waiting for a request: {}", error.message());
-      break;
+      const std::string_view unparsed(static_cast<const char*>(buffer.data().data()), buffer.size());
+      unreadable_head =
+          header_timed_out
+              ? api::ApiError::make(api::ErrorCode::request_timeout, "The request's header did not arrive in time")
+              : head_parse_error(error, request.target(), request.count(http::field::content_length) > 0, unparsed);
+      if (!unreadable_head) {
+        spdlog::debug("connection closed while waiting for a request: {}", error.message());
+        break;
+      }
     }
     connection->idle = false;
     const Clock::time_point received = Clock::now();
     const Clock::time_point deadline = received + options.timeout;
     ++in_flight;  // the gauge is set when /metrics is read: no shared lock per request
 
-    Request& request = parser.get();
     std::string& request_id = connection->request_id;
-    if (request.count("x-request-id") == 1 && valid_request_id(request["x-request-id"])) {
-      request_id.assign(request["x-request-id"]);
-    } else {
-      assign_fresh_request_id(request_id);
-    }
-    const unsigned version = request.version();
-    bool keep_alive = request.keep_alive();
-    const RouteMatch match = match_route(target_path(request.target()));
-    const Route route = match.route;
-    const bool head_only = request.method_string() == "HEAD";
-
+    unsigned version = 11;
+    bool keep_alive = false;
+    Route route = Route::unknown;
+    bool head_only = false;
+    std::string_view method = "-";
+    std::string_view path = "-";
+    std::string_view model = "-";
+    std::optional<std::string_view> traceparent;
     Reply reply;
-    if (std::optional<EarlyReply> early = check_head(parser, match)) {
-      reply = std::move(early->reply);
-      error_code body_error;
-      if (early->drain && !body_from_buffer(parser, buffer, body_error)) {
-        Reply failure;
-        if (body_error || !co_await read_rest_of_body(*connection, parser, buffer, deadline, route, failure)) {
-          reply.close = true;
-        }
-      }
+    if (unreadable_head) {
+      assign_fresh_request_id(request_id);
+      reply = error_reply(*unreadable_head, route);
+      reply.close = true;
     } else {
-      if (beast::iequals(request[http::field::expect], "100-continue")) {
-        http::response<http::empty_body> interim{http::status::continue_, version};
-        connection->stream.expires_at(deadline);
-        error_code ignored;
-        co_await http::async_write(connection->stream, interim, asio::redirect_error(asio::use_awaitable, ignored));
+      const std::optional<std::string_view> trace_id =
+          request.count("traceparent") == 1 ? traceparent_trace_id(request["traceparent"]) : std::nullopt;
+      if (trace_id) traceparent = request["traceparent"];
+      if (request.count("x-request-id") == 1 && valid_request_id(request["x-request-id"])) {
+        request_id.assign(request["x-request-id"]);
+      } else if (trace_id) {
+        request_id.assign(*trace_id);
+      } else {
+        assign_fresh_request_id(request_id);
       }
-      // The body usually came with its header: taken without a coroutine.
-      error_code body_error;
-      if (body_from_buffer(parser, buffer, body_error) ||
-          (!body_error && co_await read_rest_of_body(*connection, parser, buffer, deadline, route, reply))) {
-        // Not a conditional expression: GCC 12 miscompiles co_await in one.
-        DecideHandler::Decision decision;
-        if (route == Route::batch) {
-          decision = co_await handler.run_batch(socket, request.body(), request_id, deadline);
-        } else if (DecideHandler::decides_off_io(request.body())) {
-          decision = co_await handler.decide_off_io(route, request.body());
-        } else {
-          decision = handler.decide(route, request.body());
-        }
-        if (auto* forward = std::get_if<DecideHandler::ForwardSystemOne>(&decision)) {
-          router::UpstreamRequest& upstream = connection->upstream;
-          upstream.target.assign("/v1/systemone").append(query_of(request.target()));
-          if (forward->renamed) {
-            upstream.body = router::with_model(request.body(), forward->pool->upstream_model());
-          } else {
-            upstream.body = std::move(request.body());
+      version = request.version();
+      keep_alive = request.keep_alive();
+      method = request.method_string();
+      path = target_path(request.target());
+      const RouteMatch match = match_route(path);
+      route = match.route;
+      head_only = method == "HEAD";
+
+      if (std::optional<EarlyReply> early = check_head(parser, match)) {
+        reply = std::move(early->reply);
+        error_code body_error;
+        if (early->drain && !body_from_buffer(parser, buffer, body_error)) {
+          Reply failure;
+          if (body_error || !co_await read_rest_of_body(*connection, parser, buffer, deadline, route, failure)) {
+            reply.close = true;
           }
-          forwardable_headers(request, upstream.headers);
-          upstream.request_id = request_id;
-          upstream.deadline = deadline;
-          connection->upstream_reply.body = std::move(connection->spare_body);
-          const auto failed = co_await forward->pool->forward(upstream, connection->upstream_reply);
-          reply = failed ? handler.refusal(*failed, Route::systemone) : worker_reply(*connection);
-        } else if (auto* relay = std::get_if<DecideHandler::ForwardDecisions>(&decision)) {
-          reply = co_await forward_decisions(request, relay->decisions, *relay->served, deadline, request_id);
-        } else if (auto* local = std::get_if<DecideHandler::RunLocally>(&decision)) {
-          reply = co_await handler.run_locally(socket, route, std::move(*local), deadline);
-        } else {
-          reply = std::move(std::get<Reply>(decision));
         }
-      } else if (body_error) {
-        reply = body_failure(body_error, route);
+      } else {
+        if (beast::iequals(request[http::field::expect], "100-continue")) {
+          http::response<http::empty_body> interim{http::status::continue_, version};
+          connection->stream.expires_at(deadline);
+          error_code ignored;
+          co_await http::async_write(connection->stream, interim, asio::redirect_error(asio::use_awaitable, ignored));
+        }
+        // The body usually came with its header: taken without a coroutine.
+        error_code body_error;
+        if (body_from_buffer(parser, buffer, body_error) ||
+            (!body_error && co_await read_rest_of_body(*connection, parser, buffer, deadline, route, reply))) {
+          if (std::optional<Reply> refused = prepare_body(request, route)) {
+            reply = std::move(*refused);
+          } else {
+            // Not a conditional expression: GCC 12 miscompiles co_await in one.
+            DecideHandler::Decision decision;
+            if (route == Route::batch) {
+              decision = co_await handler.run_batch(socket, request.body(), request_id, deadline);
+            } else if (DecideHandler::decides_off_io(request.body())) {
+              decision = co_await handler.decide_off_io(route, request.body());
+            } else {
+              decision = handler.decide(route, request.body());
+            }
+            if (auto* forward = std::get_if<DecideHandler::ForwardSystemOne>(&decision)) {
+              model = forward->model;
+              router::UpstreamRequest& upstream = connection->upstream;
+              upstream.target.assign("/v1/systemone").append(query_of(request.target()));
+              if (forward->renamed) {
+                upstream.body = router::with_model(request.body(), forward->pool->upstream_model());
+              } else {
+                upstream.body = std::move(request.body());
+              }
+              forwardable_headers(request, upstream.headers);
+              upstream.request_id = request_id;
+              upstream.deadline = deadline;
+              connection->upstream_reply.body = std::move(connection->spare_body);
+              const auto failed = co_await forward->pool->forward(upstream, connection->upstream_reply);
+              reply = failed ? handler.refusal(*failed, Route::systemone) : worker_reply(*connection);
+            } else if (auto* relay = std::get_if<DecideHandler::ForwardDecisions>(&decision)) {
+              model = relay->served->name;
+              reply = co_await forward_decisions(request, relay->decisions, *relay->served, deadline, request_id);
+            } else if (auto* local = std::get_if<DecideHandler::RunLocally>(&decision)) {
+              model = local->served->name;
+              reply = co_await handler.run_locally(socket, route, std::move(*local), deadline);
+            } else {
+              reply = std::move(std::get<Reply>(decision));
+            }
+          }
+        } else if (body_error) {
+          reply = body_failure(body_error, route);
+        }
       }
     }
     const Clock::time_point finished = Clock::now();
-    record(route, reply, std::chrono::duration<double>(finished - received).count());
+    const double seconds = std::chrono::duration<double>(finished - received).count();
+    record(route, reply, seconds);
+    // The target is logged without its query (it may carry keys), and cut: a 414's is long.
+    spdlog::info("{} {} {} {:.3f}ms request_id={} model={}", method, path.substr(0, 256), reply.status,
+                 seconds * 1000.0, request_id, model);
     idle_since = finished;
 
     if (reply.send) {
-      keep_alive = keep_alive && !reply.close && !draining.load();
+      keep_alive = keep_alive && !reply.close && (!draining.load() || buffer.size() > 0);
+      reply.headers.add("x-typesafe-request-id", request_id);
+      if (traceparent) reply.headers.add("traceparent", *traceparent);
       // Head and body in one write, which completes at once unless the client reads slowly.
       const bool has_body = router::response_has_body(reply.status);
       connection->head.clear();
@@ -460,14 +595,83 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn
     // The reply's storage serves the next one.
     connection->spare_headers = std::move(reply.headers);
     connection->spare_body = std::move(reply.body);
+    linger = !error && reply.send && reply.close;
     if (error) spdlog::debug("response write failed: {}", error.message());
     if (error || !reply.send || !keep_alive) break;
+    first_request = false;
   }
+  if (linger) co_await linger_before_close(socket);
   error_code ignored;
   socket.shutdown(tcp::socket::shutdown_send, ignored);
   connection->stream.close();
   std::lock_guard lock(connections_mutex);
   connections.erase(registration);
+}
+
+asio::awaitable<void> HttpServer::Impl::linger_before_close(tcp::socket& socket) {
+  error_code ignored;
+  socket.shutdown(tcp::socket::shutdown_send, ignored);
+  asio::steady_timer timer(co_await asio::this_coro::executor, linger_time);
+  timer.async_wait([&socket](const error_code& wait_error) {
+    if (wait_error) return;
+    error_code cancel_error;
+    socket.cancel(cancel_error);
+  });
+  std::array<char, 16 * 1024> discarded;
+  while (true) {
+    error_code read_error;
+    co_await socket.async_read_some(asio::buffer(discarded), asio::redirect_error(asio::use_awaitable, read_error));
+    if (read_error) break;
+  }
+  timer.cancel();
+}
+
+std::optional<Reply> HttpServer::Impl::prepare_body(Request& request, Route route) const {
+  // check_head refused the codings not served.
+  const ContentCoding coding = content_coding(request[http::field::content_encoding]).value_or(ContentCoding::identity);
+  if (coding != ContentCoding::identity) {
+    auto decoded = decode_body(coding, request.body(), options.max_body_bytes);
+    if (!decoded) return error_reply(decoded.error(), route);
+    request.body() = std::move(decoded.value());
+  }
+  if (route == Route::systemone) {
+    if (const std::optional<std::string_view> boundary = form_data_boundary(request[http::field::content_type])) {
+      auto parts = parse_form_data(request.body(), *boundary);
+      if (!parts) return error_reply(parts.error(), route);
+      const FormPart* json = nullptr;
+      bool assets = false;
+      for (const FormPart& part : parts.value()) {
+        if (part.name != "request") {
+          assets = true;
+        } else if (json != nullptr) {
+          return error_reply(api::ApiError::make(api::ErrorCode::invalid_multipart, "Two parts are named request"),
+                             route);
+        } else {
+          json = &part;
+        }
+      }
+      if (json == nullptr) {
+        return error_reply(api::ApiError::make(api::ErrorCode::invalid_multipart, "No part is named request"), route);
+      }
+      if (!json->content_type.empty() && !acceptable_content_type(json->content_type)) {
+        return error_reply(api::ApiError::make(api::ErrorCode::unsupported_media_type,
+                                               "The request part's Content-Type must be application/json"),
+                           route);
+      }
+      if (assets) {
+        return error_reply(api::ApiError::make(api::ErrorCode::unsupported_media,
+                                               "This server does not serve image assets (multipart parts other "
+                                               "than request)"),
+                           route);
+      }
+      request.body() = std::string(json->content);
+    }
+  }
+  if (has_nul_byte(request.body())) {
+    return error_reply(api::ApiError::validation({api::validation::json_invalid("Raw NUL byte in the JSON body")}),
+                       route);
+  }
+  return std::nullopt;
 }
 
 asio::awaitable<bool> HttpServer::Impl::read_rest_of_body(Connection& connection, RequestParser& parser,
@@ -500,7 +704,10 @@ bool HttpServer::Impl::body_from_buffer(RequestParser& parser, beast::flat_buffe
 
 Reply HttpServer::Impl::body_failure(const error_code& error, Route route) {
   Reply failure;
-  if (error == http::error::body_limit) {
+  if (std::optional<api::ApiError> malformed = body_parse_error(error);
+      malformed && error != http::error::body_limit && error != beast::error::timeout) {
+    failure = error_reply(*malformed, route);
+  } else if (error == http::error::body_limit) {
     failure = error_reply(api::ApiError::make(api::ErrorCode::payload_too_large, "Request body too large"), route);
   } else if (error == beast::error::timeout) {
     failure = error_reply(api::ApiError::make(api::ErrorCode::deadline_exceeded,
@@ -508,7 +715,7 @@ Reply HttpServer::Impl::body_failure(const error_code& error, Route route) {
                           route);
   } else {
     spdlog::debug("body read failed: {}", error.message());
-    failure.send = false;  // the client went away or sent a malformed body; nothing sensible to say
+    failure.send = false;  // the client went away: nobody to answer
   }
   failure.close = true;
   return failure;
@@ -518,6 +725,17 @@ std::optional<HttpServer::Impl::EarlyReply> HttpServer::Impl::check_head(const R
                                                                            const RouteMatch& match) const {
   const auto& request = parser.get();
   const Route route = match.route;
+  const HeadFraming framing{request.version(),
+                            request.target().size(),
+                            request.count(http::field::host),
+                            request.count(http::field::content_length),
+                            request.count(http::field::transfer_encoding),
+                            request[http::field::transfer_encoding]};
+  if (std::optional<api::ApiError> error = framing_error(framing)) {
+    EarlyReply early{error_reply(*error, route)};
+    early.reply.close = true;  // where this request ends is not known
+    return early;
+  }
   // Early refusals leave the body unread: a small one is drained so the connection stays usable.
   auto refuse = [&](const api::ApiError& error) {
     EarlyReply early{error_reply(error, route)};
@@ -543,17 +761,30 @@ std::optional<HttpServer::Impl::EarlyReply> HttpServer::Impl::check_head(const R
       return refuse(api::ApiError::make(api::ErrorCode::unauthorized, "Missing or invalid API key"));
     }
   }
-  if (route == Route::health || route == Route::models || route == Route::metrics) {
+  if (route == Route::health || route == Route::models || route == Route::metrics || route == Route::livez ||
+      route == Route::readyz) {
     EarlyReply early{status_reply(route)};
     early.drain = !parser.is_done();
     return early;
   }
 
-  if (request.count(http::field::content_type) != 1 || !acceptable_content_type(request[http::field::content_type]) ||
-      !acceptable_content_encoding(request[http::field::content_encoding])) {
+  const bool one_type = request.count(http::field::content_type) == 1;
+  const std::string_view content_type = request[http::field::content_type];
+  const std::optional<std::string_view> boundary =
+      one_type && route == Route::systemone ? form_data_boundary(content_type) : std::nullopt;
+  if (!boundary && (!one_type || !acceptable_content_type(content_type))) {
+    return refuse(api::ApiError::make(
+        api::ErrorCode::unsupported_media_type,
+        route == Route::systemone ? "Content-Type must be application/json (charset utf-8) or multipart/form-data"
+                                  : "Content-Type must be application/json (charset utf-8)"));
+  }
+  if (boundary && boundary->empty()) {
+    return refuse(api::ApiError::make(api::ErrorCode::invalid_multipart,
+                                      "multipart/form-data without a valid boundary parameter"));
+  }
+  if (request.count(http::field::content_encoding) > 1 || !content_coding(request[http::field::content_encoding])) {
     return refuse(api::ApiError::make(api::ErrorCode::unsupported_media_type,
-                                      "Content-Type must be application/json (charset utf-8) "
-                                      "without a Content-Encoding"));
+                                      "Content-Encoding must be one of identity, gzip, deflate or zstd"));
   }
   if (const auto length = parser.content_length(); length && *length > options.max_body_bytes) {
     EarlyReply early{error_reply(api::ApiError::make(api::ErrorCode::payload_too_large, "Request body too large"), route)};
@@ -564,10 +795,17 @@ std::optional<HttpServer::Impl::EarlyReply> HttpServer::Impl::check_head(const R
 }
 Reply HttpServer::Impl::status_reply(Route route) const {
   Reply reply;
-  if (route == Route::health) {
+  if (route == Route::health || route == Route::readyz) {
     const StatusReply health = health_reply(registry);
     reply.status = health.status;
     reply.body = health.body;
+    const bool warming = std::any_of(registry.models().begin(), registry.models().end(), [](const auto& model) {
+      return model->runner && (model->runner->state() == runtime::ModelState::loading ||
+                               model->runner->state() == runtime::ModelState::warming);
+    });
+    if (route == Route::readyz && warming) reply.headers.add("Retry-After", "1");
+  } else if (route == Route::livez) {
+    reply.body = "{\"status\":\"ok\"}";
   } else if (route == Route::models) {
     reply.body = models_body(registry, started_unix, options.owned_by);
   } else {

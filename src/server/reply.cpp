@@ -18,7 +18,14 @@ Reply error_reply(const api::ApiError& error, Route route) {
     case api::ErrorCode::unsupported_question_type:
     case api::ErrorCode::too_many_options:
     case api::ErrorCode::max_tokens_exceeded:
-    case api::ErrorCode::unsupported_media_type: reply.rejected = "invalid"; break;
+    case api::ErrorCode::unsupported_media_type:
+    case api::ErrorCode::bad_request:
+    case api::ErrorCode::invalid_body_encoding:
+    case api::ErrorCode::invalid_multipart:
+    case api::ErrorCode::uri_too_long:
+    case api::ErrorCode::header_fields_too_large:
+    case api::ErrorCode::not_implemented:
+    case api::ErrorCode::http_version_not_supported: reply.rejected = "invalid"; break;
     default: break;
   }
   return reply;

@@ -16,7 +16,7 @@ struct Reply {
   std::string body;
   // A literal, or the worker's value held by the connection's UpstreamReply until the next request.
   std::string_view content_type = "application/json";
-  bool close = false;    // the connection cannot be reused (unread body, broken upload)
+  bool close = false;    // the connection cannot be reused (unread body, broken upload): linger, then close
   bool send = true;      // false: the client is gone, nothing to write
   std::string rejected;  // metrics reason, when rejected before inference
 };

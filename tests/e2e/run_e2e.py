@@ -17,6 +17,7 @@ import os
 import re
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -71,6 +72,33 @@ def post(server, model_or_body, timeout=30.0, headers=None, connection=None, pat
     body = body_for(model_or_body) if isinstance(model_or_body, str) else model_or_body
     return h.request(server, "POST", path, headers=dict(headers or {}), json_body=body, timeout=timeout,
                      connection=connection)
+
+
+def posts_in_flight(server, model, count, stagger):
+    """Starts `count` posts of body_for(model), each from its own thread, `stagger` seconds apart:
+    (threads, results), a result being (response or exception, seconds) once its thread ends."""
+    results = [None] * count
+
+    def worker(index):
+        start = time.monotonic()
+        try:
+            results[index] = (post(server, model, timeout=20), time.monotonic() - start)
+        except Exception as error:  # noqa: BLE001 - the caller reports it
+            results[index] = (error, time.monotonic() - start)
+
+    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(count)]
+    for thread in threads:
+        thread.start()
+        time.sleep(stagger)
+    return threads, results
+
+
+def exit_code(server, seconds=15):
+    """The server's exit status within `seconds`, or None."""
+    try:
+        return server.wait(seconds)
+    except subprocess.TimeoutExpired:
+        return None
 
 
 def metric_value(text, name, labels):
@@ -252,19 +280,7 @@ def test_shutdown_while_busy():
     check = Checker()
     server = start_server("shutdown", "--model", "mock:slow", "--queue", "4", "--port", "0")
     try:
-        results = [None, None]
-
-        def worker(index):
-            start = time.monotonic()
-            try:
-                results[index] = (post(server, "mock-slow", timeout=20), time.monotonic() - start)
-            except Exception as error:  # noqa: BLE001
-                results[index] = (error, time.monotonic() - start)
-
-        threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(2)]
-        for thread in threads:
-            thread.start()
-            time.sleep(0.2)
+        threads, results = posts_in_flight(server, "mock-slow", 2, stagger=0.2)
         time.sleep(0.5)
         signalled = time.monotonic()
         server.signal(signal.SIGTERM)
@@ -523,9 +539,10 @@ def run_one(test):
     return test, problems, time.monotonic() - start
 
 
-def main():
+def main(tests=None, doc=__doc__):
+    """Runs `tests` (this file's TESTS by default) with the command line `doc` describes."""
     global BINARY, KEEP_LOGS
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
     parser.add_argument("--binary", required=True)
     parser.add_argument("--filter", default=None, help="regular expression on test names")
     parser.add_argument("--serial", action="store_true", help="run the tests one after another")
@@ -534,7 +551,7 @@ def main():
     BINARY = os.path.abspath(args.binary)
     KEEP_LOGS = args.keep_logs
     h.install_signal_handlers()
-    tests = [t for t in TESTS if not args.filter or re.search(args.filter, t.__name__)]
+    tests = [t for t in tests or TESTS if not args.filter or re.search(args.filter, t.__name__)]
     passed = failed = 0
     start = time.monotonic()
     try:
@@ -563,10 +580,14 @@ def main():
     return 1 if failed or not passed else 0
 
 
-if __name__ == "__main__":
+def run_as_script(main_function):
     try:
-        sys.exit(main())
+        sys.exit(main_function())
     except KeyboardInterrupt:
         h.Server.stop_all()
         print("interrupted", file=sys.stderr)
         sys.exit(130)
+
+
+if __name__ == "__main__":
+    run_as_script(main)

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/beast/http/error.hpp>
 #include <string>
 #include <vector>
 
@@ -47,9 +48,72 @@ TEST(ContentType, OnlyJsonWithUtf8Charset) {
   EXPECT_FALSE(acceptable_content_type("application/json; boundary=x"));
   EXPECT_FALSE(acceptable_content_type("application/json; charset"));
   EXPECT_FALSE(acceptable_content_type(""));
-  EXPECT_TRUE(acceptable_content_encoding(""));
-  EXPECT_TRUE(acceptable_content_encoding("identity"));
-  EXPECT_FALSE(acceptable_content_encoding("gzip"));
+}
+
+TEST(ContentEncoding, NamesOneServedCodingOrNone) {
+  EXPECT_EQ(content_coding(""), ContentCoding::identity);
+  EXPECT_EQ(content_coding(" Identity "), ContentCoding::identity);
+  EXPECT_EQ(content_coding("gzip"), ContentCoding::gzip);
+  EXPECT_EQ(content_coding("DEFLATE"), ContentCoding::deflate);
+  EXPECT_EQ(content_coding("zstd"), ContentCoding::zstd);
+  EXPECT_EQ(content_coding("gzip, zstd"), std::nullopt);
+  EXPECT_EQ(content_coding("br"), std::nullopt);
+}
+
+TEST(NulBytes, FoundAnywhere) {
+  EXPECT_FALSE(has_nul_byte("{\"a\":1}"));
+  EXPECT_TRUE(has_nul_byte(std::string("{}\0x", 4)));
+  EXPECT_TRUE(has_nul_byte(std::string("\0", 1)));
+}
+
+TEST(Traceparent, ValidOnesGiveTheirTraceId) {
+  const std::string valid = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  EXPECT_EQ(traceparent_trace_id(valid), "4bf92f3577b34da6a3ce929d0e0e4736");
+  EXPECT_EQ(traceparent_trace_id("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra"),
+            "4bf92f3577b34da6a3ce929d0e0e4736");
+  EXPECT_EQ(traceparent_trace_id(valid + "-extra"), std::nullopt);  // version 00 has no more fields
+  EXPECT_EQ(traceparent_trace_id("ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"), std::nullopt);
+  EXPECT_EQ(traceparent_trace_id("00-00000000000000000000000000000000-00f067aa0ba902b7-01"), std::nullopt);
+  EXPECT_EQ(traceparent_trace_id("00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01"), std::nullopt);
+  EXPECT_EQ(traceparent_trace_id("00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01"), std::nullopt);
+  EXPECT_EQ(traceparent_trace_id("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7"), std::nullopt);
+}
+
+TEST(Framing, HeadsTheParserAcceptedAreCheckedAgainstTheContract) {
+  const auto code = [](const HeadFraming& head) {
+    const auto error = framing_error(head);
+    return error ? api::http_status(error->code) : 0;
+  };
+  EXPECT_EQ(code({11, 10, 1, 1, 0, ""}), 0);
+  EXPECT_EQ(code({11, 10, 1, 0, 1, "chunked"}), 0);
+  EXPECT_EQ(code({11, 10, 1, 0, 1, " Chunked "}), 0);
+  EXPECT_EQ(code({11, max_target_bytes + 1, 1, 0, 0, ""}), 414);
+  EXPECT_EQ(code({11, 10, 1, 1, 1, "gzip"}), 400);
+  EXPECT_EQ(code({11, 10, 1, 0, 1, "gzip"}), 501);
+  EXPECT_EQ(code({11, 10, 1, 0, 1, "gzip, chunked"}), 501);
+  EXPECT_EQ(code({11, 10, 1, 0, 2, ""}), 501);
+  EXPECT_EQ(code({11, 10, 0, 0, 0, ""}), 400);
+  EXPECT_EQ(code({11, 10, 2, 0, 0, ""}), 400);
+  EXPECT_EQ(code({10, 10, 0, 0, 0, ""}), 0);  // HTTP/1.0 needs no Host
+}
+
+TEST(Framing, HeadsTheParserRefusedGetTheirStatus) {
+  namespace http = boost::beast::http;
+  const auto code = [](http::error error, std::string_view target, bool length, std::string_view unparsed) {
+    const auto refusal = head_parse_error(error, target, length, unparsed);
+    return refusal ? api::http_status(refusal->code) : 0;
+  };
+  EXPECT_EQ(code(http::error::header_limit, "", false, "GET /aaaa"), 414);
+  EXPECT_EQ(code(http::error::header_limit, "/short", false, "X: y"), 431);
+  EXPECT_EQ(code(http::error::bad_version, "", false, "GET / HTTP/2.0\r\n"), 505);
+  EXPECT_EQ(code(http::error::bad_version, "", false, "GET / HTTP/1.1\n"), 400);
+  EXPECT_EQ(code(http::error::bad_version, "", false, "GET / HTTX/1.1\r\n"), 400);
+  EXPECT_EQ(code(http::error::bad_transfer_encoding, "/", true, ""), 400);
+  EXPECT_EQ(code(http::error::bad_transfer_encoding, "/", false, ""), 501);
+  EXPECT_EQ(code(http::error::bad_content_length, "/", false, ""), 400);
+  EXPECT_EQ(code(http::error::bad_method, "", false, ""), 400);
+  EXPECT_EQ(code(http::error::end_of_stream, "", false, ""), 0);
+  EXPECT_EQ(code(http::error::partial_message, "", false, ""), 0);
 }
 
 TEST(RequestId, ValidatesClientIdsAndMintsFreshOnes) {
