@@ -534,10 +534,39 @@ def test_access_log():
     return check.problems
 
 
+def test_readyz_while_warming():
+    """The default model (minilm) from its first moment: /readyz is 503 with Retry-After: 1 while it
+    loads or warms (as /health says), /livez 200 all along, then /readyz 200 without Retry-After."""
+    check = Checker()
+    server = h.Server(e.BINARY, ["--model", "minilm", "--port", "0"], name="readyz-warming")
+    e.LOGS.append(server)
+    try:
+        server.start(wait_health=False)
+        warming_seen = False
+        deadline = time.monotonic() + 60
+        ready = None
+        while time.monotonic() < deadline:
+            ready = h.request(server, "GET", "/readyz", timeout=5)
+            if ready.status == 200:
+                break
+            warming_seen = True
+            check(ready.status == 503 and ready.json().get("status") == "starting",
+                  f"/readyz while starting: {ready.status} {ready.body[:200]!r}")
+            check(ready.header("Retry-After") == "1", f"/readyz while starting: Retry-After {ready.header('Retry-After')!r}")
+            check(h.request(server, "GET", "/livez", timeout=5).status == 200, "/livez while starting")
+            time.sleep(0.005)
+        check(warming_seen, "never saw the model loading or warming")
+        check(ready is not None and ready.status == 200 and ready.header("Retry-After") is None,
+              f"/readyz once warm: {ready and ready.status}")
+    finally:
+        server.stop()
+    return check.problems
+
+
 TESTS = [test_sighup_drains, test_sigpipe_ignored, test_drain_budget_spent, test_framing_refusals,
          test_lingering_close_after_413, test_header_timeout, test_connection_cap, test_descriptor_limit_back_off,
          test_nul_bytes, test_content_encoding, test_multipart, test_request_ids_and_traceparent, test_probes,
-         test_access_log]
+         test_readyz_while_warming, test_access_log]
 
 
 def main():
