@@ -1,4 +1,4 @@
-// Qwen and LFM2 chat templates rendered natively vs Transformers' apply_chat_template on the same
+// Qwen and LFM2 chat templates rendered by the Jinja interpreter vs Transformers' apply_chat_template on the same
 // template text (tests/parity/text/chat_*.jsonl, tools/reference/make_chat_template_fixtures.py): the
 // text byte for byte, the template's own errors, and the ids the family's tiny tokenizer gives it.
 
@@ -52,7 +52,8 @@ void expect_matches_fixture(const ChatTemplate& chat_template, const std::filesy
       messages.push_back({message["role"].get<std::string>(), message["content"].get<std::string>()});
     }
     const bool add_generation_prompt = record["add_generation_prompt"].get<bool>();
-    const Thinking thinking = record["thinking"].get<std::string>() == "enabled" ? Thinking::enabled : Thinking::disabled;
+    const Thinking thinking =
+        record["thinking"].get<std::string>() == "enabled" ? Thinking::enabled : Thinking::disabled;
     const std::string where = fixture + " record " + std::to_string(index) + " " + record["messages"].dump();
     if (record.contains("error")) {
       try {
@@ -70,7 +71,7 @@ void expect_matches_fixture(const ChatTemplate& chat_template, const std::filesy
     ++rendered;
   }
   EXPECT_GT(rendered, 40u);
-  if (chat_template.name() == "qwen3_5") {
+  if (fixture == "chat_qwen3_5.jsonl") {
     EXPECT_GT(rejected, 0u);
   }
 }
@@ -78,36 +79,33 @@ void expect_matches_fixture(const ChatTemplate& chat_template, const std::filesy
 TEST(ChatTemplateParity, Qwen3FromTheTinyTokenizerDirectory) {
   const std::filesystem::path dir = source_dir() / "tests/fixtures/qwen-tiny-tokenizer";
   const ChatTemplate chat_template = ChatTemplate::from_model_dir(dir);
-  EXPECT_EQ(chat_template.name(), "qwen3");
   expect_matches_fixture(chat_template, dir, "chat_qwen3.jsonl");
 }
 
 TEST(ChatTemplateParity, Qwen3_5FromTheTinyQwen3_5TokenizerDirectory) {
   const std::filesystem::path dir = source_dir() / "tests/fixtures/qwen-tiny-tokenizer/qwen3_5";
   const ChatTemplate chat_template = ChatTemplate::from_model_dir(dir);
-  EXPECT_EQ(chat_template.name(), "qwen3_5");
   expect_matches_fixture(chat_template, dir, "chat_qwen3_5.jsonl");
 }
 
 TEST(ChatTemplateParity, Qwen3_5FromTheTemplateFile) {
   const std::filesystem::path path = source_dir() / "tests/parity/text/chat_templates/qwen3_5.jinja";
   const ChatTemplate chat_template = ChatTemplate::from_template_text(read_file(path), path.string());
-  EXPECT_EQ(chat_template.name(), "qwen3_5");
-  expect_matches_fixture(chat_template, source_dir() / "tests/fixtures/qwen-tiny-tokenizer/qwen3_5", "chat_qwen3_5.jsonl");
+  expect_matches_fixture(chat_template, source_dir() / "tests/fixtures/qwen-tiny-tokenizer/qwen3_5",
+                         "chat_qwen3_5.jsonl");
 }
 
 TEST(ChatTemplateParity, Lfm2FromTheTinyLfm2Directory) {
   // The template and its bos_token (<|startoftext|>) both come from tokenizer_config.json.
   const std::filesystem::path dir = source_dir() / "tests/fixtures/tiny-lfm2";
   const ChatTemplate chat_template = ChatTemplate::from_model_dir(dir);
-  EXPECT_EQ(chat_template.name(), "lfm2");
   expect_matches_fixture(chat_template, dir, "chat_lfm2.jsonl");
 }
 
 TEST(ChatTemplateParity, Lfm2FromTheTemplateFile) {
   const std::filesystem::path path = source_dir() / "tests/parity/text/chat_templates/lfm2.jinja";
-  const ChatTemplate chat_template = ChatTemplate::from_template_text(read_file(path), path.string(), "<|startoftext|>");
-  EXPECT_EQ(chat_template.name(), "lfm2");
+  const ChatTemplate chat_template =
+      ChatTemplate::from_template_text(read_file(path), path.string(), "<|startoftext|>");
   expect_matches_fixture(chat_template, source_dir() / "tests/fixtures/tiny-lfm2", "chat_lfm2.jsonl");
 }
 
