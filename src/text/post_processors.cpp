@@ -1,4 +1,6 @@
 #include <map>
+#include <memory>
+#include <vector>
 
 #include "text/json_fields.h"
 
@@ -52,7 +54,8 @@ std::unique_ptr<PostProcessor> make_template_processing(const nlohmann::json& se
   std::map<std::string, std::vector<int32_t>> special_tokens;
   const auto specials = section.find("special_tokens");
   if (specials != section.end() && !specials->is_null()) {
-    if (!specials->is_object()) throw ConfigError("post_processor TemplateProcessing: 'special_tokens' must be an object");
+    if (!specials->is_object())
+      throw ConfigError("post_processor TemplateProcessing: 'special_tokens' must be an object");
     for (const auto& [name, token] : specials->items()) {
       special_tokens[name] = required_field<std::vector<int32_t>>(token, component, "ids");
     }
@@ -104,6 +107,52 @@ class PassThroughProcessor final : public PostProcessor {
   std::optional<int32_t> sep_id() const override { return std::nullopt; }
 };
 
+// HF's Sequence: each processor runs on what the one before it made (the Llama-3 layout is
+// ByteLevel, which keeps the ids, then TemplateProcessing).
+class SequenceProcessor final : public PostProcessor {
+ public:
+  explicit SequenceProcessor(std::vector<std::unique_ptr<PostProcessor>> stages) : stages_(std::move(stages)) {}
+
+  size_t added_token_count() const override {
+    size_t added = 0;
+    for (const auto& stage : stages_) added += stage->added_token_count();
+    return added;
+  }
+
+  std::vector<int32_t> apply(std::span<const int32_t> content) const override {
+    std::vector<int32_t> ids(content.begin(), content.end());
+    for (const auto& stage : stages_) ids = stage->apply(ids);
+    return ids;
+  }
+
+  // The outermost stage that puts a token at that end decides it.
+  std::optional<int32_t> cls_id() const override { return outermost(&PostProcessor::cls_id); }
+  std::optional<int32_t> sep_id() const override { return outermost(&PostProcessor::sep_id); }
+
+ private:
+  std::optional<int32_t> outermost(std::optional<int32_t> (PostProcessor::*end)() const) const {
+    for (auto stage = stages_.rbegin(); stage != stages_.rend(); ++stage) {
+      if (const std::optional<int32_t> id = ((**stage).*end)()) return id;
+    }
+    return std::nullopt;
+  }
+
+  std::vector<std::unique_ptr<PostProcessor>> stages_;
+};
+
+std::unique_ptr<PostProcessor> make_sequence(const nlohmann::json& section) {
+  const auto processors = section.find("processors");
+  if (processors == section.end() || !processors->is_array() || processors->empty()) {
+    throw ConfigError("post_processor Sequence: 'processors' must be a non-empty array");
+  }
+  std::vector<std::unique_ptr<PostProcessor>> stages;
+  for (const nlohmann::json& processor : *processors) {
+    if (processor.is_null()) throw ConfigError("post_processor Sequence: a processor is null");
+    stages.push_back(make_post_processor(processor));
+  }
+  return std::make_unique<SequenceProcessor>(std::move(stages));
+}
+
 }  // namespace
 
 std::unique_ptr<PostProcessor> make_post_processor(const nlohmann::json& section) {
@@ -115,6 +164,7 @@ std::unique_ptr<PostProcessor> make_post_processor(const nlohmann::json& section
         {false, {bert_processing_id(section, "cls")}}, {true, {}}, {false, {bert_processing_id(section, "sep")}}});
   }
   if (type == "ByteLevel") return std::make_unique<PassThroughProcessor>();
+  if (type == "Sequence") return make_sequence(section);
   throw unsupported("post_processor", type);
 }
 

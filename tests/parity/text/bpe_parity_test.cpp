@@ -3,9 +3,8 @@
 // Qwen tokenizers (tests/fixtures/qwen-tiny-tokenizer and its qwen3_5/ variant), the real Qwen2 vocab (rebuilt from
 // llama.cpp's GGUF, committed xz-compressed) and its Qwen3.5 variant (Qwen3.5's split pattern).
 
-#include <lzma.h>
-
 #include <gtest/gtest.h>
+#include <lzma.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -95,8 +94,8 @@ void expect_matches_fixture(const Tokenizer& tokenizer, const std::string& fixtu
   const std::vector<nlohmann::json> records = read_json_lines(text_fixtures() / fixture);
   ASSERT_FALSE(records.empty());
   const nlohmann::json& header = records.front();
-  const size_t expected_records = header["lines"].get<size_t>() + header["cases"].get<size_t>() +
-                                  header["invalid_utf8"].get<size_t>();
+  const size_t expected_records =
+      header["lines"].get<size_t>() + header["cases"].get<size_t>() + header["invalid_utf8"].get<size_t>();
   ASSERT_EQ(records.size(), expected_records + 1) << fixture << " is truncated";
   std::vector<std::string> mismatches;
   size_t failures = 0;
@@ -118,14 +117,16 @@ void expect_matches_fixture(const Tokenizer& tokenizer, const std::string& fixtu
     const auto expected = record["ids"].get<std::vector<int32_t>>();
     const std::vector<int32_t> actual = tokenizer.encode(text).ids;
     bool ok = expected == actual;
-    std::string detail = "\n  expected " + describe(tokenizer, expected) + "\n  actual   " + describe(tokenizer, actual);
+    std::string detail =
+        "\n  expected " + describe(tokenizer, expected) + "\n  actual   " + describe(tokenizer, actual);
     for (const auto& [key, skip] : {std::pair{"decoded", false}, std::pair{"decoded_skip_special", true}}) {
       if (!record.contains(key)) continue;
       ++decoded_checks;
       const std::string decoded = tokenizer.decode(expected, skip);
       if (decoded != record[key].get<std::string>()) {
         ok = false;
-        detail += std::string("\n  ") + key + " expected " + record[key].dump() + " actual " + nlohmann::json(decoded).dump();
+        detail +=
+            std::string("\n  ") + key + " expected " + record[key].dump() + " actual " + nlohmann::json(decoded).dump();
       }
     }
     if (ok) continue;
@@ -159,6 +160,29 @@ TEST(Qwen2Tokenizer, MatchesHfOnCorpusCasesAndInvalidUtf8) {
 TEST(Qwen3_5Tokenizer, MatchesHfOnCorpusCasesAndInvalidUtf8) {
   const Tokenizer tokenizer = Tokenizer::from_json(qwen3_5_json(), "qwen3_5-tokenizer.json");
   expect_matches_fixture(tokenizer, "qwen3_5_expected.jsonl");
+}
+
+// The Llama-3 post-processor layout, a Sequence of ByteLevel and TemplateProcessing, on the tiny
+// Qwen vocab (tools/reference/make_sequence_processor_fixtures.py writes the section and HF's ids).
+TEST(SequencePostProcessor, MatchesHfWithAndWithoutSpecialTokensAndTruncated) {
+  const std::vector<nlohmann::json> lines = read_json_lines(text_fixtures() / "sequence_processor_expected.jsonl");
+  nlohmann::json spec =
+      nlohmann::json::parse(read_file(source_dir() / "tests/fixtures/qwen-tiny-tokenizer/tokenizer.json"));
+  spec["post_processor"] = lines.front()["post_processor"];
+  const Tokenizer tokenizer = Tokenizer::from_json(spec.dump(), "llama3-layout");
+  ASSERT_GT(lines.size(), 5u);
+  for (size_t index = 1; index < lines.size(); ++index) {
+    const nlohmann::json& record = lines[index];
+    const std::string text = record["text"].get<std::string>();
+    EXPECT_EQ(tokenizer.encode(text).ids, record["ids"].get<std::vector<int32_t>>()) << text;
+    EXPECT_EQ(tokenizer.encode(text, {.add_special_tokens = false}).ids,
+              record["ids_without_special"].get<std::vector<int32_t>>())
+        << text;
+    EXPECT_EQ(tokenizer.encode(text, {.max_length = 6}).ids, record["ids_truncated_6"].get<std::vector<int32_t>>())
+        << text;
+  }
+  EXPECT_EQ(tokenizer.special_token_ids().cls, 3030);
+  EXPECT_EQ(tokenizer.special_token_ids().sep, 3029);
 }
 
 }  // namespace
