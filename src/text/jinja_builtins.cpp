@@ -255,7 +255,7 @@ Value select(const Value& operand, const CallArguments& arguments, bool keep, bo
     const Value subject = by_attribute ? attribute_path(item, attribute) : item;
     if (passes(subject, arguments, by_attribute ? 1 : 0) == keep) kept.push_back(item);
   }
-  return Value(std::move(kept));
+  return Value::generator(std::move(kept));
 }
 
 Value map_filter(const Value& operand, const CallArguments& arguments) {
@@ -271,7 +271,7 @@ Value map_filter(const Value& operand, const CallArguments& arguments) {
       if (value.is(Value::Kind::undefined) && fallback != nullptr) value = *fallback;
       mapped.push_back(std::move(value));
     }
-    return Value(std::move(mapped));
+    return Value::generator(std::move(mapped));
   }
   const std::string& filter = as_string(arguments.positional[0], "a filter name");
   if (!is_filter(filter)) throw RenderError("no filter named '" + filter + "'");
@@ -279,7 +279,7 @@ Value map_filter(const Value& operand, const CallArguments& arguments) {
   rest.positional.assign(arguments.positional.begin() + 1, arguments.positional.end());
   rest.keyword = arguments.keyword;
   for (const Value& item : items) mapped.push_back(apply_filter(filter, item, rest));
-  return Value(std::move(mapped));
+  return Value::generator(std::move(mapped));
 }
 
 Value sort_filter(const Value& operand, const CallArguments& call) {
@@ -302,6 +302,7 @@ Value sort_filter(const Value& operand, const CallArguments& call) {
 }
 
 Value dictsort_filter(const Value& operand, const CallArguments& call) {
+  if (operand.is(Value::Kind::undefined)) fail_undefined(operand);
   Arguments arguments(call, "dictsort", {"case_sensitive", "by", "reverse"});
   const bool case_sensitive = arguments.flag(0);
   const std::string by = optional_string(arguments.get(1), "dictsort by").value_or("key");
@@ -347,7 +348,7 @@ Value unique_filter(const Value& operand, const CallArguments& call) {
     seen.push_back(key);
     kept.push_back(item);
   }
-  return Value(std::move(kept));
+  return Value::generator(std::move(kept));
 }
 
 Value sum_filter(const Value& operand, const CallArguments& call) {
@@ -360,6 +361,7 @@ Value sum_filter(const Value& operand, const CallArguments& call) {
 }
 
 Value indent_filter(const Value& operand, const CallArguments& call) {
+  if (operand.is(Value::Kind::undefined)) fail_undefined(operand);
   Arguments arguments(call, "indent", {"width", "first", "blank"});
   const Value width = arguments.get_or(0, Value(4));
   const std::string indentation =
@@ -399,6 +401,7 @@ Value round_filter(const Value& operand, const CallArguments& call) {
 }
 
 Value int_filter(const Value& operand, const CallArguments& call) {
+  if (operand.is(Value::Kind::undefined)) fail_undefined(operand);
   Arguments arguments(call, "int", {"default", "base"});
   const Value fallback = arguments.get_or(0, Value(0));
   const int64_t base = as_integer(arguments.get_or(1, Value(10)), "int base");
@@ -426,6 +429,7 @@ Value int_filter(const Value& operand, const CallArguments& call) {
 }
 
 Value float_filter(const Value& operand, const CallArguments& call) {
+  if (operand.is(Value::Kind::undefined)) fail_undefined(operand);
   Arguments arguments(call, "float", {"default"});
   const Value fallback = arguments.get_or(0, Value(0.0));
   if (operand.is_number()) return Value(operand.number());
@@ -441,6 +445,7 @@ Value first_or_last(const Value& operand, bool last) {
     if (points.empty()) return Value::undefined("the string is empty");
     return Value(py::utf8(std::u32string(1, last ? points.back() : points.front())));
   }
+  if (last && operand.is(Value::Kind::generator)) throw RenderError("'generator' object is not reversible");
   const List items = iterate(operand);
   if (items.empty())
     return Value::undefined(std::string("No ") + (last ? "last" : "first") + " item, sequence was empty.");
@@ -469,9 +474,11 @@ Value reverse_filter(const Value& operand) {
     std::reverse(points.begin(), points.end());
     return Value(py::utf8(points));
   }
+  if (operand.is(Value::Kind::generator)) throw RenderError("'generator' object is not reversible");
   List items = iterate(operand);
   std::reverse(items.begin(), items.end());
-  return Value(std::move(items));
+  // Python's reversed() is an iterator too.
+  return Value::generator(std::move(items));
 }
 
 Value replace_filter(const Value& operand, const CallArguments& call) {
@@ -542,7 +549,7 @@ const std::map<std::string, Filter, std::less<>>& filters() {
     t["float"] = float_filter;
     t["indent"] = indent_filter;
     t["int"] = int_filter;
-    t["items"] = [](const Value& v, const CallArguments&) { return Value(items_of(v)); };
+    t["items"] = [](const Value& v, const CallArguments&) { return Value::generator(items_of(v)); };
     t["join"] = join_filter;
     t["last"] = [](const Value& v, const CallArguments&) { return first_or_last(v, true); };
     t["length"] = [](const Value& v, const CallArguments&) { return length_of(v); };
@@ -609,7 +616,7 @@ const std::map<std::string, Test, std::less<>>& tests() {
     t["mapping"] = kind_test({K::dict});
     // Jinja's Undefined is iterable (as empty) and passes its sequence test (it has __len__ and
     // __getitem__), which templates' `content is iterable` branches rely on.
-    t["iterable"] = kind_test({K::undefined, K::string, K::list, K::dict});
+    t["iterable"] = kind_test({K::undefined, K::string, K::list, K::dict, K::generator});
     t["sequence"] = kind_test({K::undefined, K::string, K::list, K::dict});
     t["callable"] = kind_test({K::undefined, K::callable});  // Jinja's Undefined has __call__
     t["escaped"] = [](const Value&, const CallArguments&) { return false; };
@@ -903,11 +910,8 @@ bool is_test(std::string_view name) { return tests().contains(name); }
 Value apply_filter(std::string_view name, const Value& operand, const CallArguments& arguments) {
   const auto found = filters().find(name);
   if (found == filters().end()) throw RenderError("no filter named '" + std::string(name) + "'");
-  if (operand.is(Value::Kind::undefined) && name != "default" && name != "d" && name != "length" && name != "count" &&
-      name != "string" && name != "trim" && name != "list" && name != "items" && name != "join" && name != "safe" &&
-      name != "lower" && name != "upper" && name != "first" && name != "last" && name != "escape" && name != "e") {
-    fail_undefined(operand);
-  }
+  // An undefined operand reaches the filter, which treats it as Jinja's Undefined does: "" as a
+  // string, empty as a sequence, an error where a number or JSON is needed.
   return found->second(operand, arguments);
 }
 
@@ -1114,6 +1118,10 @@ bool contains(const Value& haystack, const Value& needle) {
                          [&](const Value& item) { return equal(item, needle); });
     case Value::Kind::dict:
       return needle.is(Value::Kind::string) && haystack.dict().find(needle.string()) != nullptr;
+    case Value::Kind::generator: {
+      const List items = iterate(haystack);
+      return std::any_of(items.begin(), items.end(), [&](const Value& item) { return equal(item, needle); });
+    }
     default:
       throw RenderError("argument of type '" + std::string(haystack.type_name()) + "' is not iterable");
   }
@@ -1129,6 +1137,12 @@ List iterate(const Value& value) {
       List keys;
       for (const auto& [key, element] : value.dict().items()) keys.push_back(Value(key));
       return keys;
+    }
+    case Value::Kind::generator: {
+      Generator& generator = value.generator();
+      if (generator.consumed) return {};
+      generator.consumed = true;
+      return std::move(generator.items);
     }
     case Value::Kind::string: {
       List characters;

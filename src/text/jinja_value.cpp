@@ -94,6 +94,8 @@ std::string_view Value::type_name() const {
       return "Namespace";
     case Kind::callable:
       return "Macro";
+    case Kind::generator:
+      return "generator";
   }
   return "";
 }
@@ -117,6 +119,7 @@ bool truthy(const Value& value) {
       return value.dict().size() != 0;
     case Value::Kind::name_space:
     case Value::Kind::callable:
+    case Value::Kind::generator:
       return true;
   }
   return false;
@@ -164,6 +167,8 @@ bool equal(const Value& left, const Value& right) {
       return &left.name_space() == &right.name_space();
     case Value::Kind::callable:
       return &left.callable() == &right.callable();
+    case Value::Kind::generator:
+      return &left.generator() == &right.generator();
     default:
       return false;
   }
@@ -432,6 +437,10 @@ std::string to_string(const Value& value) {
       return "<Namespace " + repr(Value(value.name_space().attributes)) + ">";
     case Value::Kind::callable:
       return "<Macro '" + value.callable().name + "'>";
+    case Value::Kind::generator:
+      // Python writes the generator's address: no template means that.
+      throw RenderError(
+          "unsupported construct: a generator (map, select, reject, unique, items) written as text; add | list");
   }
   return "";
 }

@@ -50,6 +50,13 @@ struct Namespace {
   Dict attributes;
 };
 
+// What Jinja's map, select, reject, selectattr, rejectattr, unique and items filters return: a
+// Python generator, iterable once, always true, with no len() and no text form.
+struct Generator {
+  List items;
+  bool consumed = false;
+};
+
 struct CallArguments {
   std::vector<Value> positional;
   std::vector<std::pair<std::string, Value>> keyword;
@@ -66,7 +73,7 @@ struct Undefined {
 
 class Value {
  public:
-  enum class Kind { undefined, none, boolean, integer, floating, string, list, dict, name_space, callable };
+  enum class Kind { undefined, none, boolean, integer, floating, string, list, dict, name_space, callable, generator };
 
   Value() : data_(Undefined{}) {}
   static Value undefined(std::string hint) { return Value(Data(Undefined{std::move(hint)})); }
@@ -87,6 +94,8 @@ class Value {
   Value(Dict value) : data_(std::make_shared<const Dict>(std::move(value))) {}
   Value(std::shared_ptr<Namespace> value) : data_(std::move(value)) {}
   Value(std::shared_ptr<const Callable> value) : data_(std::move(value)) {}
+  Value(std::shared_ptr<Generator> value) : data_(std::move(value)) {}
+  static Value generator(List items) { return Value(std::make_shared<Generator>(Generator{std::move(items)})); }
 
   // JSON into values (objects keep their key order); nlohmann's unsigned numbers beyond int64 and
   // binary values are refused.
@@ -107,6 +116,7 @@ class Value {
   const Dict& dict() const { return *std::get<std::shared_ptr<const Dict>>(data_); }
   Namespace& name_space() const { return *std::get<std::shared_ptr<Namespace>>(data_); }
   const Callable& callable() const { return *std::get<std::shared_ptr<const Callable>>(data_); }
+  Generator& generator() const { return *std::get<std::shared_ptr<Generator>>(data_); }
   const std::string& undefined_hint() const { return std::get<Undefined>(data_).hint; }
 
   // Python's type name (for error messages): 'str', 'int', 'list', 'dict', ...
@@ -114,7 +124,8 @@ class Value {
 
  private:
   using Data = std::variant<Undefined, std::nullptr_t, bool, int64_t, double, std::string, std::shared_ptr<const List>,
-                            std::shared_ptr<const Dict>, std::shared_ptr<Namespace>, std::shared_ptr<const Callable>>;
+                            std::shared_ptr<const Dict>, std::shared_ptr<Namespace>, std::shared_ptr<const Callable>,
+                            std::shared_ptr<Generator>>;
   explicit Value(Data data) : data_(std::move(data)) {}
   Data data_;
   bool tuple_ = false;

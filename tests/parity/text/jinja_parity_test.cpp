@@ -50,6 +50,12 @@ struct Tally {
 void expect_matches(const std::string& source, const nlohmann::ordered_json& record, const std::string& where,
                     Tally& tally) {
   const Value variables = Value::from_json(record["variables"]);
+  if (record.contains("text") && record["text"].get<std::string>().find("<generator object") != std::string::npos) {
+    // Python writes a generator's address; the interpreter refuses to, by design.
+    EXPECT_THROW(Template::parse(source).render(variables.dict()), RenderError) << where;
+    ++tally.refused;
+    return;
+  }
   if (record.contains("text")) {
     try {
       EXPECT_EQ(Template::parse(source).render(variables.dict()), record["text"].get<std::string>()) << where;
