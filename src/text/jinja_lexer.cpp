@@ -1,6 +1,7 @@
 #include "text/jinja_lexer.h"
 
 #include <array>
+#include <cstdio>
 
 #include "text/unicode.h"
 #include "text/utf8.h"

@@ -3,12 +3,24 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "text/unicode.h"
 #include "text/utf8.h"
 
 namespace s1::text::jinja {
+
+Value::Value(List value) : data_(std::make_shared<const List>(std::move(value))) {}
+Value::Value(Dict value) : data_(std::make_shared<const Dict>(std::move(value))) {}
+
+Value Value::tuple(List value) {
+  Value result(std::move(value));
+  result.tuple_ = true;
+  return result;
+}
+
+Value Value::generator(List items) { return Value(std::make_shared<Generator>(Generator{std::move(items), false})); }
 
 const Value* Dict::find(std::string_view key) const {
   for (const auto& [name, value] : items_) {

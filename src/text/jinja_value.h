@@ -31,41 +31,11 @@ class RenderError : public std::invalid_argument {
 };
 
 class Value;
+class Dict;
+struct Namespace;
+struct Callable;
+struct Generator;
 using List = std::vector<Value>;
-
-// An insertion-ordered dict with string keys (the JSON shape; a template's own dict literals are
-// checked to have string keys).
-class Dict {
- public:
-  const Value* find(std::string_view key) const;
-  void set(std::string key, Value value);
-  const std::vector<std::pair<std::string, Value>>& items() const { return items_; }
-  size_t size() const { return items_.size(); }
-
- private:
-  std::vector<std::pair<std::string, Value>> items_;
-};
-
-struct Namespace {
-  Dict attributes;
-};
-
-// What Jinja's map, select, reject, selectattr, rejectattr, unique and items filters return: a
-// Python generator, iterable once, always true, with no len() and no text form.
-struct Generator {
-  List items;
-  bool consumed = false;
-};
-
-struct CallArguments {
-  std::vector<Value> positional;
-  std::vector<std::pair<std::string, Value>> keyword;
-};
-
-struct Callable {
-  std::string name;
-  std::function<Value(CallArguments)> call;
-};
 
 struct Undefined {
   std::string hint;  // why it is undefined ("'x' is undefined"), the message of its errors
@@ -84,18 +54,14 @@ class Value {
   Value(double value) : data_(value) {}
   Value(std::string value) : data_(std::move(value)) {}
   Value(const char* value) : data_(std::string(value)) {}
-  Value(List value) : data_(std::make_shared<const List>(std::move(value))) {}
+  Value(List value);
   // A Python tuple: a list that repr() writes in parentheses and that == only another tuple.
-  static Value tuple(List value) {
-    Value result(std::move(value));
-    result.tuple_ = true;
-    return result;
-  }
-  Value(Dict value) : data_(std::make_shared<const Dict>(std::move(value))) {}
+  static Value tuple(List value);
+  Value(Dict value);
   Value(std::shared_ptr<Namespace> value) : data_(std::move(value)) {}
   Value(std::shared_ptr<const Callable> value) : data_(std::move(value)) {}
   Value(std::shared_ptr<Generator> value) : data_(std::move(value)) {}
-  static Value generator(List items) { return Value(std::make_shared<Generator>(Generator{std::move(items)})); }
+  static Value generator(List items);
 
   // JSON into values (objects keep their key order); nlohmann's unsigned numbers beyond int64 and
   // binary values are refused.
@@ -129,6 +95,40 @@ class Value {
   explicit Value(Data data) : data_(std::move(data)) {}
   Data data_;
   bool tuple_ = false;
+};
+
+// An insertion-ordered dict with string keys (the JSON shape; a template's own dict literals are
+// checked to have string keys).
+class Dict {
+ public:
+  const Value* find(std::string_view key) const;
+  void set(std::string key, Value value);
+  const std::vector<std::pair<std::string, Value>>& items() const { return items_; }
+  size_t size() const { return items_.size(); }
+
+ private:
+  std::vector<std::pair<std::string, Value>> items_;
+};
+
+struct Namespace {
+  Dict attributes;
+};
+
+// What Jinja's map, select, reject, selectattr, rejectattr, unique and items filters return: a
+// Python generator, iterable once, always true, with no len() and no text form.
+struct Generator {
+  List items;
+  bool consumed = false;
+};
+
+struct CallArguments {
+  std::vector<Value> positional;
+  std::vector<std::pair<std::string, Value>> keyword;
+};
+
+struct Callable {
+  std::string name;
+  std::function<Value(CallArguments)> call;
 };
 
 // Python's bool(value); an undefined value is false.
