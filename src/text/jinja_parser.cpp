@@ -249,12 +249,23 @@ class Parser {
     return target;
   }
 
+  // Items up to the closing bracket, separated by commas, a trailing comma allowed; the opening
+  // bracket is already read.
+  template <typename ReadItem>
+  void comma_separated(std::string_view close, ReadItem read_item) {
+    bool first = true;
+    while (!skip_op(close)) {
+      if (!first) expect_op(",");
+      first = false;
+      if (skip_op(close)) break;
+      read_item();
+    }
+  }
+
   std::vector<MacroParameter> parameters() {
     std::vector<MacroParameter> result;
     expect_op("(");
-    while (!skip_op(")")) {
-      if (!result.empty()) expect_op(",");
-      if (skip_op(")")) break;
+    comma_separated(")", [&] {
       MacroParameter parameter;
       parameter.name = expect_identifier();
       if (skip_op("=")) {
@@ -263,7 +274,7 @@ class Parser {
         fail("non-default argument follows default argument");
       }
       result.push_back(std::move(parameter));
-    }
+    });
     return result;
   }
 
@@ -459,22 +470,16 @@ class Parser {
         }
         if (token.text == "[") {
           auto list = make(Expr::Kind::list, token.line);
-          while (!skip_op("]")) {
-            if (!list->children.empty()) expect_op(",");
-            if (skip_op("]")) break;
-            list->children.push_back(expression());
-          }
+          comma_separated("]", [&] { list->children.push_back(expression()); });
           return list;
         }
         if (token.text == "{") {
           auto dict = make(Expr::Kind::dict, token.line);
-          while (!skip_op("}")) {
-            if (!dict->children.empty()) expect_op(",");
-            if (skip_op("}")) break;
+          comma_separated("}", [&] {
             dict->children.push_back(expression());
             expect_op(":");
             dict->children.push_back(expression());
-          }
+          });
           return dict;
         }
         break;
@@ -541,11 +546,7 @@ class Parser {
   // Arguments in parentheses into node->children (after what is there) and node->keywords.
   void arguments(Expr& node) {
     expect_op("(");
-    bool first = true;
-    while (!skip_op(")")) {
-      if (!first) expect_op(",");
-      first = false;
-      if (skip_op(")")) break;
+    comma_separated(")", [&] {
       if (at_op("*") || at_op("**")) fail("unsupported construct: *args and **kwargs in calls");
       if (current().kind == Token::Kind::name && peek().kind == Token::Kind::op && peek().text == "=") {
         std::string name = next().text;
@@ -555,7 +556,7 @@ class Parser {
         if (!node.keywords.empty()) fail("positional argument follows keyword argument");
         node.children.push_back(expression());
       }
-    }
+    });
   }
 
   ExprPtr call(ExprPtr callee) {

@@ -13,25 +13,16 @@
 #include <string>
 #include <vector>
 
+#include "source_files.h"
 #include "text/tokenizer.h"
 
 namespace s1::text {
 namespace {
 
-std::filesystem::path source_dir() {
-  if (const char* dir = std::getenv("S1SERVE_SOURCE_DIR")) return dir;
-  throw std::runtime_error("S1SERVE_SOURCE_DIR is not set");
-}
+using test::read_file;
+using test::source_dir;
 
 std::filesystem::path text_fixtures() { return source_dir() / "tests/parity/text"; }
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw std::runtime_error("cannot open " + path.string());
-  std::ostringstream contents;
-  contents << file.rdbuf();
-  return contents.str();
-}
 
 std::string xz_decompress(const std::filesystem::path& path) {
   const std::string compressed = read_file(path);

@@ -15,23 +15,14 @@
 #include <string>
 #include <vector>
 
+#include "source_files.h"
 #include "text/jinja_template.h"
 
 namespace s1::text::jinja {
 namespace {
 
-std::filesystem::path source_dir() {
-  if (const char* dir = std::getenv("S1SERVE_SOURCE_DIR")) return dir;
-  throw std::runtime_error("S1SERVE_SOURCE_DIR is not set");
-}
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw std::runtime_error("cannot open " + path.string());
-  std::ostringstream contents;
-  contents << file.rdbuf();
-  return contents.str();
-}
+using test::read_file;
+using test::source_dir;
 
 std::vector<nlohmann::ordered_json> read_records(const std::string& name) {
   std::ifstream file(source_dir() / "tests/parity/text" / name);
