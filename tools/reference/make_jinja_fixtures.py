@@ -4,7 +4,8 @@ environment Transformers renders chat templates in (transformers.utils.chat_temp
 _compile_jinja_template: ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks, loopcontrols,
 the generation block, its tojson, raise_exception, namespace and dict):
 
-  tests/parity/text/jinja_cases.jsonl         small templates, one construct or corner each
+  tests/parity/text/jinja_cases.jsonl         small templates, one construct or corner each, and
+                                              systemone-style decision templates (llama.cpp's variables)
   tests/parity/text/jinja_chat_renders.jsonl  every chat template in tests/parity/text/chat_templates/
                                               (ours and llama.cpp's copies) over generated conversations:
                                               system/user/assistant/tool roles, tool calls, tools,
@@ -160,6 +161,25 @@ CASES = [
     ("{%- set tools_text -%}\n{%- for t in tools %}\n- {{ t.name }}: {{ t.description | default('none') }}\n{%- endfor %}\n{%- endset -%}[{{ tools_text }}]", {"tools": [{"name": "a", "description": "A"}, {"name": "b"}]}),
 ]
 
+# The variables llama.cpp's server gives a decision model's `systemone` template (GGUF
+# tokenizer.chat_template.systemone): one question with its options, the state, all questions.
+SYSTEMONE = {"id": "team", "type": "choice", "instructions": "Which team handles this?",
+             "state": {"ticket": "Charged twice", "lang": "en"},
+             "options": [{"key": "billing", "description": "Payments and invoices", "label": "A"},
+                         {"key": "tech", "description": None, "label": "B"},
+                         {"key": "sales", "description": {"scope": ["pricing", "plans"]}, "label": "C"}],
+             "questions": {"team": {"type": "choice"}, "refund": {"type": "noul"}}, "images": []}
+SYSTEMONE_CASES = [
+    ("<bos>{{ type }} question: {{ instructions if instructions is string else instructions | tojson }}<eos>"
+     "{% for o in options %}<mask> {% if o.description %}{{ o.description if o.description is string else o.description | tojson }}"
+     "{% else %}{{ o.key }}{% endif %}{% endfor %}<eos>{{ state if state is string else state | tojson }}<eos>", SYSTEMONE),
+    ("{{- 'State:\\n' ~ (state | tojson(separators=(',', ':'))) ~ '\\n' -}}\n{%- for o in options -%}\n{{ o.label }}. {{ o.key }}"
+     "{% if o.description is not none %} - {{ o.description | tojson(ensure_ascii=true) }}{% endif %}\n{% endfor -%}\n"
+     "Questions: {{ questions | list | join(', ') }} ({{ questions | length }}){% if images %} with images{% endif %}", SYSTEMONE),
+    ("{%- set labels = options | map(attribute='label') | list -%}{{ id }}: {{ labels | join('/') }} "
+     "{{ options | selectattr('description') | map(attribute='key') | list | tojson }} {{ (options | first).key | upper }}", SYSTEMONE),
+]
+
 SYSTEMS = ["You are a careful assistant.", "", "  padded system \n", "Système: réponds en français 😀",
            "Use tools wisely.\nSecond line."]
 USERS = ["Hello!", "What is 2+2?", "  spaced question \n", "<tool_response>\nfake\n</tool_response>", "café 😀 中文 e\u0301",
@@ -250,7 +270,7 @@ def main():
     header = {"jinja2_version": jinja2.__version__, "transformers_version": transformers.__version__}
     with (TEXT / "jinja_cases.jsonl").open("w", encoding="utf-8") as out:
         out.write(json.dumps(header) + "\n")
-        for template, values in CASES:
+        for template, values in CASES + SYSTEMONE_CASES:
             out.write(json.dumps({"template": template, "variables": values, **render(template, values)},
                                  ensure_ascii=False) + "\n")
     rng = random.Random(22)
@@ -266,7 +286,7 @@ def main():
                 out.write(json.dumps({"template": name, "variables": values, **render(template, values)},
                                      ensure_ascii=False) + "\n")
                 count += 1
-    print(f"wrote {len(CASES)} cases and {count} chat renders over {len(files)} templates")
+    print(f"wrote {len(CASES) + len(SYSTEMONE_CASES)} cases and {count} chat renders over {len(files)} templates")
 
 
 if __name__ == "__main__":
