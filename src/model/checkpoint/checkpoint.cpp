@@ -94,6 +94,12 @@ void Checkpoint::release_pages(const TensorView& tensor) const {
   }
 }
 
+std::vector<float> Checkpoint::to_float_released(const TensorView& tensor) const {
+  std::vector<float> values = to_float(tensor);
+  release_pages(tensor);
+  return values;
+}
+
 Checkpoint Checkpoint::open(const std::filesystem::path& dir_or_file) {
   std::error_code error;
   if (!std::filesystem::is_directory(dir_or_file, error)) return open_file(dir_or_file);

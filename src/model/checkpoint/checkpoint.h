@@ -38,6 +38,8 @@ class Checkpoint {
   // read of the view maps them in again. Bytes outside the mappings (GGUF values changed at load)
   // are left alone.
   void release_pages(const TensorView& tensor) const;
+  // to_float, then release_pages: for a loader that keeps only the fp32 copy.
+  std::vector<float> to_float_released(const TensorView& tensor) const;
 
   // Sorted by name.
   std::span<const TensorView> tensors() const { return tensors_; }

@@ -49,9 +49,11 @@ class WeightSource {
   const checkpoint::TensorView& view(const std::string& name, std::initializer_list<int64_t> shape) {
     return view_full(prefix_ + name, shape);
   }
+  // A copy, after which the tensor's mapped pages need not stay resident.
   std::vector<float> get(const std::string& name, std::initializer_list<int64_t> shape) {
-    return checkpoint::to_float(view(name, shape));
+    return weights_.to_float_released(view(name, shape));
   }
+  std::vector<float> copy(const checkpoint::TensorView& tensor) const { return weights_.to_float_released(tensor); }
   bool has(const std::string& full_name) const { return weights_.find(full_name) != nullptr; }
 
   void check_all_used() const {
@@ -108,7 +110,9 @@ using decoder::BranchRows;
 
 class Lfm2Decoder final : public decoder::CausalDecoder {
  public:
-  Lfm2Decoder(const Lfm2Config& config, const Checkpoint& weights, backend::cpu::Precision precision);
+  // `mapping` stays alive as long as the LM head reads its rows in place from it.
+  Lfm2Decoder(const Lfm2Config& config, const std::shared_ptr<const Checkpoint>& mapping,
+              backend::cpu::Precision precision);
 
   [[nodiscard]] const decoder::DecoderInfo& info() const override { return info_; }
   [[nodiscard]] const decoder::OutputMatrix& lm_head() const override { return *lm_head_; }
@@ -153,7 +157,8 @@ class Lfm2Decoder final : public decoder::CausalDecoder {
   backend::cpu::CachedAttentionWorkspace attention_workspace_;
 };
 
-Lfm2Decoder::Lfm2Decoder(const Lfm2Config& config, const Checkpoint& weights, backend::cpu::Precision precision)
+Lfm2Decoder::Lfm2Decoder(const Lfm2Config& config, const std::shared_ptr<const Checkpoint>& mapping,
+                         backend::cpu::Precision precision)
     : config_(config),
       hidden_(static_cast<std::size_t>(config.hidden_size)),
       heads_{.heads = static_cast<std::size_t>(config.num_attention_heads),
@@ -165,6 +170,7 @@ Lfm2Decoder::Lfm2Decoder(const Lfm2Config& config, const Checkpoint& weights, ba
       normed_(precision),
       context_(precision),
       activated_(precision) {
+  const Checkpoint& weights = *mapping;
   if (!backend::cpu::linear_supported(precision)) {
     throw LoadError(weights.source().string() + ": bf16 needs a CPU with AVX-512 (AMX preferred); use fp32");
   }
@@ -172,7 +178,7 @@ Lfm2Decoder::Lfm2Decoder(const Lfm2Config& config, const Checkpoint& weights, ba
   const int64_t h = config.hidden_size;
   const auto& embedding = source.view("embed_tokens.weight", {config.vocab_size, h});
   if (config.tie_word_embeddings) {
-    lm_head_.emplace(embedding, hidden_, precision);
+    lm_head_.emplace(embedding, hidden_, precision, mapping);
     // A saved lm_head is overwritten by the embedding table when Transformers ties them.
     if (source.has("lm_head.weight")) source.view_full("lm_head.weight", {config.vocab_size, h});
   } else {
@@ -180,8 +186,8 @@ Lfm2Decoder::Lfm2Decoder(const Lfm2Config& config, const Checkpoint& weights, ba
       throw LoadError(weights.source().string() +
                       ": no tensor 'lm_head.weight' and tie_word_embeddings is false, so the LM head is missing");
     }
-    lm_head_.emplace(source.view_full("lm_head.weight", {config.vocab_size, h}), hidden_, precision);
-    embeddings_ = checkpoint::to_float(embedding);
+    lm_head_.emplace(source.view_full("lm_head.weight", {config.vocab_size, h}), hidden_, precision, mapping);
+    embeddings_ = source.copy(embedding);
   }
   final_norm_ = source.get("embedding_norm.weight", {h});
 
@@ -267,8 +273,13 @@ std::vector<decoder::BranchOutput> Lfm2Decoder::forward(const decoder::SequenceS
   rows_ = stacked.total;
   positions_.resize(stacked.total);
   hidden_rows_.assign(padded * hidden_, 0.0F);  // padding rows stay finite through every layer
-  decoder::embed_rows(branches, rows, start, embeddings_.empty() ? lm_head_->values() : embeddings_, hidden_,
-                      positions_, hidden_rows_);
+  if (embeddings_.empty()) {
+    decoder::embed_rows_from(
+        branches, rows, start, [&](std::size_t token, std::span<float> out) { lm_head_->copy_row(token, out); },
+        hidden_, positions_, hidden_rows_);
+  } else {
+    decoder::embed_rows(branches, rows, start, embeddings_, hidden_, positions_, hidden_rows_);
+  }
   normed_.resize(padded, hidden_);
   activated_.resize(padded, intermediate_);
   decoder::cover_positions(rope_, heads_.head_dim, static_cast<float>(config_.rope_theta), start + stacked.longest,
@@ -373,9 +384,9 @@ void Lfm2Decoder::mlp(const Layer& layer) {
 
 std::unique_ptr<decoder::CausalDecoder> load_lfm2(const std::filesystem::path& dir, backend::cpu::Precision precision) {
   // A GGUF file carries its config in its metadata; a directory has config.json.
-  const Checkpoint weights = Checkpoint::open(dir);
-  const Lfm2Config config = weights.gguf() != nullptr ? read_lfm2_config(checkpoint::gguf_config(*weights.gguf()))
-                                                      : read_lfm2_config(dir / "config.json");
+  const auto weights = std::make_shared<const Checkpoint>(Checkpoint::open(dir));
+  const Lfm2Config config = weights->gguf() != nullptr ? read_lfm2_config(checkpoint::gguf_config(*weights->gguf()))
+                                                       : read_lfm2_config(dir / "config.json");
   return std::make_unique<Lfm2Decoder>(config, weights, precision);
 }
 

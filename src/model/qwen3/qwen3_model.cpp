@@ -89,11 +89,10 @@ class WeightNames {
                                                    std::initializer_list<int64_t> shape) const {
     return weights_.get(prefix_ + name, shape);
   }
+  // A copy, after which the tensor's mapped pages need not stay resident.
   [[nodiscard]] std::vector<float> get(const std::string& name, std::initializer_list<int64_t> shape) const {
-    return checkpoint::to_float(view(name, shape));
+    return weights_.to_float_released(view(name, shape));
   }
-  // The tensor's values are packed or copied: its mapped pages need not stay resident.
-  void release(const std::string& name) const { weights_.release_pages(weights_.get(prefix_ + name)); }
 
  private:
   const Checkpoint& weights_;
@@ -201,10 +200,8 @@ Qwen3Decoder::Qwen3Decoder(const Qwen3Config& config, std::shared_ptr<const Chec
                                .prefix_granularity = 1,
                                .precision = precision};
   const WeightNames names(weights);
-  if (!config.tie_word_embeddings) {
+  if (!config.tie_word_embeddings)
     embed_tokens_ = names.get("embed_tokens.weight", {config.vocab_size, config.hidden_size});
-    names.release("embed_tokens.weight");
-  }
   const int64_t h = config.hidden_size;
   const int64_t q_out = config.num_attention_heads * config.head_dim;
   const int64_t kv_out = config.num_key_value_heads * config.head_dim;
@@ -230,10 +227,6 @@ Qwen3Decoder::Qwen3Decoder(const Qwen3Config& config, std::shared_ptr<const Chec
         .down = backend::cpu::PackedLinear(names.get(layer + "mlp.down_proj.weight", {h, inner}), {}, intermediate_,
                                            hidden_, precision),
     });
-    for (const char* packed :
-         {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight", "self_attn.o_proj.weight",
-          "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"})
-      names.release(layer + packed);
   }
   final_norm_ = names.get("norm.weight", {h});
 }

@@ -57,9 +57,11 @@ class WeightSource {
     used_.insert(full_name);
     return weights_.get(full_name, shape);
   }
+  // A copy, after which the tensor's mapped pages need not stay resident.
   std::vector<float> get(const std::string& name, std::initializer_list<int64_t> shape) {
-    return checkpoint::to_float(view(prefix_ + name, shape));
+    return weights_.to_float_released(view(prefix_ + name, shape));
   }
+  std::vector<float> copy(const checkpoint::TensorView& tensor) const { return weights_.to_float_released(tensor); }
   // The zero-centred RMSNorm weight w as the plain weight 1 + w (computed in fp32 as Transformers does).
   std::vector<float> zero_centred_norm(const std::string& name, int64_t width) {
     std::vector<float> weight = get(name, {width});
@@ -145,8 +147,10 @@ using decoder::BranchRows;
 
 class Qwen35Decoder final : public decoder::CausalDecoder {
  public:
-  Qwen35Decoder(const Qwen35Config& config, const Checkpoint& weights, backend::cpu::Precision precision,
-                bool noncausal_full_attention, OutputHead head, const decoder::LoraAdapter* lora);
+  // `mapping` stays alive as long as the LM head reads its rows in place from it.
+  Qwen35Decoder(const Qwen35Config& config, const std::shared_ptr<const Checkpoint>& mapping,
+                backend::cpu::Precision precision, bool noncausal_full_attention, OutputHead head,
+                const decoder::LoraAdapter* lora);
 
   [[nodiscard]] const decoder::DecoderInfo& info() const override { return info_; }
   [[nodiscard]] const decoder::OutputMatrix& lm_head() const override {
@@ -200,13 +204,15 @@ class Qwen35Decoder final : public decoder::CausalDecoder {
   std::vector<float> tail_scratch_, recurrent_scratch_;  // a branch's conv tail and state when none is kept
 };
 
-Qwen35Decoder::Qwen35Decoder(const Qwen35Config& config, const Checkpoint& weights, backend::cpu::Precision precision,
-                             bool noncausal_full_attention, OutputHead head, const decoder::LoraAdapter* lora)
+Qwen35Decoder::Qwen35Decoder(const Qwen35Config& config, const std::shared_ptr<const Checkpoint>& mapping,
+                             backend::cpu::Precision precision, bool noncausal_full_attention, OutputHead head,
+                             const decoder::LoraAdapter* lora)
     : config_(config),
       noncausal_(noncausal_full_attention),
       normed_(lora == nullptr ? precision : backend::cpu::Precision::fp32),
       activated_(lora == nullptr ? precision : backend::cpu::Precision::fp32),
       mixed_(lora == nullptr ? precision : backend::cpu::Precision::fp32) {
+  const Checkpoint& weights = *mapping;
   if (!backend::cpu::linear_supported(precision)) {
     throw LoadError(weights.source().string() + ": bf16 needs a CPU with AVX-512 (AMX preferred); use fp32");
   }
@@ -219,17 +225,17 @@ Qwen35Decoder::Qwen35Decoder(const Qwen35Config& config, const Checkpoint& weigh
   const auto& embed_view = source.view(source.prefix() + "embed_tokens.weight", {config.vocab_size, h});
   if (head == OutputHead::none) {
     // A saved lm_head.weight is left unread, so check_all_used() refuses it.
-    embeddings_ = checkpoint::to_float(embed_view);
+    embeddings_ = source.copy(embed_view);
   } else if (config.tie_word_embeddings) {
-    lm_head_.emplace(embed_view, hs, precision);
+    lm_head_.emplace(embed_view, hs, precision, mapping);
     // Transformers overwrites a saved lm_head with the embedding table when tied.
     if (source.has_lm_head()) source.view("lm_head.weight", {config.vocab_size, h});
   } else {
     if (!source.has_lm_head()) {
       throw LoadError(weights.source().string() + ": untied checkpoint without 'lm_head.weight'");
     }
-    lm_head_.emplace(source.view("lm_head.weight", {config.vocab_size, h}), hs, precision);
-    embeddings_ = checkpoint::to_float(embed_view);
+    lm_head_.emplace(source.view("lm_head.weight", {config.vocab_size, h}), hs, precision, mapping);
+    embeddings_ = source.copy(embed_view);
   }
   final_norm_ = source.zero_centred_norm("norm.weight", h);
 
@@ -363,8 +369,13 @@ std::vector<decoder::BranchOutput> Qwen35Decoder::forward(const decoder::Sequenc
   rows_ = stacked.total;
   hidden_.assign(padded * width, 0.0F);
   positions_.resize(stacked.total);
-  decoder::embed_rows(branches, rows, start, embeddings_.empty() ? lm_head_->values() : embeddings_, width,
-                      positions_, hidden_);
+  if (embeddings_.empty()) {
+    decoder::embed_rows_from(
+        branches, rows, start, [&](std::size_t token, std::span<float> out) { lm_head_->copy_row(token, out); }, width,
+        positions_, hidden_);
+  } else {
+    decoder::embed_rows(branches, rows, start, embeddings_, width, positions_, hidden_);
+  }
 
   std::vector<std::unique_ptr<Qwen35State>> states(keep_states ? branches.size() : 0);
   for (std::size_t b = 0; b < states.size(); ++b) {
@@ -587,9 +598,9 @@ std::unique_ptr<decoder::CausalDecoder> load_qwen3_5(const std::filesystem::path
                                                      backend::cpu::Precision precision, bool noncausal_full_attention,
                                                      OutputHead head, const decoder::LoraAdapter* lora) {
   // A GGUF file carries its config in its metadata; a directory has config.json.
-  const Checkpoint weights = Checkpoint::open(dir);
-  const Qwen35Config config = weights.gguf() != nullptr
-                                  ? read_qwen3_5_config(checkpoint::gguf_config(*weights.gguf()))
+  const auto weights = std::make_shared<const Checkpoint>(Checkpoint::open(dir));
+  const Qwen35Config config = weights->gguf() != nullptr
+                                  ? read_qwen3_5_config(checkpoint::gguf_config(*weights->gguf()))
                                   : read_qwen3_5_config(dir / "config.json");
   return std::make_unique<Qwen35Decoder>(config, weights, precision, noncausal_full_attention, head, lora);
 }
