@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Deployment files (docs/deployment.md): deploy/kubernetes/ validated offline against the
 Kubernetes schemas (kubernetes-validate, whose package ships them), cross-checked against the real
-binary (the HPA's metric is exported) and each other (ports, grace period, threads); and the
-Dockerfile kept in step with scripts/setup (docker cannot run here): its build stage runs
+binary (probe routes answer, the HPA's metric is exported) and each other (ports, grace period,
+threads); and the Dockerfile kept in step with scripts/setup (docker cannot run here): its build stage runs
 scripts/setup on Debian 12 with the files install-deps needs copied first, and its runtime stage
 installs the Debian package of every shared library the built binary links.
 
@@ -110,6 +110,10 @@ def check_manifests(binary, venv, check):
     server = h.Server(binary, ["--model", "mock:ramp", "--port", "0"], name="deploy").start()
     local_port = server.port
     try:
+        for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+            path = container[probe]["httpGet"]["path"]
+            status, body = get(local_port, path)
+            check(f"the {probe} path {path} answers 200 on a warm server", status == 200, (status, body))
         metric = documents["HorizontalPodAutoscaler"]["spec"]["metrics"][0]["pods"]["metric"]["name"]
         status, body = get(local_port, "/metrics")
         check(f"the HPA's metric {metric} is exported on /metrics",
