@@ -35,20 +35,27 @@ size_t length(std::string_view text) {
 }
 
 std::string strip(std::string_view text, const std::optional<std::string>& chars, bool left, bool right) {
-  const std::u32string points = code_points(text);
+  // Walks in from the ends over whole characters, so the middle of a long content is never decoded
+  // (templates trim every message).
   const std::u32string set = chars ? code_points(*chars) : std::u32string();
   const auto strippable = [&](char32_t c) {
     return chars ? set.find(c) != std::u32string::npos : unicode::is_python_space(c);
   };
   size_t begin = 0;
-  size_t end = points.size();
-  if (left) {
-    while (begin < end && strippable(points[begin])) ++begin;
+  size_t end = text.size();
+  while (left && begin < end) {
+    const DecodedChar decoded = decode_utf8(text, begin);
+    if (!strippable(decoded.code_point)) break;
+    begin += decoded.length;
   }
-  if (right) {
-    while (end > begin && strippable(points[end - 1])) --end;
+  while (right && end > begin) {
+    size_t start = end - 1;
+    while (start > begin && (static_cast<unsigned char>(text[start]) & 0xc0) == 0x80) --start;
+    const DecodedChar decoded = decode_utf8(text, start);
+    if (decoded.length != end - start || !strippable(decoded.code_point)) break;
+    end = start;
   }
-  return utf8(std::u32string_view(points).substr(begin, end - begin));
+  return std::string(text.substr(begin, end - begin));
 }
 
 std::vector<std::string> split(std::string_view text, const std::optional<std::string>& separator, int64_t max_split,
