@@ -183,7 +183,7 @@ void add_serve_command(CLI::App& app) {
   auto flags = std::make_shared<ServeFlags>();
   CLI::App* command = app.add_subcommand("serve", "Serve decisions over HTTP (the default command)");
   command->add_option("--model", flags->models,
-                      "Model to serve: a checkpoint directory, a known name, or a test backend mock:NAME "
+                      "Model to serve: a checkpoint directory, a .gguf file, a known name, or a test backend mock:NAME "
                       "(repeatable)");
   command->add_option("--upstream", flags->upstreams,
                       "Upstream pool NAME=URL[,URL...] of /v1/systemone workers served under NAME (repeatable)");

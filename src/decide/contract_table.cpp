@@ -1,5 +1,7 @@
 #include "decide/contract_table.h"
 
+#include <filesystem>
+
 #include "decide/contracts/clm.h"
 #include "decide/contracts/cua_s1.h"
 #include "decide/contracts/decider.h"
@@ -10,15 +12,14 @@
 #include "decide/contracts/lfm2_candidates.h"
 #include "decide/contracts/mock.h"
 #include "decide/contracts/open_jev.h"
+#include "decide/contracts/readout_matrix.h"
 #include "decide/contracts/startlux.h"
 #include "decide/contracts/vela_encoder.h"
-#include "decide/contracts/readout_matrix.h"
+#include "decide/gguf_model.h"
 #include "model/checkpoint/config_reader.h"
 #include "model/checkpoint/load_error.h"
 #include "model/decoder/families.h"
 #include "text/tokenizer.h"
-
-#include <filesystem>
 
 namespace s1::decide {
 namespace {
@@ -46,7 +47,7 @@ LoadedModel load_directory_contract(const std::filesystem::path& dir, const std:
     return LoadedModel{settings.name, settings.aliases, make_embedding_similarity_engine(dir, settings)};
   }
   if (contract == label_token_contract) {
-    const LabelTokenSettings settings = read_label_token_settings(reader, dir);
+    const LabelTokenSettings settings = read_label_token_settings(reader, default_label_token_settings(dir));
     return LoadedModel{settings.name, settings.aliases, make_label_token_engine(dir, settings)};
   }
   if (contract == cua_s1_contract) {
@@ -97,14 +98,20 @@ LoadedModel load_directory_contract(const std::filesystem::path& dir, const std:
                                 "pplx-decider, startlux-instant, vela-0.3b)");
 }
 
-LoadedModel load_directory(const std::filesystem::path& dir, const std::string& source) {
+// `load` with the loaders' errors as ModelLoadErrors naming the source.
+template <typename Load>
+LoadedModel naming_source(const std::string& source, Load load) {
   try {
-    return load_directory_contract(dir, source);
+    return load();
   } catch (const checkpoint::LoadError& error) {
     throw ModelLoadError("cannot load model '" + source + "': " + error.what());
   } catch (const text::TokenizerLoadError& error) {
     throw ModelLoadError("cannot load model '" + source + "': " + error.what());
   }
+}
+
+LoadedModel load_directory(const std::filesystem::path& dir, const std::string& source) {
+  return naming_source(source, [&] { return load_directory_contract(dir, source); });
 }
 
 }  // namespace
@@ -131,9 +138,13 @@ LoadedModel load_model(const std::string& source) {
     }
     return load_directory(dir, source);
   }
+  if (std::filesystem::is_regular_file(source, error) && std::filesystem::path(source).extension() == ".gguf") {
+    return naming_source(source, [&] { return load_gguf_model(source); });
+  }
   if (std::filesystem::exists(source, error)) {
-    throw ModelLoadError("cannot load model '" + source + "': not a directory (a model is a checkpoint directory "
-                         "with an s1serve.json decision file)");
+    throw ModelLoadError("cannot load model '" + source +
+                         "': not a directory or a .gguf file (a model is a "
+                         "checkpoint directory with an s1serve.json decision file, or a GGUF file)");
   }
   throw ModelLoadError("cannot load model '" + source +
                        "': no such directory and not a known model name (known: minilm, all-minilm-l6-v2, "

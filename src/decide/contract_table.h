@@ -21,8 +21,8 @@ struct LoadedModel {
   std::unique_ptr<runtime::Engine> engine;
 };
 
-// "mock:ramp" (test backends, served only when named), a checkpoint directory, or a known model
-// name. Throws ModelLoadError naming the source and the problem.
+// "mock:ramp" (test backends, served only when named), a checkpoint directory, a .gguf file, or a
+// known model name. Throws ModelLoadError naming the source and the problem.
 LoadedModel load_model(const std::string& source);
 
 }  // namespace s1::decide

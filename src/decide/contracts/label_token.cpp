@@ -24,9 +24,8 @@ LabelTokenSettings default_label_token_settings(const std::filesystem::path& mod
   return settings;
 }
 
-LabelTokenSettings read_label_token_settings(checkpoint::ConfigReader& decision_file,
-                                             const std::filesystem::path& model_dir) {
-  LabelTokenSettings settings = default_label_token_settings(model_dir);
+LabelTokenSettings read_label_token_settings(checkpoint::ConfigReader& decision_file, LabelTokenSettings defaults) {
+  LabelTokenSettings settings = std::move(defaults);
   read_served_model_identity(decision_file, settings);
   settings.system_prompt = decision_file.optional<std::string>("system_prompt");
   settings.temperature = decision_file.optional<double>("temperature", 1.0);
@@ -128,19 +127,19 @@ std::optional<int32_t> single_token(const text::Tokenizer& tokenizer, std::strin
 
 class LabelTokenEngine : public runtime::Engine {
  public:
-  LabelTokenEngine(const std::filesystem::path& model_dir, LabelTokenSettings settings)
+  LabelTokenEngine(ChatDecoder model_parts, LabelTokenSettings settings)
       : settings_(std::move(settings)),
-        tokenizer_(text::Tokenizer::from_file(model_dir / "tokenizer.json")),
-        chat_template_(text::ChatTemplate::from_model_dir(model_dir)),
-        decoder_(decoder::load_causal_decoder(model_dir, settings_.precision)) {
+        tokenizer_(std::move(model_parts.tokenizer)),
+        chat_template_(std::move(model_parts.chat_template)),
+        decoder_(std::move(model_parts.decoder)) {
     const decoder::DecoderInfo& model = decoder_->info();
     context_tokens_ = settings_.context_tokens == 0 ? model.max_positions
                                                      : std::min(settings_.context_tokens, model.max_positions);
     const auto required = [&](const std::string& label) {
       const auto id = single_token(tokenizer_, label);
       if (!id || static_cast<std::size_t>(*id) >= model.vocab_size) {
-        throw checkpoint::LoadError(model_dir.string() + ": the label '" + label +
-                                    "' is not a single token of tokenizer.json within the model's vocabulary, so "
+        throw checkpoint::LoadError(model_parts.tokenizer_source + ": the label '" + label +
+                                    "' is not a single token within the model's vocabulary, so "
                                     "the label-token contract cannot read it");
       }
       return *id;
@@ -234,7 +233,14 @@ class LabelTokenEngine : public runtime::Engine {
 
 std::unique_ptr<runtime::Engine> make_label_token_engine(const std::filesystem::path& model_dir,
                                                          const LabelTokenSettings& settings) {
-  return std::make_unique<LabelTokenEngine>(model_dir, settings);
+  ChatDecoder model{
+      text::Tokenizer::from_file(model_dir / "tokenizer.json"), text::ChatTemplate::from_model_dir(model_dir),
+      decoder::load_causal_decoder(model_dir, settings.precision), (model_dir / "tokenizer.json").string()};
+  return make_label_token_engine(std::move(model), settings);
+}
+
+std::unique_ptr<runtime::Engine> make_label_token_engine(ChatDecoder model, const LabelTokenSettings& settings) {
+  return std::make_unique<LabelTokenEngine>(std::move(model), settings);
 }
 
 }  // namespace s1::decide

@@ -50,15 +50,25 @@ struct LabelTokenSettings {
 // bf16 where the CPU multiplies bf16 natively (AMX), else fp32.
 LabelTokenSettings default_label_token_settings(const std::filesystem::path& model_dir);
 
-// Reads this contract's members of an s1serve.json whose "contract" member was already read; unknown
-// members are load errors naming the file and key.
-LabelTokenSettings read_label_token_settings(checkpoint::ConfigReader& decision_file,
-                                             const std::filesystem::path& model_dir);
+// Reads this contract's members of an s1serve.json whose "contract" member was already read, over
+// `defaults`; unknown members are load errors naming the file and key.
+LabelTokenSettings read_label_token_settings(checkpoint::ConfigReader& decision_file, LabelTokenSettings defaults);
+
+// What the contract runs: a chat decoder with its tokenizer and chat template, from a model directory
+// or a GGUF file.
+struct ChatDecoder {
+  text::Tokenizer tokenizer;
+  text::ChatTemplate chat_template;
+  std::unique_ptr<decoder::CausalDecoder> decoder;
+  std::string tokenizer_source;  // names the tokenizer in load errors
+};
 
 // Loads the decoder, tokenizer.json and chat template of `model_dir`. Throws checkpoint::LoadError or
 // text::TokenizerLoadError naming the file and the problem (e.g. a label that is not a single token).
 std::unique_ptr<runtime::Engine> make_label_token_engine(const std::filesystem::path& model_dir,
                                                          const LabelTokenSettings& settings);
+// The same over an already loaded chat decoder.
+std::unique_ptr<runtime::Engine> make_label_token_engine(ChatDecoder model, const LabelTokenSettings& settings);
 
 // Splits token sequences into a shared prefix and per-sequence suffixes: the longest common prefix,
 // rounded down to a multiple of `granularity`, and always leaving each sequence at least one token.

@@ -15,6 +15,7 @@ namespace {
 struct Family {
   std::string_view name;
   std::vector<std::string_view> model_types;
+  std::vector<std::string_view> gguf_architectures;  // general.architecture, as llama.cpp's converter writes it
   std::unique_ptr<CausalDecoder> (*load)(const std::filesystem::path& dir, backend::cpu::Precision precision);
 };
 
@@ -22,16 +23,19 @@ const std::vector<Family>& families() {
   static const std::vector<Family> table{
       {"qwen3",
        {"qwen3"},
+       {"qwen3"},
        [](const std::filesystem::path& dir, backend::cpu::Precision precision) {
          return qwen3::load_qwen3(dir, precision);
        }},
       // The text model and the multimodal wrapper (its text part); Qwen3.8 checkpoints use the same types.
       {"qwen3_5",
        {"qwen3_5", "qwen3_5_text"},
+       {"qwen35"},
        [](const std::filesystem::path& dir, backend::cpu::Precision precision) {
          return qwen3_5::load_qwen3_5(dir, precision);
        }},
       {"lfm2",
+       {"lfm2"},
        {"lfm2"},
        [](const std::filesystem::path& dir, backend::cpu::Precision precision) {
          return lfm2::load_lfm2(dir, precision);
@@ -60,7 +64,42 @@ const Family* family_for(const std::string& model_type) {
   return nullptr;
 }
 
+const Family* family_for_gguf(std::string_view architecture) {
+  for (const Family& family : families()) {
+    for (const std::string_view known : family.gguf_architectures) {
+      if (known == architecture) return &family;
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace
+
+std::optional<std::string> decoder_family_of_gguf(std::string_view architecture) {
+  const Family* family = family_for_gguf(architecture);
+  if (family == nullptr) return std::nullopt;
+  return std::string(family->name);
+}
+
+std::string known_gguf_architectures() {
+  std::string known;
+  for (const Family& family : families()) {
+    for (const std::string_view name : family.gguf_architectures)
+      known += (known.empty() ? "" : ", ") + std::string(name);
+  }
+  return known;
+}
+
+std::unique_ptr<CausalDecoder> load_gguf_causal_decoder(const std::filesystem::path& file,
+                                                        std::string_view architecture,
+                                                        backend::cpu::Precision precision) {
+  const Family* family = family_for_gguf(architecture);
+  if (family == nullptr) {
+    throw checkpoint::LoadError(file.string() + ": general.architecture '" + std::string(architecture) +
+                                "' is not an architecture s1serve runs (known: " + known_gguf_architectures() + ")");
+  }
+  return family->load(file, precision);
+}
 
 std::optional<std::string> decoder_family_of(const std::filesystem::path& dir) {
   const auto model_type = model_type_of(dir);

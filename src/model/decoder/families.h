@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backend/cpu/precision.h"
@@ -16,6 +17,17 @@ namespace s1::decoder {
 // The model_type of dir/config.json when it names a causal decoder family this build runs
 // ("qwen3", "qwen3_5", …); nullopt when there is no config.json or it names something else.
 std::optional<std::string> decoder_family_of(const std::filesystem::path& dir);
+
+// The family that runs a GGUF file whose general.architecture is `architecture` ("qwen3", "qwen35",
+// "lfm2"); nullopt for any other.
+std::optional<std::string> decoder_family_of_gguf(std::string_view architecture);
+// The architectures decoder_family_of_gguf knows, comma-separated, for messages.
+std::string known_gguf_architectures();
+// Loads a GGUF file with the family of its general.architecture (`architecture`, already read by the
+// caller). Throws checkpoint::LoadError naming the file and the problem.
+std::unique_ptr<CausalDecoder> load_gguf_causal_decoder(const std::filesystem::path& file,
+                                                        std::string_view architecture,
+                                                        backend::cpu::Precision precision);
 
 // Loads the checkpoint in `dir` with its family. Throws checkpoint::LoadError naming the file and the
 // problem (including a model_type that no family runs).
