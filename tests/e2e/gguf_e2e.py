@@ -5,8 +5,11 @@ tests/fixtures/gguf/tiny-qwen3.gguf is tests/fixtures/tiny-qwen3-chat under llam
 (tools/reference/make_gguf_fixtures.py): same weights, its tokenizer in tokenizer.ggml.*, its chat
 template in tokenizer.chat_template. Served side by side (the GGUF with a decision file asking for fp32,
 as the directory's does), every request of tests/e2e/decoder_requests.jsonl must get identical answers
-and input_tokens from both. The GGUF is then served from a config file entry under the name it gives,
-and without a decision file under its file name.
+and input_tokens from both. tiny-qwen35.gguf (tests/fixtures/tiny-qwen3_5-chat with the converter's keys
+and value changes, so equal only within fp32 tolerance) must match the Transformers reference answers
+of decoder_expected_qwen3_5.jsonl as its directory does in decoder_e2e.py. The Qwen3 GGUF is then
+served from a config file entry under the name it gives, and without a decision file under its file
+name.
 
     python3 tests/e2e/gguf_e2e.py --binary build/s1serve
 """
@@ -23,8 +26,10 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
+sys.path.insert(0, HERE)
 
 import s1harness  # noqa: E402
+from minilm_e2e import compare_answer  # noqa: E402
 
 
 def read_jsonl(path):
@@ -63,15 +68,27 @@ def main():
         shutil.copyfile(os.path.join(ROOT, "tests", "fixtures", "gguf", "tiny-qwen3.gguf"), gguf)
         with open(os.path.join(work, "tiny-qwen3-gguf.s1serve.json"), "w") as f:
             json.dump({"contract": "label-token", "name": "tiny-qwen3-gguf", "precision": "fp32"}, f)
+        hybrid = os.path.join(work, "tiny-qwen35.gguf")
+        shutil.copyfile(os.path.join(ROOT, "tests", "fixtures", "gguf", "tiny-qwen35.gguf"), hybrid)
+        with open(os.path.join(work, "tiny-qwen35.s1serve.json"), "w") as f:
+            json.dump({"contract": "label-token", "precision": "fp32"}, f)
+        hybrid_expected = read_jsonl(os.path.join(HERE, "decoder_expected_qwen3_5.jsonl"))
 
-        with s1harness.Server(args.binary, ["--model", model_dir, "--model", gguf, "--port", "0"],
-                              name="gguf") as server:
+        with s1harness.Server(args.binary, ["--model", model_dir, "--model", gguf, "--model", hybrid,
+                                            "--port", "0"], name="gguf") as server:
             for number, request in enumerate(requests):
                 where = f"request {number}"
                 from_directory = answer_of(server, request, directory_name, f"{where} (directory)", problems)
                 from_gguf = answer_of(server, request, "tiny-qwen3-gguf", f"{where} (gguf)", problems)
                 if from_directory and from_gguf and from_directory != from_gguf:
                     problems.append(f"{where}: gguf {from_gguf} vs directory {from_directory}")
+                got = answer_of(server, request, "tiny-qwen35", f"{where} (qwen35 gguf)", problems)
+                if got:
+                    reference = hybrid_expected[number]
+                    if got[1] != reference["input_tokens"]:
+                        problems.append(f"{where} (qwen35 gguf): input_tokens {got[1]} vs {reference['input_tokens']}")
+                    for key, answer in reference["answers"].items():
+                        compare_answer(f"{where} (qwen35 gguf)/{key}", answer, got[0][key], problems)
 
         os.remove(os.path.join(work, "tiny-qwen3-gguf.s1serve.json"))
         config = os.path.join(work, "config.json")
