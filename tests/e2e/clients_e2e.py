@@ -594,32 +594,41 @@ def overloaded_then_retried(servers):
     c = Check()
     server = servers.busy
     body = {"model": "mock-slow", "state": "x", "questions": {"q": {"type": "noul", "instructions": "y"}}}
+    url = Servers.url(server)
+    question = {"q": {"type": "noul", "instructions": "y"}}
+    # The clients exist before the server is made busy: building one (TLS context, pools) can take
+    # longer under load than the ~3 s the queue stays full.
+    typesafe = typesafe_client(servers, False, server=server)
+    jev = jev_client(servers, server=server)
+    openai_client = openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0)
+    refusals = {
+        "typesafe-sdk": (lambda: typesafe.system_one(state="x", model="mock-slow", questions=question),
+                         ts.TypeSafeInternalServerError, "overloaded"),
+        "jev-lite": (lambda: jev.system_one.create(state="x", model="mock-slow", questions=question),
+                     jev_lite.APIStatusError, "overloaded"),
+        "openai": (lambda: openai_client.decisions.create(
+            model="mock-slow", input="x", questions=[{"type": "predicate", "instructions": "y"}]),
+            openai.InternalServerError, "overloaded"),
+        "litellm": (lambda: litellm.systemone(model="typesafe/mock-slow", api_base=url, api_key=KEY, state="x",
+                                              questions=question, num_retries=0), litellm.ServiceUnavailableError, None),
+    }
     blockers = [threading.Thread(target=raw_post, args=(server, "/v1/systemone", body)) for _ in range(2)]
     for blocker in blockers:
         blocker.start()
         time.sleep(0.1)
-    # One running and one queued: everything below must be refused until the first ends at ~3 s.
+    # One running and one queued: the refusals below, sent at once, must all come before ~3 s.
     deadline = time.monotonic() + 5.0
     while metric(server, "s1serve_queue_depth") < 1 and time.monotonic() < deadline:
         time.sleep(0.02)
-    url = Servers.url(server)
-    question = {"q": {"type": "noul", "instructions": "y"}}
-
-    with typesafe_client(servers, False, server=server) as client:
-        error = c.raises("typesafe-sdk: overloaded", lambda: client.system_one(state="x", model="mock-slow", questions=question),
-                         ts.TypeSafeInternalServerError, 503, "overloaded")
-        if error is not None:
-            c(error.headers.get("retry-after", "").isdigit(), f"typesafe-sdk: 503 Retry-After {error.headers.get('retry-after')!r}")
-    with jev_client(servers, server=server) as client:
-        c.raises("jev-lite: overloaded", lambda: client.system_one.create(state="x", model="mock-slow", questions=question),
-                 jev_lite.APIStatusError, 503, "overloaded")
-    openai_client = openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0)
-    c.raises("openai: overloaded", lambda: openai_client.decisions.create(
-        model="mock-slow", input="x", questions=[{"type": "predicate", "instructions": "y"}]),
-        openai.InternalServerError, 503, "overloaded")
-    c.raises("litellm: overloaded", lambda: litellm.systemone(model="typesafe/mock-slow", api_base=url, api_key=KEY,
-                                                              state="x", questions=question, num_retries=0),
-             litellm.ServiceUnavailableError, 503)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(refusals)) as pool:
+        futures = {name: pool.submit(c.raises, f"{name}: overloaded", call, expected, 503, error_type)
+                   for name, (call, expected, error_type) in refusals.items()}
+        errors = {name: future.result(timeout=60) for name, future in futures.items()}
+    typesafe.close()
+    jev.close()
+    if errors["typesafe-sdk"] is not None:
+        retry_after = errors["typesafe-sdk"].headers.get("retry-after", "")
+        c(retry_after.isdigit(), f"typesafe-sdk: 503 Retry-After {retry_after!r}")
 
     outcomes = {}
 
