@@ -792,12 +792,16 @@ Value range_function(const CallArguments& call) {
     if (call.positional.size() == 3) step = as_integer(call.positional[2], "range argument");
   }
   if (step == 0) throw RenderError("range() arg 3 must not be zero");
+  // The length first (unsigned, so no bound overflows): range(10**18) is refused before anything is built.
+  const auto unsigned_of = [](int64_t value) { return static_cast<uint64_t>(value); };
+  const uint64_t distance = step > 0 ? (stop > start ? unsigned_of(stop) - unsigned_of(start) : 0)
+                                     : (start > stop ? unsigned_of(start) - unsigned_of(stop) : 0);
+  const uint64_t stride = step > 0 ? unsigned_of(step) : uint64_t{0} - unsigned_of(step);
+  const uint64_t count = distance == 0 ? 0 : (distance - 1) / stride + 1;
+  if (count > kMaxBuiltSize) throw RenderError("range() is too long for a template");
   List list;
-  for (int64_t value = start; step > 0 ? value < stop : value > stop; value += step) {
-    if (list.size() >= kMaxBuiltSize) throw RenderError("range() is too long for a template");
-    list.push_back(Value(value));
-    if ((step > 0 && value > INT64_MAX - step) || (step < 0 && value < INT64_MIN - step)) break;
-  }
+  list.reserve(static_cast<size_t>(count));
+  for (uint64_t index = 0; index < count; ++index) list.push_back(Value(start + static_cast<int64_t>(index) * step));
   return Value(std::move(list));
 }
 

@@ -8,7 +8,7 @@ namespace {
 
 // Bounds that keep a hostile template from running forever or recursing off the stack; real chat
 // templates stay far below them.
-constexpr size_t kMaxSteps = 200000;  // loop iterations and macro calls in one render
+constexpr size_t kMaxSteps = 100000;  // loop iterations and macro calls in one render
 constexpr size_t kMaxCallDepth = 64;
 constexpr size_t kMaxOutputBytes = 64u << 20;
 
@@ -71,7 +71,7 @@ class Renderer {
 
   void step() {
     if (++steps_ > kMaxSteps)
-      throw RenderError("the template runs too long (more than 200000 loop iterations and calls)");
+      throw RenderError("the template runs too long (more than 100000 loop iterations and calls)");
   }
 
   static void append(std::string& out, std::string_view text) {
@@ -215,18 +215,19 @@ class Renderer {
       auto scope = child_of(scope_);
       bind(*scope, node.target, items[static_cast<size_t>(index)]);
       Dict loop;
-      loop.set("index", Value(index + 1));
-      loop.set("index0", Value(index));
-      loop.set("revindex", Value(length - index));
-      loop.set("revindex0", Value(length - index - 1));
-      loop.set("first", Value(index == 0));
-      loop.set("last", Value(index == length - 1));
-      loop.set("length", Value(length));
-      loop.set("depth", Value(1));
-      loop.set("depth0", Value(0));
-      if (index > 0) loop.set("previtem", items[static_cast<size_t>(index - 1)]);
-      if (index + 1 < length) loop.set("nextitem", items[static_cast<size_t>(index + 1)]);
-      loop.set("cycle", Value(std::make_shared<const Callable>(Callable{
+      loop.reserve(12);
+      loop.add("index", Value(index + 1));
+      loop.add("index0", Value(index));
+      loop.add("revindex", Value(length - index));
+      loop.add("revindex0", Value(length - index - 1));
+      loop.add("first", Value(index == 0));
+      loop.add("last", Value(index == length - 1));
+      loop.add("length", Value(length));
+      loop.add("depth", Value(1));
+      loop.add("depth0", Value(0));
+      if (index > 0) loop.add("previtem", items[static_cast<size_t>(index - 1)]);
+      if (index + 1 < length) loop.add("nextitem", items[static_cast<size_t>(index + 1)]);
+      loop.add("cycle", Value(std::make_shared<const Callable>(Callable{
                             "cycle", [index](CallArguments arguments) {
                               if (arguments.positional.empty()) throw RenderError("no items for cycling given");
                               return arguments.positional[static_cast<size_t>(index) % arguments.positional.size()];

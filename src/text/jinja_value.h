@@ -103,6 +103,9 @@ class Dict {
  public:
   const Value* find(std::string_view key) const;
   void set(std::string key, Value value);
+  // set() for a key known to be new (no search).
+  void add(std::string key, Value value) { items_.emplace_back(std::move(key), std::move(value)); }
+  void reserve(size_t size) { items_.reserve(size); }
   const std::vector<std::pair<std::string, Value>>& items() const { return items_; }
   size_t size() const { return items_.size(); }
 
