@@ -45,7 +45,8 @@ int http_status(ErrorCode code) {
     case ErrorCode::max_tokens_exceeded:
     case ErrorCode::bad_request:
     case ErrorCode::invalid_body_encoding:
-    case ErrorCode::invalid_multipart: return 400;
+    case ErrorCode::invalid_multipart:
+    case ErrorCode::unsupported_input: return 400;
     case ErrorCode::unauthorized: return 401;
     case ErrorCode::not_found: return 404;
     case ErrorCode::method_not_allowed: return 405;
@@ -77,6 +78,7 @@ std::string_view error_type(ErrorCode code) {
     case ErrorCode::bad_request: return "bad_request";
     case ErrorCode::invalid_body_encoding: return "invalid_body_encoding";
     case ErrorCode::invalid_multipart: return "invalid_multipart";
+    case ErrorCode::unsupported_input: return "unsupported_input";
     case ErrorCode::unauthorized: return "unauthorized";
     case ErrorCode::not_found: return "not_found";
     case ErrorCode::method_not_allowed: return "method_not_allowed";

@@ -21,6 +21,7 @@ enum class ErrorCode {
   bad_request,                // 400, malformed HTTP framing (§11.6)
   invalid_body_encoding,      // 400
   invalid_multipart,          // 400
+  unsupported_input,          // 400, /v1/decisions input items s1serve cannot render (function calls)
   unauthorized,               // 401
   not_found,                  // 404
   method_not_allowed,         // 405

@@ -1,5 +1,6 @@
 #include "api/openai_decisions.h"
 
+#include <algorithm>
 #include <set>
 
 namespace s1::api {
@@ -11,6 +12,16 @@ const Json* member(const Json& object, std::string_view name) {
   const auto found = object.find(name);
   return found == object.end() ? nullptr : &*found;
 }
+
+struct RenderedMessage {
+  std::string role;
+  std::string text;  // its parts' texts joined with "\n\n"
+};
+
+// Which part types a list may hold, after openai's decision_create_params: user content takes text,
+// JSON and media; system and developer content text and JSON; assistant content output text and
+// refusals; question instructions text, JSON and images.
+enum class PartKinds { user_content, instruction_content, assistant_content, question_instructions };
 
 class DecisionsValidator {
  public:
@@ -24,12 +35,7 @@ class DecisionsValidator {
     check_input(member(body, "input"), result.pipeline);
     check_questions(member(body, "questions"), result);
     if (!issues_.empty()) return ApiError::validation(std::move(issues_));
-    if (media_location_) {
-      ApiError error = ApiError::make(ErrorCode::unsupported_media,
-                                      "Images, files and audio are not supported by this server yet");
-      error.openai_param = openai_param(*media_location_);
-      return error;
-    }
+    if (refusal_) return std::move(*refusal_);
     return result;
   }
 
@@ -75,32 +81,72 @@ class DecisionsValidator {
     }
     if (!input->is_array()) return issue("value_type", location, "Input should be a valid string or list");
     if (input->empty()) return issue("too_short", location, "List should have at least 1 item after validation, not 0");
-    std::string joined;
+    std::vector<RenderedMessage> messages;
     int64_t index = 0;
-    for (const Json& message : *input) {
-      check_message(message, append(location, index++), joined);
-    }
-    pipeline.state = joined;
+    for (const Json& item : *input) check_item(item, append(location, index++), messages);
+    pipeline.state = render_state(messages);
   }
 
-  void append_text(std::string& joined, const std::string& text) {
-    if (!joined.empty() || appended_any_) joined += "\n\n";
+  // §11.2: user text alone reads as before; once another role speaks, the model sees who said what.
+  static Json render_state(const std::vector<RenderedMessage>& messages) {
+    const bool only_user = std::all_of(messages.begin(), messages.end(),
+                                       [](const RenderedMessage& message) { return message.role == "user"; });
+    if (only_user) {
+      std::string joined;
+      for (const RenderedMessage& message : messages) join_text(joined, message.text);
+      return joined;
+    }
+    Json rendered = Json::array();
+    for (const RenderedMessage& message : messages) {
+      rendered.push_back(Json::object({{"role", message.role}, {"content", message.text}}));
+    }
+    return rendered;
+  }
+
+  static void join_text(std::string& joined, const std::string& text) {
+    if (!joined.empty()) joined += "\n\n";
     joined += text;
-    appended_any_ = true;
   }
 
-  void check_message(const Json& message, const Location& location, std::string& joined) {
-    if (!message.is_object()) return issue("dict_type", location, "Input should be a valid dictionary");
-    const Json* role = member(message, "role");
-    if (role == nullptr) {
-      issue("missing", append(location, "role"), "Field required");
-    } else if (!(role->is_string() && *role == "user")) {
-      issue("literal_error", append(location, "role"), "Input should be 'user'");
+  // The first input s1serve cannot use, answered with a 400 once the schema is valid.
+  void refuse_once(ErrorCode code, const Location& location, std::string message) {
+    if (refusal_) return;
+    refusal_ = ApiError::make(code, std::move(message));
+    refusal_->openai_param = openai_param(location);
+  }
+
+  void check_item(const Json& item, const Location& location, std::vector<RenderedMessage>& messages) {
+    if (!item.is_object()) return issue("dict_type", location, "Input should be a valid dictionary");
+    const Json* type = member(item, "type");
+    if (type != nullptr && type->is_string() &&
+        (*type == "function_call" || *type == "function_call_output" || *type == "custom_tool_call" ||
+         *type == "custom_tool_call_output")) {
+      return refuse_once(ErrorCode::unsupported_input, location,
+                         openai_param(location) + ": " + type->get<std::string>() +
+                             " items are not supported; send the call and its output as message text");
     }
-    if (const Json* type = member(message, "type"); type != nullptr && !(type->is_string() && *type == "message")) {
+    if (type != nullptr && !(type->is_string() && *type == "message")) {
       issue("literal_error", append(location, "type"), "Input should be 'message'");
     }
-    const Json* content = member(message, "content");
+    const Json* role = member(item, "role");
+    std::string role_name;
+    if (role == nullptr) {
+      issue("missing", append(location, "role"), "Field required");
+    } else if (role->is_string() && (*role == "user" || *role == "system" || *role == "developer" ||
+                                     *role == "assistant")) {
+      role_name = role->get<std::string>();
+    } else {
+      issue("literal_error", append(location, "role"),
+            "Input should be 'user', 'system', 'developer' or 'assistant'");
+    }
+    const bool assistant = role_name == "assistant";
+    if (const Json* phase = member(item, "phase"); phase != nullptr && assistant && !phase->is_null() &&
+                                                   !(phase->is_string() && (*phase == "commentary" ||
+                                                                            *phase == "final_answer"))) {
+      issue("literal_error", append(location, "phase"), "Input should be 'commentary' or 'final_answer'");
+    }
+    RenderedMessage rendered{role_name, ""};
+    const Json* content = member(item, "content");
     const Location content_location = append(location, "content");
     if (content == nullptr) {
       issue("missing", content_location, "Field required");
@@ -108,42 +154,129 @@ class DecisionsValidator {
       if (content->get_ref<const std::string&>().empty()) {
         issue("string_too_short", content_location, "String should have at least 1 character");
       } else {
-        append_text(joined, content->get_ref<const std::string&>());
+        rendered.text = content->get<std::string>();
       }
     } else if (!content->is_array()) {
       issue("value_type", content_location, "Input should be a valid string or list");
     } else if (content->empty()) {
       issue("too_short", content_location, "List should have at least 1 item after validation, not 0");
     } else {
+      const PartKinds kinds = assistant ? PartKinds::assistant_content
+                              : role_name == "user" ? PartKinds::user_content
+                                                    : PartKinds::instruction_content;
       int64_t index = 0;
-      for (const Json& part : *content) check_part(part, append(content_location, index++), joined);
+      for (const Json& part : *content) {
+        if (auto text = check_part(part, append(content_location, index++), kinds)) join_text(rendered.text, *text);
+      }
     }
-    forbid_extra_members(message, location, {"role", "type", "content"});
+    if (assistant) {
+      forbid_extra_members(item, location, {"role", "type", "content", "phase"});
+    } else {
+      forbid_extra_members(item, location, {"role", "type", "content"});
+    }
+    messages.push_back(std::move(rendered));
   }
 
-  void check_part(const Json& part, const Location& location, std::string& joined) {
-    if (!part.is_object()) return issue("dict_type", location, "Input should be a valid dictionary");
+  // A part's text: input_text and output_text as sent, input_json as compact JSON, a refusal's text.
+  std::optional<std::string> check_part(const Json& part, const Location& location, PartKinds kinds) {
+    if (!part.is_object()) {
+      issue("dict_type", location, "Input should be a valid dictionary");
+      return std::nullopt;
+    }
     const Json* type = member(part, "type");
-    if (type == nullptr) return issue("missing", append(location, "type"), "Field required");
-    if (type->is_string() && (*type == "input_image" || *type == "input_file" || *type == "input_audio")) {
-      if (!media_location_) media_location_ = location;
+    if (type == nullptr) {
+      issue("missing", append(location, "type"), "Field required");
+      return std::nullopt;
+    }
+    const std::string tag = type->is_string() ? type->get<std::string>() : std::string();
+    const bool assistant = kinds == PartKinds::assistant_content;
+    const bool media = kinds == PartKinds::user_content
+                           ? tag == "input_image" || tag == "input_file" || tag == "input_audio"
+                           : kinds == PartKinds::question_instructions && tag == "input_image";
+    if (media) {
+      refuse_once(ErrorCode::unsupported_media, location,
+                  "Images, files and audio are not supported by this server yet");
+      return std::nullopt;
+    }
+    if (!assistant && tag == "input_text") return check_text_part(part, location, "text", true);
+    if (assistant && (tag == "output_text" || tag == "refusal")) {
+      return check_text_part(part, location, tag == "refusal" ? "refusal" : "text", false);
+    }
+    if (!assistant && tag == "input_json") {
+      const Json* data = member(part, "data");
+      forbid_extra_members(part, location, {"type", "data"});
+      if (data == nullptr) {
+        issue("missing", append(location, "data"), "Field required");
+      } else if (!data->is_object() && !data->is_array()) {
+        issue("value_type", append(location, "data"), "Input should be a valid dictionary or list");
+      } else {
+        std::string text;
+        append_json(text, *data);
+        return text;
+      }
+      return std::nullopt;
+    }
+    issue("union_tag_invalid", append(location, "type"),
+          assistant                                  ? "Input tag does not match any of the expected tags: 'output_text', 'refusal'"
+          : kinds == PartKinds::instruction_content ? "Input tag does not match any of the expected tags: 'input_text', 'input_json'"
+                                                    : "Input tag does not match any of the expected tags: 'input_text', 'input_image', 'input_json'");
+    return std::nullopt;
+  }
+
+  std::optional<std::string> check_text_part(const Json& part, const Location& location, const char* field,
+                                             bool cache_breakpoint) {
+    const Json* text = member(part, field);
+    std::optional<std::string> result;
+    if (text == nullptr) {
+      issue("missing", append(location, field), "Field required");
+    } else if (!text->is_string()) {
+      issue("string_type", append(location, field), "Input should be a valid string");
+    } else if (text->get_ref<const std::string&>().empty()) {
+      issue("string_too_short", append(location, field), "String should have at least 1 character");
+    } else {
+      result = text->get<std::string>();
+    }
+    if (cache_breakpoint) {
+      // Prompt caching is automatic (§11.5): a breakpoint is checked for shape and otherwise ignored.
+      check_cache_breakpoint(member(part, "prompt_cache_breakpoint"), append(location, "prompt_cache_breakpoint"));
+      forbid_extra_members(part, location, {"type", field, "prompt_cache_breakpoint"});
+    } else {
+      forbid_extra_members(part, location, {"type", field});
+    }
+    return result;
+  }
+
+  void check_cache_breakpoint(const Json* breakpoint, const Location& location) {
+    if (breakpoint == nullptr || breakpoint->is_null()) return;
+    if (!breakpoint->is_object()) return issue("dict_type", location, "Input should be a valid dictionary");
+    const Json* mode = member(*breakpoint, "mode");
+    if (mode == nullptr) {
+      issue("missing", append(location, "mode"), "Field required");
+    } else if (!(mode->is_string() && *mode == "explicit")) {
+      issue("literal_error", append(location, "mode"), "Input should be 'explicit'");
+    }
+    forbid_extra_members(*breakpoint, location, {"mode"});
+  }
+
+  // A question's instructions: a string, or input_text/input_json parts joined like message text.
+  void check_instructions(const Json* instructions, const Location& location, Question& pipeline_question) {
+    if (instructions == nullptr) return issue("missing", location, "Field required");
+    if (instructions->is_string()) {
+      pipeline_question.instructions = *instructions;
       return;
     }
-    if (!(type->is_string() && *type == "input_text")) {
-      return issue("union_tag_invalid", append(location, "type"),
-                   "Input tag does not match any of the expected tags: 'input_text'");
+    if (!instructions->is_array()) return issue("value_type", location, "Input should be a valid string or list");
+    if (instructions->empty()) {
+      return issue("too_short", location, "List should have at least 1 item after validation, not 0");
     }
-    const Json* text = member(part, "text");
-    if (text == nullptr) {
-      issue("missing", append(location, "text"), "Field required");
-    } else if (!text->is_string()) {
-      issue("string_type", append(location, "text"), "Input should be a valid string");
-    } else if (text->get_ref<const std::string&>().empty()) {
-      issue("string_too_short", append(location, "text"), "String should have at least 1 character");
-    } else {
-      append_text(joined, text->get_ref<const std::string&>());
+    std::string joined;
+    int64_t index = 0;
+    for (const Json& part : *instructions) {
+      if (auto text = check_part(part, append(location, index++), PartKinds::question_instructions)) {
+        join_text(joined, *text);
+      }
     }
-    forbid_extra_members(part, location, {"type", "text"});
+    pipeline_question.instructions = joined;
   }
 
   void check_questions(const Json* questions, DecisionsRequest& result) {
@@ -199,14 +332,7 @@ class DecisionsValidator {
       }
     }
 
-    const Json* instructions = member(value, "instructions");
-    if (instructions == nullptr) {
-      issue("missing", append(location, "instructions"), "Field required");
-    } else if (!instructions->is_string()) {
-      issue("string_type", append(location, "instructions"), "Input should be a valid string");
-    } else {
-      pipeline_question.instructions = *instructions;
-    }
+    check_instructions(member(value, "instructions"), append(location, "instructions"), pipeline_question);
 
     switch (question.type) {
       case DecisionsQuestionType::predicate:
@@ -302,8 +428,7 @@ class DecisionsValidator {
 
   const RequestLimits& limits_;
   std::vector<ValidationIssue> issues_;
-  std::optional<Location> media_location_;
-  bool appended_any_ = false;
+  std::optional<ApiError> refusal_;
 };
 
 void append_name(std::string& out, const std::optional<std::string>& name) {

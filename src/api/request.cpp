@@ -159,6 +159,7 @@ class SystemOneValidator {
     }
     // Without a known type the question's shape is undefined, as in a tagged union.
     if (!type_known) return;
+    const size_t issues_before = issues_.size();
 
     if (const Json* instructions = member(value, "instructions")) {
       if (instructions->is_null() || is_structured_text(*instructions)) {
@@ -180,6 +181,13 @@ class SystemOneValidator {
       if (name != "type" && name != "instructions" && name != "criteria") {
         issue("extra_forbidden", append(location, name), "Extra inputs are not permitted");
       }
+    }
+    // TypeSafe and its SDK refuse a noul that says nothing to decide (contract §11.1); a question
+    // already refused for another reason is not refused twice.
+    if (limits_.refuse_empty_noul && question.type == QuestionType::noul && issues_.size() == issues_before &&
+        question.instructions.is_null() &&
+        question.noul_true.is_null() && question.noul_false.is_null()) {
+      issue("missing", append(location, "instructions"), "Field required");
     }
     request.questions.push_back(std::move(question));
   }
@@ -235,6 +243,8 @@ class SystemOneValidator {
         issue("extra_forbidden", side_location, "Extra inputs are not permitted");
         continue;
       }
+      // TypeSafe's schema allows null for an undescribed side (jev-lite always sends it).
+      if (text.is_null()) continue;
       if (!is_structured_text(text)) {
         issue("value_type", side_location, text_value_message);
         continue;

@@ -41,8 +41,11 @@ struct DecisionRequest {
 };
 
 struct RequestLimits {
-  size_t max_questions = 64;
+  size_t max_questions = 400;  // OpenAI Decisions' limit (contract §11.1)
   bool has_default_model = false;
+  // §11.1's wire rule. Reference files recorded under contract v1, whose models answered such
+  // questions, replay with it off (`s1serve validate`, fixture tests).
+  bool refuse_empty_noul = true;
 };
 
 inline constexpr size_t max_name_characters = 256;

@@ -57,7 +57,11 @@ registry::ServerConfig build_config(const ServeFlags& flags) {
   if (flags.prepare_threads) config.prepare_threads = *flags.prepare_threads;
   if (flags.header_timeout_ms) config.header_timeout = std::chrono::milliseconds(*flags.header_timeout_ms);
   if (flags.max_connections) config.max_connections = *flags.max_connections;
-  for (const std::string& source : flags.models) config.models.push_back(registry::ModelConfig{source, {}, {}, {}, {}});
+  for (const std::string& source : flags.models) {
+    registry::ModelConfig model;
+    model.source = source;
+    config.models.push_back(std::move(model));
+  }
   for (const std::string& upstream : flags.upstreams) config.models.push_back(registry::parse_upstream_flag(upstream));
   if (flags.default_model) config.default_model = *flags.default_model;
   // No model named anywhere: serve the default model, all-MiniLM-L6-v2 (docs/models.md). When it
@@ -114,7 +118,8 @@ registry::ServedModel make_upstream_model(const registry::ModelConfig& model, se
     for (const std::string& url : pool->replica_urls()) {
       metrics.set_gauge("s1serve_upstream_replica_healthy", {{"model", name}, {"replica", url}}, 1.0);
     }
-    return registry::ServedModel{name, model.aliases, nullptr, std::move(pool)};
+    return registry::ServedModel{name, model.aliases, registry::release_date_or_build(model.release_date), nullptr,
+                                 std::move(pool)};
   } catch (const std::invalid_argument& error) {
     throw registry::ConfigError("upstream model '" + name + "': " + error.what());
   }
@@ -137,6 +142,9 @@ int serve(const ServeFlags& flags) {
       decide::LoadedModel loaded = decide::load_model(model.source);
       const std::string name = model.name.value_or(loaded.name);
       std::vector<std::string> aliases = model.aliases.empty() ? loaded.aliases : model.aliases;
+      // The configuration's date wins over the decision file's.
+      std::string release_date =
+          registry::release_date_or_build(model.release_date ? model.release_date : loaded.engine->info().release_date);
       runtime::RunnerOptions runner_options{model.queue_capacity.value_or(config.queue_capacity)};
       server::Metrics* sink = metrics.get();
       runtime::RunnerObserver observer;
@@ -145,11 +153,11 @@ int serve(const ServeFlags& flags) {
         spdlog::info("model {} is {}", name, runtime::model_state_name(state));
       };
       registry.add(registry::ServedModel{
-          name, std::move(aliases),
+          name, std::move(aliases), std::move(release_date),
           std::make_unique<runtime::ModelRunner>(name, std::move(loaded.engine), runner_options, std::move(observer)),
           nullptr});
     }
-    registry.set_default_model(config.default_model);
+    registry.set_default_model(config.default_model, config.default_model_aliases);
   } catch (const std::exception& error) {
     spdlog::error("{}", error.what());
     return 2;
@@ -198,7 +206,7 @@ void add_serve_command(CLI::App& app) {
       ->check(CLI::IsMember({503, 529}));
   command->add_option("--timeout-ms", flags->timeout_ms, "Deadline per request in ms (default 60000)");
   command->add_option("--default-model", flags->default_model, "Model used when a request names none");
-  command->add_option("--max-questions", flags->max_questions, "Questions per request (default 64)");
+  command->add_option("--max-questions", flags->max_questions, "Questions per request (default 400)");
   command->add_option("--token-budget", flags->token_budget, "Input tokens per request (default 65536)");
   command->add_option("--drain-ms", flags->drain_ms, "Shutdown drain budget in ms (default 30000)");
   command->add_option("--http-threads", flags->http_threads, "HTTP I/O threads (default 2)");

@@ -124,6 +124,7 @@ api::DecisionRequest typed_request(const api::Json& body, const std::string& whe
   api::RequestLimits limits;
   limits.has_default_model = true;
   limits.max_questions = std::numeric_limits<std::size_t>::max();
+  limits.refuse_empty_noul = false;
   auto request = api::validate_system_one_request(body, limits);
   if (!request) {
     std::string detail = request.error().message;

@@ -4,6 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cctype>
+#include <charconv>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -34,6 +37,26 @@ T read_number(const Json& value, const std::filesystem::path& path, const std::s
 std::string read_string(const Json& value, const std::filesystem::path& path, const std::string& entry) {
   if (!value.is_string() || value.get_ref<const std::string&>().empty()) {
     throw ConfigError(describe(path, entry + " must be a non-empty string"));
+  }
+  return value.get<std::string>();
+}
+
+std::string read_name(const Json& value, const std::filesystem::path& path, const std::string& entry) {
+  std::string name = read_string(value, path, entry);
+  if (name.size() > 256) throw ConfigError(describe(path, entry + " must have at most 256 characters"));
+  return name;
+}
+
+std::vector<std::string> read_names(const Json& value, const std::filesystem::path& path, const std::string& entry) {
+  if (!value.is_array()) throw ConfigError(describe(path, entry + " must be an array of strings"));
+  std::vector<std::string> names;
+  for (const Json& name : value) names.push_back(read_name(name, path, entry + "[]"));
+  return names;
+}
+
+std::string read_date(const Json& value, const std::filesystem::path& path, const std::string& entry) {
+  if (!value.is_string() || !is_iso_date(value.get_ref<const std::string&>())) {
+    throw ConfigError(describe(path, entry + " must be a date written YYYY-MM-DD"));
   }
   return value.get<std::string>();
 }
@@ -83,10 +106,11 @@ ModelConfig read_model(const Json& entry, const std::filesystem::path& path, con
       model.source = read_string(value, path, member);
       has_source = true;
     } else if (key == "name") {
-      model.name = read_string(value, path, member);
+      model.name = read_name(value, path, member);
     } else if (key == "aliases") {
-      if (!value.is_array()) throw ConfigError(describe(path, member + " must be an array of strings"));
-      for (const Json& alias : value) model.aliases.push_back(read_string(alias, path, member + "[]"));
+      model.aliases = read_names(value, path, member);
+    } else if (key == "release_date") {
+      model.release_date = read_date(value, path, member);
     } else if (key == "queue") {
       model.queue_capacity = read_number<size_t>(value, path, member, 1, 1'000'000);
     } else if (key == "upstream") {
@@ -105,6 +129,26 @@ ModelConfig read_model(const Json& entry, const std::filesystem::path& path, con
 }
 
 }  // namespace
+
+bool is_iso_date(std::string_view text) {
+  if (text.size() != 10 || text[4] != '-' || text[7] != '-') return false;
+  auto field = [&](size_t start, size_t length) -> std::optional<unsigned> {
+    unsigned value = 0;
+    const char* end = text.data() + start + length;
+    const auto [stop, error] = std::from_chars(text.data() + start, end, value);
+    if (error != std::errc() || stop != end || !std::isdigit(static_cast<unsigned char>(text[start]))) {
+      return std::nullopt;
+    }
+    return value;
+  };
+  const auto year = field(0, 4);
+  const auto month = field(5, 2);
+  const auto day = field(8, 2);
+  if (!year || !month || !day) return false;
+  return std::chrono::year_month_day(std::chrono::year(static_cast<int>(*year)), std::chrono::month(*month),
+                                     std::chrono::day(*day))
+      .ok();
+}
 
 ModelConfig parse_upstream_flag(const std::string& flag) {
   const size_t equals = flag.find('=');
@@ -211,6 +255,8 @@ ServerConfig read_config_file(const std::filesystem::path& path, ServerConfig co
       } else {
         config.default_model = read_string(value, path, key);
       }
+    } else if (key == "default_model_aliases") {
+      config.default_model_aliases = read_names(value, path, key);
     } else if (key == "owned_by") {
       config.owned_by = read_string(value, path, key);
     } else if (key == "drain_ms") {

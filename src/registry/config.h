@@ -8,6 +8,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace s1::registry {
@@ -33,6 +34,7 @@ struct ModelConfig {
   std::string source;  // "mock:ramp", a checkpoint directory, or a known model name; empty for upstream
   std::optional<std::string> name;  // canonical id; derived from the source when absent
   std::vector<std::string> aliases;
+  std::optional<std::string> release_date;  // "YYYY-MM-DD", shown in /v1/models
   std::optional<size_t> queue_capacity;  // the server-wide default when absent
   std::optional<UpstreamConfig> upstream;  // set: served by a pool of upstream workers
 };
@@ -48,11 +50,13 @@ struct ServerConfig {
   std::vector<std::string> api_keys;
   size_t max_body_bytes = 4 * 1024 * 1024;
   std::chrono::milliseconds timeout{60'000};
-  size_t max_questions = 64;
+  size_t max_questions = 400;  // OpenAI Decisions' limit; the token budget is the real bound
   int64_t token_budget = 65'536;
   size_t queue_capacity = 32;
   int overload_status = 503;  // or 529, TypeSafe's overload status, for clients that key on it
   std::optional<std::string> default_model;
+  // Extra names of the default model; TypeSafe's clients send "jev-latest" (contract §11.1).
+  std::vector<std::string> default_model_aliases{"jev-latest"};
   std::string owned_by = "s1serve";
   std::chrono::milliseconds drain_timeout{30'000};
   int http_threads = 2;
@@ -67,6 +71,9 @@ struct ServerConfig {
 
 // Reads a config file (JSON, strict: unknown members are errors) over `base`.
 ServerConfig read_config_file(const std::filesystem::path& path, ServerConfig base);
+
+// True for a real calendar date written YYYY-MM-DD.
+bool is_iso_date(std::string_view text);
 
 // One key per line; blank lines and lines starting with '#' are skipped.
 std::vector<std::string> read_api_key_file(const std::filesystem::path& path);

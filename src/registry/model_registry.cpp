@@ -4,6 +4,12 @@
 
 namespace s1::registry {
 
+std::string_view build_release_date() { return S1SERVE_RELEASE_DATE; }
+
+std::string release_date_or_build(const std::optional<std::string>& configured) {
+  return configured ? *configured : std::string(build_release_date());
+}
+
 void ModelRegistry::add(ServedModel model) {
   auto entry = std::make_unique<ServedModel>(std::move(model));
   std::vector<std::string> names = entry->aliases;
@@ -17,10 +23,21 @@ void ModelRegistry::add(ServedModel model) {
   models_.push_back(std::move(entry));
 }
 
-void ModelRegistry::set_default_model(std::optional<std::string> name) {
+void ModelRegistry::set_default_model(std::optional<std::string> name, const std::vector<std::string>& aliases) {
   if (name && resolve(*name) == nullptr) throw ConfigError("default model '" + *name + "' is not served");
+  // `serve --model DIR` alone must answer requests that name no model (contract §11.1).
+  if (!name && models_.size() == 1) name = models_.front()->name;
+  if (!name) {
+    default_model_.reset();
+    return;
+  }
   // The default is reported by canonical id even when configured by alias.
-  default_model_ = name ? std::optional<std::string>(resolve(*name)->name) : std::nullopt;
+  ServedModel* model = by_name_.find(*name)->second;
+  default_model_ = model->name;
+  // Clients send TypeSafe's "jev-latest"; a served model of that name keeps it.
+  for (const std::string& alias : aliases) {
+    if (by_name_.emplace(alias, model).second) model->aliases.push_back(alias);
+  }
 }
 
 const ServedModel* ModelRegistry::resolve(std::string_view name) const {

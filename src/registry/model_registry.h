@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace s1::registry {
@@ -17,16 +18,23 @@ namespace s1::registry {
 struct ServedModel {
   std::string name;
   std::vector<std::string> aliases;
+  std::string release_date;  // "YYYY-MM-DD": configured, else the s1serve build's (contract §11.1)
   std::unique_ptr<runtime::ModelRunner> runner;
   std::unique_ptr<router::UpstreamPool> pool;
 };
+
+// The s1serve build's release date, for models that configure none.
+std::string_view build_release_date();
+// The configured date when there is one, else the build's.
+std::string release_date_or_build(const std::optional<std::string>& configured);
 
 class ModelRegistry {
  public:
   // Throws ConfigError when the name or an alias is already taken.
   void add(ServedModel model);
-  // Throws ConfigError when `name` is not served.
-  void set_default_model(std::optional<std::string> name);
+  // Throws ConfigError when `name` is not served. Without a name, a registry serving exactly one
+  // model makes it the default. Each of `aliases` not already taken becomes an alias of the default.
+  void set_default_model(std::optional<std::string> name, const std::vector<std::string>& aliases = {});
 
   const ServedModel* resolve(std::string_view name) const;
   const std::optional<std::string>& default_model() const { return default_model_; }

@@ -5,6 +5,7 @@
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/http/error.hpp>
 #include <cctype>
+#include <charconv>
 #include <cstring>
 #include <random>
 
@@ -40,11 +41,36 @@ std::string_view trim(std::string_view text) {
 
 std::string_view target_path(std::string_view target) { return target.substr(0, target.find('?')); }
 
+constexpr std::string_view model_prefix = "/v1/models/";
+
+std::optional<std::string> model_id_of(std::string_view path) {
+  if (!path.starts_with(model_prefix)) return std::nullopt;
+  const std::string_view escaped = path.substr(model_prefix.size());
+  std::string id;
+  for (size_t i = 0; i < escaped.size(); ++i) {
+    if (escaped[i] != '%') {
+      id += escaped[i];
+      continue;
+    }
+    unsigned value = 0;
+    const char* first = escaped.data() + i + 1;
+    if (i + 2 >= escaped.size() || !std::isxdigit(static_cast<unsigned char>(first[0])) ||
+        !std::isxdigit(static_cast<unsigned char>(first[1]))) {
+      return std::nullopt;
+    }
+    std::from_chars(first, first + 2, value, 16);
+    id += static_cast<char>(value);
+    i += 2;
+  }
+  return id;
+}
+
 RouteMatch match_route(std::string_view path) {
   if (path == "/v1/systemone") return {Route::systemone, "POST"};
   if (path == "/v1/decisions") return {Route::decisions, "POST"};
   if (path == "/v1/systemone/batch") return {Route::batch, "POST"};
   if (path == "/v1/models") return {Route::models, "GET, HEAD"};
+  if (path.starts_with(model_prefix) && path.size() > model_prefix.size()) return {Route::model, "GET, HEAD"};
   if (path == "/health") return {Route::health, "GET, HEAD"};
   if (path == "/metrics") return {Route::metrics, "GET, HEAD"};
   if (path == "/livez") return {Route::livez, "GET, HEAD"};
@@ -58,6 +84,7 @@ bool method_allowed(Route route, std::string_view method) {
     case Route::decisions:
     case Route::batch: return method == "POST";
     case Route::models:
+    case Route::model:
     case Route::health:
     case Route::metrics:
     case Route::livez:
@@ -72,6 +99,7 @@ std::string_view route_label(Route route) {
     case Route::systemone: return "/v1/systemone";
     case Route::decisions: return "/v1/decisions";
     case Route::models: return "/v1/models";
+    case Route::model: return "/v1/models/{id}";
     case Route::health: return "/health";
     case Route::metrics: return "/metrics";
     case Route::batch: return "/v1/systemone/batch";

@@ -13,7 +13,8 @@
 
 namespace s1::server {
 
-enum class Route { systemone, decisions, models, health, metrics, batch, livez, readyz, unknown };
+// `model` is GET /v1/models/{id} (contract §11.1).
+enum class Route { systemone, decisions, models, model, health, metrics, batch, livez, readyz, unknown };
 
 struct RouteMatch {
   Route route = Route::unknown;
@@ -31,6 +32,8 @@ bool method_allowed(Route route, std::string_view method);
 std::string_view route_label(Route route);
 // The path of a request target, without its query string.
 std::string_view target_path(std::string_view target);
+// The id in a /v1/models/{id} path, percent-decoded; nullopt when its escapes are malformed.
+std::optional<std::string> model_id_of(std::string_view path);
 
 // `Authorization: Bearer <key>`: scheme case-insensitive, key compared in constant time.
 bool authorized(std::string_view authorization_header, std::span<const std::string> keys);

@@ -192,7 +192,7 @@ struct HttpServer::Impl {
   };
   // The checks a request's head allows (§4.4's order): a reply that needs no body, or nullopt.
   std::optional<EarlyReply> check_head(const RequestParser& parser, const RouteMatch& match) const;
-  Reply status_reply(Route route) const;
+  Reply status_reply(Route route, std::string_view path) const;
   // Sets the body limit and feeds the parser the body bytes `buffer` holds: true when the request is
   // whole. Once per request: the parser counts the limit down as it takes chunks, so setting it again
   // would grant a chunked body a second allowance.
@@ -754,16 +754,17 @@ std::optional<HttpServer::Impl::EarlyReply> HttpServer::Impl::check_head(const R
   if (route == Route::unknown) return refuse(api::ApiError::make(api::ErrorCode::not_found, "Not found"));
   if (!method_allowed(route, request.method_string())) return refuse(api::ApiError::method_not_allowed(match.allow));
   const bool needs_auth =
-      route == Route::systemone || route == Route::decisions || route == Route::batch || route == Route::models;
+      route == Route::systemone || route == Route::decisions || route == Route::batch || route == Route::models ||
+      route == Route::model;
   if (needs_auth && !options.api_keys.empty()) {
     const bool single_header = request.count(http::field::authorization) == 1;
     if (!single_header || !authorized(request[http::field::authorization], options.api_keys)) {
       return refuse(api::ApiError::make(api::ErrorCode::unauthorized, "Missing or invalid API key"));
     }
   }
-  if (route == Route::health || route == Route::models || route == Route::metrics || route == Route::livez ||
-      route == Route::readyz) {
-    EarlyReply early{status_reply(route)};
+  if (route == Route::health || route == Route::models || route == Route::model || route == Route::metrics ||
+      route == Route::livez || route == Route::readyz) {
+    EarlyReply early{status_reply(route, target_path(request.target()))};
     early.drain = !parser.is_done();
     return early;
   }
@@ -793,7 +794,7 @@ std::optional<HttpServer::Impl::EarlyReply> HttpServer::Impl::check_head(const R
   }
   return std::nullopt;
 }
-Reply HttpServer::Impl::status_reply(Route route) const {
+Reply HttpServer::Impl::status_reply(Route route, std::string_view path) const {
   Reply reply;
   if (route == Route::health || route == Route::readyz) {
     const StatusReply health = health_reply(registry);
@@ -807,7 +808,18 @@ Reply HttpServer::Impl::status_reply(Route route) const {
   } else if (route == Route::livez) {
     reply.body = "{\"status\":\"ok\"}";
   } else if (route == Route::models) {
-    reply.body = models_body(registry, started_unix, options.owned_by);
+    reply.body = models_body(registry, ModelListing{started_unix, options});
+  } else if (route == Route::model) {
+    const std::optional<std::string> id = model_id_of(path);
+    const std::optional<std::string> body = id ? model_body(registry, *id, ModelListing{started_unix, options})
+                                               : std::nullopt;
+    if (body) {
+      reply.body = *body;
+    } else {
+      api::ApiError error = api::ApiError::make(api::ErrorCode::not_found, "The model does not exist");
+      error.openai_param = "model";
+      reply = error_reply(error, route);
+    }
   } else {
     for (const auto& model : registry.models()) {
       if (!model->runner) continue;  // upstream pools report through their observers

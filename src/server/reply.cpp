@@ -6,7 +6,9 @@ Reply error_reply(const api::ApiError& error, Route route) {
   Reply reply;
   reply.status = api::http_status(error.code);
   for (const auto& [name, value] : error.headers) reply.headers.add(name, value);
-  reply.body = route == Route::decisions ? api::openai_error_body(error) : api::system_one_error_body(error);
+  // OpenAI's own routes speak its envelope (contract §6.4, §11.1).
+  const bool openai_route = route == Route::decisions || route == Route::model;
+  reply.body = openai_route ? api::openai_error_body(error) : api::system_one_error_body(error);
   switch (error.code) {
     case api::ErrorCode::overloaded: reply.rejected = "overloaded"; break;
     case api::ErrorCode::deadline_exceeded: reply.rejected = "deadline"; break;
@@ -18,6 +20,7 @@ Reply error_reply(const api::ApiError& error, Route route) {
     case api::ErrorCode::unsupported_question_type:
     case api::ErrorCode::too_many_options:
     case api::ErrorCode::max_tokens_exceeded:
+    case api::ErrorCode::unsupported_input:
     case api::ErrorCode::unsupported_media_type:
     case api::ErrorCode::bad_request:
     case api::ErrorCode::invalid_body_encoding:

@@ -14,6 +14,57 @@ void append_string_array(std::string& out, const std::vector<std::string>& value
   out += ']';
 }
 
+// A TypeSafe entry's members, shared by a model's canonical and alias entries: `described` goes
+// before the canonical entry's aliases, `capabilities` after them.
+struct EntryMembers {
+  std::string described;
+  std::string capabilities;
+};
+
+EntryMembers entry_members(const registry::ServedModel& model, const registry::ServerConfig& config) {
+  EntryMembers members;
+  std::string& described = members.described;
+  described = ",\"description\":";
+  if (model.pool) {
+    api::append_json_string(described,
+                            "Served by " + std::to_string(model.pool->replica_count()) + " upstream worker(s)");
+  } else {
+    api::append_json_string(described, model.runner->info().description);
+  }
+  described += ",\"release_date\":";
+  api::append_json_string(described, model.release_date);
+  std::string& out = members.capabilities;
+  if (model.pool) {
+    out = ",\"backend\":\"upstream\"";
+    return members;
+  }
+  const runtime::ModelInfo& info = model.runner->info();
+  out += ",\"backend\":\"local\",\"question_types\":[";
+  for (size_t i = 0; i < info.question_types.size(); ++i) {
+    if (i > 0) out += ',';
+    out += '"';
+    out += api::question_type_name(info.question_types[i]);
+    out += '"';
+  }
+  out += "],\"max_choice_options\":" + std::to_string(info.max_choice_options) +
+         ",\"context_tokens\":" + std::to_string(info.context_tokens) + ",\"confidence_method\":";
+  api::append_json_string(out, info.confidence_method);
+  if (info.test_backend) out += ",\"test_backend\":true";
+  // No served model takes images yet (contract §11.3).
+  out += ",\"max_questions\":" + std::to_string(config.max_questions) +
+         ",\"max_body_bytes\":" + std::to_string(config.max_body_bytes) + ",\"max_images\":0";
+  return members;
+}
+
+std::string openai_model_object(std::string_view id, const ModelListing& listing) {
+  std::string out = "{\"id\":";
+  api::append_json_string(out, id);
+  out += ",\"object\":\"model\",\"created\":" + std::to_string(listing.created) + ",\"owned_by\":";
+  api::append_json_string(out, listing.config.owned_by);
+  out += '}';
+  return out;
+}
+
 }  // namespace
 
 StatusReply health_reply(const registry::ModelRegistry& registry) {
@@ -67,50 +118,28 @@ StatusReply health_reply(const registry::ModelRegistry& registry) {
   return reply;
 }
 
-std::string models_body(const registry::ModelRegistry& registry, int64_t created, const std::string& owned_by) {
+std::string models_body(const registry::ModelRegistry& registry, const ModelListing& listing) {
   std::string data;
   std::string models;
   for (const auto& model : registry.models()) {
     if (!data.empty()) data += ',';
-    data += "{\"id\":";
-    api::append_json_string(data, model->name);
-    data += ",\"object\":\"model\",\"created\":" + std::to_string(created) + ",\"owned_by\":";
-    api::append_json_string(data, owned_by);
-    data += '}';
+    data += openai_model_object(model->name, listing);
 
+    const EntryMembers members = entry_members(*model, listing.config);
     if (!models.empty()) models += ',';
     models += "{\"name\":";
     api::append_json_string(models, model->name);
-    if (model->pool) {
-      models += ",\"description\":";
-      api::append_json_string(models, "Served by " + std::to_string(model->pool->replica_count()) + " upstream worker(s)");
-      models += ",\"release_date\":null,\"aliases\":";
-      append_string_array(models, model->aliases);
-      models += ",\"backend\":\"upstream\"}";
-      continue;
-    }
-    const runtime::ModelInfo& info = model->runner->info();
-    models += ",\"description\":";
-    api::append_json_string(models, info.description);
-    models += ",\"release_date\":";
-    if (info.release_date) {
-      api::append_json_string(models, *info.release_date);
-    } else {
-      models += "null";
-    }
-    models += ",\"aliases\":";
+    models += members.described + ",\"aliases\":";
     append_string_array(models, model->aliases);
-    models += ",\"backend\":\"local\",\"question_types\":[";
-    for (size_t i = 0; i < info.question_types.size(); ++i) {
-      if (i > 0) models += ',';
-      models += '"';
-      models += api::question_type_name(info.question_types[i]);
-      models += '"';
+    models += members.capabilities + '}';
+    // TypeSafe's SDK lists names a request may send, aliases included (contract §11.1).
+    for (const std::string& alias : model->aliases) {
+      models += ",{\"name\":";
+      api::append_json_string(models, alias);
+      models += ",\"alias_of\":";
+      api::append_json_string(models, model->name);
+      models += members.described + members.capabilities + '}';
     }
-    models += "],\"max_choice_options\":" + std::to_string(info.max_choice_options) +
-              ",\"context_tokens\":" + std::to_string(info.context_tokens) + ",\"confidence_method\":";
-    api::append_json_string(models, info.confidence_method);
-    models += '}';
   }
   std::string body = "{\"object\":\"list\",\"default_model\":";
   if (registry.default_model()) {
@@ -120,6 +149,12 @@ std::string models_body(const registry::ModelRegistry& registry, int64_t created
   }
   body += ",\"data\":[" + data + "],\"models\":[" + models + "]}";
   return body;
+}
+
+std::optional<std::string> model_body(const registry::ModelRegistry& registry, std::string_view id,
+                                      const ModelListing& listing) {
+  if (registry.resolve(id) == nullptr) return std::nullopt;
+  return openai_model_object(id, listing);
 }
 
 }  // namespace s1::server

@@ -4,7 +4,7 @@
 Usage: run_conformance.py --binary path/to/s1serve [--filter REGEX] [--verbose] [--keep-logs]
 
 Each case file in cases/ is a JSON array of cases. A case:
-  id, title, config ("A", "B" or "C"; default "A"), method (default POST), path (default /v1/systemone),
+  id, title, config ("A", "B", "C" or "D"; default "A"), method (default POST), path (default /v1/systemone),
   headers (merged onto the defaults: Authorization: Bearer k-test, and Content-Type: application/json
   on POST; a null value removes a default),
   one of: body (a JSON value; generator objects are expanded, see expand()), body_raw (a list of parts:
@@ -40,7 +40,7 @@ sys.path.insert(0, HERE)
 import s1harness as h  # noqa: E402
 
 DEFAULT_AUTH = "Bearer k-test"
-CONFIG_FILES = {"A": "config-a.json", "B": "config-b.json", "C": "config-c.json"}
+CONFIG_FILES = {"A": "config-a.json", "B": "config-b.json", "C": "config-c.json", "D": "config-d.json"}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -378,7 +378,7 @@ def main():
     responses = {}
     start = time.monotonic()
     try:
-        for config in ("A", "B", "C"):
+        for config in CONFIG_FILES:
             selected = [case for case in cases if case["config"] == config]
             if not selected:
                 continue

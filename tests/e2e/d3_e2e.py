@@ -59,8 +59,8 @@ def check_serving(binary, fixture, problems):
         if fixture == "tiny-d3":
             # One token per digit and per space: about 1,600 tokens, over max_length 1024.
             long_state = " ".join(str(i % 10) for i in range(800))
-            for questions in ({"q": {"type": "noul"}},
-                              {"short": {"type": "choice", "criteria": {"a": None}}, "q": {"type": "noul"}}):
+            noul = {"type": "noul", "instructions": "Long?"}
+            for questions in ({"q": noul}, {"short": {"type": "choice", "criteria": {"a": None}}, "q": noul}):
                 expect_error(server, {"model": fixture, "state": long_state, "questions": questions}, 400,
                              "max_tokens_exceeded", f"over-length state, questions {list(questions)}", problems)
 

@@ -59,7 +59,7 @@ def check_serving(binary, name, lines, problems):
         for where, question in (
                 ("one-option choice", {"type": "choice", "instructions": "x", "criteria": {"only": None}}),
                 ("choice without instructions", {"type": "choice", "criteria": {"a": None, "b": None}}),
-                ("bare noul", {"type": "noul"})):
+                ("noul with empty instructions", {"type": "noul", "instructions": ""})):
             expect_error(server, {"model": name, "state": "s", "questions": {"q": question}}, 400,
                          "unsupported_question_type", where, problems)
         long_state = " ".join(f"word{i}" for i in range(3000))

@@ -32,8 +32,8 @@ sys.path.insert(0, HERE)
 
 import s1harness  # noqa: E402
 from reference_answers import (  # noqa: E402
-    check_reference_request, check_tampered_reference_fails, check_validate_passes, contract_e2e_main, expect_error,
-    post_systemone)
+    check_reference_request, check_tampered_reference_fails, check_validate_passes, contract_e2e_main,
+    empty_noul_keys, expect_error, post_systemone)
 
 MODEL_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-open-jev")
 # Declared before comparing: the hybrid family's fp32 logit gate (1e-4 × the logit scale) carried
@@ -57,8 +57,11 @@ def check_serving(binary, name, lines, problems):
                 problems.append(f"{where}: model {got['model']!r}, expected the canonical {name!r}")
             if got["usage"]["input_tokens"] < line["independent_tokens"]:
                 shared += 1
-        if shared < 3:
-            problems.append(f"only {shared} requests counted their state once; the fixture has 3 long shared states")
+        # The long-state request with an empty noul is refused at the wire since contract §11.1.
+        long_states = 3 - sum(1 for line in lines if empty_noul_keys(line["request"]))
+        if shared < long_states:
+            problems.append(f"only {shared} requests counted their state once; the fixture has {long_states} long "
+                            "shared states served")
 
         # The same long state with one question and then with two: the state is evaluated once.
         state = lines[3]["request"]["state"]

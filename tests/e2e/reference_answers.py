@@ -78,7 +78,7 @@ def listed_model(server, name):
 def check_choice_only(server, name, problems):
     """noul and score questions, alone and beside a choice question: 400 unsupported_question_type."""
     pick = {"type": "choice", "criteria": {"a": None, "b": "Click B"}}
-    for kind, question in (("noul", {"type": "noul"}), ("score", {"type": "score", "criteria": ["lo", "hi"]})):
+    for kind, question in (("noul", {"type": "noul", "instructions": "Yes?"}), ("score", {"type": "score", "criteria": ["lo", "hi"]})):
         expect_error(server, {"model": name, "state": "s", "questions": {"q": question}}, 400,
                      "unsupported_question_type", kind, problems)
         expect_error(server, {"model": name, "state": "s", "questions": {"c": pick, "q": question}}, 400,
@@ -150,11 +150,34 @@ def contract_e2e_main(doc, label, model_dir, check_serving, checks_after_serving
     return 1 if problems else 0
 
 
+def empty_noul_keys(body):
+    """Keys of the noul questions with no instructions and no described side (contract §11.1)."""
+    keys = []
+    for key, question in body.get("questions", {}).items():
+        criteria = question.get("criteria") if isinstance(question, dict) else None
+        if (isinstance(question, dict) and question.get("type") == "noul" and question.get("instructions") is None
+                and (criteria is None or (isinstance(criteria, dict) and all(v is None for v in criteria.values())))):
+            keys.append(key)
+    return keys
+
+
 def check_reference_request(server, body, line, where, tolerance, problems, known_shape_problems=()):
     """Posts one reference-file request and checks the 200's shape, input_tokens and every answer
     against the reference line; the response, or None when the status was not 200. Shape problems
-    containing any of `known_shape_problems` (a model's documented deviation) are not reported."""
+    containing any of `known_shape_problems` (a model's documented deviation) are not reported.
+    A request recorded under contract v1 with a noul that has neither instructions nor criteria is
+    refused at the wire since §11.1 (422 missing at its instructions; `s1serve validate` still
+    replays it): that refusal is checked instead, and None returned."""
     response = post_systemone(server, body)
+    empty = empty_noul_keys(body)
+    if empty:
+        expected = ["body", "questions", empty[0], "instructions"]
+        detail = response.json().get("detail") if response.status == 422 else None
+        if not (isinstance(detail, list) and detail and detail[0].get("type") == "missing"
+                and detail[0].get("loc") == expected):
+            problems.append(f"{where}: an empty noul got {response.status}: {response.body[:300]!r}, expected 422 "
+                            f"missing at {expected}")
+        return None
     if response.status != 200:
         problems.append(f"{where}: status {response.status}: {response.body[:300]!r}")
         return None

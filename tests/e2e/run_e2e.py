@@ -195,7 +195,7 @@ def test_oversize():
     soon as it crosses the limit, a body of exactly 1000 bytes is served, and the connection closes."""
     check = Checker()
     with start_server("oversize", "--model", "mock:ramp", "--max-body", "1000", "--port", "0") as server:
-        base = ('{"model":"mock-ramp","state":"' + STATE + '","questions":{"q":{"type":"noul"}}}').encode()
+        base = ('{"model":"mock-ramp","state":"' + STATE + '","questions":{"q":{"type":"noul","instructions":"?"}}}').encode()
         exact = base + b" " * (1000 - len(base))
         response = h.request(server, "POST", "/v1/systemone", headers={"Content-Type": "application/json"}, body=exact)
         check(response.status == 200, f"1000-byte body: {response.status} {response.body[:200]!r}")

@@ -21,7 +21,7 @@ namespace {
 using decide::LoadedModel;
 
 api::DecisionRequest parse(const OrderedJson& request) {
-  auto parsed = api::parse_system_one_request(request.dump(), api::RequestLimits{64, true});
+  auto parsed = api::parse_system_one_request(request.dump(), api::RequestLimits{64, true, false});
   EXPECT_TRUE(parsed.ok()) << request.dump();
   return parsed.ok() ? std::move(parsed.value()) : api::DecisionRequest{};
 }

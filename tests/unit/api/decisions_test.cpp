@@ -41,6 +41,93 @@ TEST(DecisionsRequest, JoinsMessageTexts) {
   EXPECT_EQ(result->pipeline.state, "A\n\nB\n\nC");
 }
 
+std::string questions_with(std::string_view input) {
+  return R"({"input":)" + std::string(input) + R"(,"questions":[{"type":"predicate","instructions":""}]})";
+}
+
+TEST(DecisionsRequest, OtherRolesRenderTheStateAsRoleContentObjects) {
+  auto result = parse(questions_with(R"([
+    {"role":"system","content":"Be strict."},
+    {"role":"developer","type":"message","content":[{"type":"input_text","text":"Rules"},{"type":"input_json","data":{"max":3,"name":"é"}}]},
+    {"role":"user","content":[{"type":"input_text","text":"Refund?","prompt_cache_breakpoint":{"mode":"explicit"}},{"type":"input_json","data":[{"a":1.5}]}]},
+    {"role":"assistant","phase":"final_answer","content":[{"type":"output_text","text":"No."},{"type":"refusal","refusal":"Cannot."}]}])"));
+  ASSERT_TRUE(result.ok()) << openai_error_body(result.error());
+  EXPECT_EQ(result->pipeline.state, Json::parse(R"([{"role":"system","content":"Be strict."},
+    {"role":"developer","content":"Rules\n\n{\"max\":3,\"name\":\"é\"}"},
+    {"role":"user","content":"Refund?\n\n[{\"a\":1.5}]"},
+    {"role":"assistant","content":"No.\n\nCannot."}])"));
+}
+
+TEST(DecisionsRequest, UserJsonPartsJoinAsCompactText) {
+  auto result = parse(questions_with(R"([{"role":"user","content":[{"type":"input_json","data":{"b":[1,null,true],"a":"x y"}}]}])"));
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->pipeline.state, R"({"b":[1,null,true],"a":"x y"})");
+}
+
+TEST(DecisionsRequest, InstructionPartsAreJoined) {
+  auto result = parse(R"({"input":"x","questions":[{"type":"predicate","instructions":[{"type":"input_text","text":"Is it"},{"type":"input_json","data":{"k":1}}]}],
+                          "prompt_cache_key":"k","prompt_cache_options":{"mode":"implicit","ttl":"30m"},"safety_identifier":"u1","metadata":{"a":"b"}})");
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->pipeline.questions[0].instructions, "Is it\n\n{\"k\":1}");
+  EXPECT_NE(openai_error(R"({"input":"x","questions":[{"type":"predicate","instructions":[{"type":"input_image","image_url":"data:"}]}]})")
+                .find(R"("param":"questions[0].instructions[0]","code":"unsupported_media")"),
+            std::string::npos);
+  EXPECT_NE(openai_error(R"({"input":"x","questions":[{"type":"predicate","instructions":[]}]})")
+                .find(R"("param":"questions[0].instructions","code":"too_short")"),
+            std::string::npos);
+  EXPECT_NE(openai_error(R"({"input":"x","questions":[{"type":"predicate","instructions":5}]})")
+                .find(R"("param":"questions[0].instructions","code":"value_type")"),
+            std::string::npos);
+}
+
+TEST(DecisionsRequest, ToolItemsAreRefusedByName) {
+  const std::string error = openai_error(questions_with(
+      R"(["hi",{"type":"function_call","call_id":"c","name":"f","arguments":"{}"}])"));
+  EXPECT_NE(error.find(R"("code":"dict_type")"), std::string::npos) << error;
+  for (const char* type : {"function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output"}) {
+    const std::string refused = openai_error(questions_with(
+        std::string(R"([{"role":"user","content":"hi"},{"type":")") + type + R"(","call_id":"c","output":"x"}])"));
+    EXPECT_NE(refused.find(R"("param":"input[1]","code":"unsupported_input")"), std::string::npos) << refused;
+    EXPECT_NE(refused.find(std::string("input[1]: ") + type), std::string::npos) << refused;
+  }
+}
+
+TEST(DecisionsRequest, PartsFollowTheirRole) {
+  EXPECT_NE(openai_error(questions_with(R"([{"role":"assistant","content":[{"type":"input_text","text":"x"}]}])"))
+                .find(R"("param":"input[0].content[0].type","code":"union_tag_invalid")"),
+            std::string::npos);
+  EXPECT_NE(openai_error(questions_with(R"([{"role":"system","content":[{"type":"input_image","image_url":"data:"}]}])"))
+                .find(R"("param":"input[0].content[0].type","code":"union_tag_invalid")"),
+            std::string::npos);
+  EXPECT_NE(openai_error(questions_with(R"([{"role":"user","content":[{"type":"output_text","text":"x"}]}])"))
+                .find(R"("param":"input[0].content[0].type","code":"union_tag_invalid")"),
+            std::string::npos);
+  EXPECT_NE(openai_error(questions_with(R"([{"role":"user","phase":"commentary","content":"x"}])"))
+                .find(R"("param":"input[0].phase","code":"extra_forbidden")"),
+            std::string::npos);
+  EXPECT_NE(openai_error(questions_with(R"([{"role":"assistant","phase":"later","content":"x"}])"))
+                .find(R"("param":"input[0].phase","code":"literal_error")"),
+            std::string::npos);
+  EXPECT_NE(openai_error(questions_with(R"([{"role":"user","content":[{"type":"input_json","data":"text"}]}])"))
+                .find(R"("param":"input[0].content[0].data","code":"value_type")"),
+            std::string::npos);
+  EXPECT_NE(openai_error(questions_with(R"([{"role":"user","content":[{"type":"input_text","text":"x","prompt_cache_breakpoint":{"mode":"implicit"}}]}])"))
+                .find(R"("param":"input[0].content[0].prompt_cache_breakpoint.mode","code":"literal_error")"),
+            std::string::npos);
+}
+
+TEST(DecisionsRequest, AllowsFourHundredQuestionsByDefault) {
+  std::string questions;
+  for (int i = 0; i < 401; ++i) questions += std::string(i ? "," : "") + R"({"type":"predicate","instructions":"q"})";
+  EXPECT_EQ(parse_decisions_request(R"({"input":"x","questions":[)" + questions + "]}", RequestLimits{.has_default_model = true})
+                .error()
+                .issues.front()
+                .type,
+            "too_long");
+  questions.resize(questions.rfind(",{"));
+  EXPECT_TRUE(parse_decisions_request(R"({"input":"x","questions":[)" + questions + "]}", RequestLimits{.has_default_model = true}).ok());
+}
+
 TEST(DecisionsRequest, ErrorsUseTheOpenAIEnvelopeWithParams) {
   EXPECT_EQ(openai_error(R"({"input":"x","questions":[{"type":"choice","instructions":"","choices":[{"value":"a"}]}]})"),
             R"({"error":{"message":"List should have at least 2 items after validation","type":"invalid_request_error","param":"questions[0].choices","code":"too_short"}})");
@@ -56,7 +143,7 @@ TEST(DecisionsRequest, ErrorsUseTheOpenAIEnvelopeWithParams) {
   EXPECT_NE(openai_error(R"({"input":"x","questions":[{"type":"refusal","instructions":""}]})")
                 .find(R"("param":"questions[0].type","code":"union_tag_invalid")"),
             std::string::npos);
-  EXPECT_NE(openai_error(R"({"input":[{"role":"system","content":"x"}],"questions":[{"type":"predicate","instructions":""}]})")
+  EXPECT_NE(openai_error(R"({"input":[{"role":"tool","content":"x"}],"questions":[{"type":"predicate","instructions":""}]})")
                 .find(R"("param":"input[0].role","code":"literal_error")"),
             std::string::npos);
   EXPECT_NE(openai_error(R"({"input":[{"role":"user","content":[{"type":"input_text","text":"A"},{"type":"input_image","image_url":"data:"}]}],"questions":[{"type":"predicate","instructions":""}]})")

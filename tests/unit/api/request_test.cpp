@@ -94,12 +94,38 @@ TEST(SystemOneRequest, RefusesBadQuestions) {
             "string_too_short@/questions/q/criteria/1");
   EXPECT_EQ(first_issue(with_questions(R"({"q":{"type":"noul","criteria":{"true":"x","maybe":"y"}}})")),
             "extra_forbidden@/questions/q/criteria/maybe");
-  EXPECT_EQ(first_issue(with_questions(R"({"q":{"type":"noul","criteria":{"true":null}}})")),
+  EXPECT_EQ(first_issue(with_questions(R"({"q":{"type":"noul","instructions":"x","criteria":{"true":3}}})")),
             "value_type@/questions/q/criteria/true");
   EXPECT_EQ(first_issue(with_questions(R"({"q":{"type":"noul","criteria":"yes"}})")), "dict_type@/questions/q/criteria");
 }
 
+TEST(SystemOneRequest, NullNoulSidesAreUndescribed) {
+  auto request = parse(with_questions(R"({"q":{"type":"noul","instructions":"x","criteria":{"true":null,"false":"no"}}})"));
+  ASSERT_TRUE(request.ok());
+  EXPECT_TRUE(request->questions[0].noul_true.is_null());
+  EXPECT_EQ(request->questions[0].noul_false, "no");
+}
+
+TEST(SystemOneRequest, ANoulWithNothingToDecideIsRefused) {
+  for (const char* question : {R"({"type":"noul"})", R"({"type":"noul","instructions":null})",
+                               R"({"type":"noul","criteria":null})", R"({"type":"noul","criteria":{}})",
+                               R"({"type":"noul","instructions":null,"criteria":{"true":null,"false":null}})"}) {
+    EXPECT_EQ(first_issue(with_questions("{\"q\":" + std::string(question) + "}")), "missing@/questions/q/instructions")
+        << question;
+  }
+  for (const char* question : {R"({"type":"noul","instructions":""})", R"({"type":"noul","criteria":{"true":"x"}})",
+                               R"({"type":"noul","criteria":{"false":{"n":1}}})"}) {
+    EXPECT_EQ(first_issue(with_questions("{\"q\":" + std::string(question) + "}")), "ok") << question;
+  }
+  // Reference files recorded under contract v1 replay with the rule off.
+  EXPECT_TRUE(parse_system_one_request(with_questions(R"({"q":{"type":"noul"}})"), RequestLimits{64, true, false}).ok());
+  // A broken criteria object is reported itself, not as missing instructions.
+  EXPECT_EQ(first_issue(with_questions(R"({"q":{"type":"noul","criteria":{"maybe":"y"}}})")),
+            "extra_forbidden@/questions/q/criteria/maybe");
+}
+
 TEST(SystemOneRequest, LimitsCounts) {
+  EXPECT_EQ(RequestLimits{}.max_questions, 400u);
   std::string many = "{";
   for (int i = 0; i < 65; ++i) many += std::string(i ? "," : "") + "\"q" + std::to_string(i) + "\":" + std::string(noul);
   EXPECT_EQ(first_issue(with_questions(many + "}")), "too_long@/questions");
@@ -121,7 +147,8 @@ TEST(SystemOneRequest, ModelAndThinkingRules) {
   EXPECT_EQ(first_issue(R"({"model":5,"state":"x","questions":{"q":{"type":"noul"}}})"), "string_type@/model");
   EXPECT_EQ(first_issue(R"({"model":"","state":"x","questions":{"q":{"type":"noul"}}})"), "string_too_short@/model");
   EXPECT_EQ(first_issue(R"({"state":"x","questions":{"q":{"type":"noul"}}})", false), "missing@/model");
-  EXPECT_EQ(first_issue(R"({"model":null,"state":"x","questions":{"q":{"type":"noul"}}})", true), "ok");
+  EXPECT_EQ(first_issue(R"({"model":null,"state":"x","questions":{"q":{"type":"noul","instructions":"q"}}})", true),
+            "ok");
   EXPECT_EQ(first_issue(with_questions("{\"q\":" + std::string(noul) + "}", R"("thinking":true,)")), "literal_error@/thinking");
   EXPECT_EQ(first_issue(with_questions("{\"q\":" + std::string(noul) + "}", R"("thinking":"auto",)")), "literal_error@/thinking");
   for (const char* ok : {R"("thinking":false,)", R"("thinking":{"enabled":false},)", R"("images":[],)", R"("assets":{},)",
@@ -135,7 +162,7 @@ TEST(SystemOneRequest, MediaIsRefusedAfterSchema) {
             "unsupported_media");
   EXPECT_EQ(first_issue(with_questions("{\"q\":" + std::string(noul) + "}", R"("video":"x",)")), "unsupported_media");
   EXPECT_EQ(first_issue(R"({"model":"m","state":["look:",{"type":"image_url","image_url":{"url":"data:"}}],
-                           "questions":{"q":{"type":"noul"}}})"),
+                           "questions":{"q":{"type":"noul","instructions":"Red?"}}})"),
             "unsupported_media");
   // Schema problems come first (check order 6 before 7).
   EXPECT_EQ(first_issue(R"({"model":"m","state":"","images":["x"],"questions":{"q":{"type":"noul"}}})"),
@@ -144,7 +171,7 @@ TEST(SystemOneRequest, MediaIsRefusedAfterSchema) {
 
 TEST(SystemOneResponse, SerialisesInRequestOrderWithExactNumbers) {
   auto request = parse(R"({"model":"m","state":"s","questions":{
-    "z":{"type":"noul"},
+    "z":{"type":"noul","instructions":"?"},
     "a":{"type":"choice","criteria":{"only":null}},
     "m":{"type":"score","criteria":[{"b":1,"a":[true,null]},"mid",["x"]]}}})");
   ASSERT_TRUE(request.ok());

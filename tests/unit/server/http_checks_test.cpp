@@ -24,6 +24,19 @@ TEST(Routes, MatchExactlyAndCaseSensitively) {
   EXPECT_FALSE(method_allowed(Route::systemone, "OPTIONS"));
 }
 
+TEST(Routes, ModelObjectPathsCarryAPercentEncodedId) {
+  EXPECT_EQ(match_route("/v1/models/mock-ramp").route, Route::model);
+  EXPECT_EQ(match_route("/v1/models/mock-ramp").allow, "GET, HEAD");
+  EXPECT_EQ(match_route("/v1/models/").route, Route::unknown);
+  EXPECT_EQ(match_route("/v1/models").route, Route::models);
+  EXPECT_EQ(model_id_of("/v1/models/mock-ramp"), "mock-ramp");
+  EXPECT_EQ(model_id_of("/v1/models/org%2Fname%20x"), "org/name x");
+  EXPECT_EQ(model_id_of("/v1/models/a/b"), "a/b");
+  EXPECT_FALSE(model_id_of("/v1/models/bad%2"));
+  EXPECT_FALSE(model_id_of("/v1/models/bad%zz"));
+  EXPECT_FALSE(model_id_of("/v1/systemone"));
+}
+
 TEST(Auth, BearerSchemeIsCaseInsensitiveAndKeysExact) {
   const std::vector<std::string> keys = {"k-test", "other"};
   EXPECT_TRUE(authorized("Bearer k-test", keys));
