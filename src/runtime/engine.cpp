@@ -2,6 +2,13 @@
 
 namespace s1::runtime {
 
+std::vector<api::Result<RawOutputs>> Engine::run_batch(std::span<Plan* const> plans) {
+  std::vector<api::Result<RawOutputs>> outputs;
+  outputs.reserve(plans.size());
+  for (Plan* plan : plans) outputs.push_back(run(*plan));
+  return outputs;
+}
+
 api::DecisionRequest Engine::warm_up_request() const {
   api::DecisionRequest request;
   request.state = "Ticket: I was charged twice for my subscription this month.";

@@ -2,14 +2,15 @@
 // What the runtime needs from a loaded model. A contract implements prepare → run → finish; the
 // runtime owns when and on which thread each step happens and knows nothing else about the model.
 
-#include "api/request.h"
-#include "api/response.h"
-
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
+
+#include "api/request.h"
+#include "api/response.h"
 
 namespace s1::runtime {
 
@@ -49,10 +50,19 @@ class Engine {
   // Any thread, no compute: contract checks (400 unsupported_question_type, too_many_options), then
   // rendering, tokenisation and the token budget (400 max_tokens_exceeded).
   virtual api::Result<std::unique_ptr<Plan>> prepare(const api::DecisionRequest& request,
-                                                      const PrepareLimits& limits) const = 0;
+                                                     const PrepareLimits& limits) const = 0;
 
   // The executor thread only: the forward pass. Throws only for faults the model cannot recover from.
   virtual api::Result<RawOutputs> run(Plan& plan) = 0;
+
+  // How many requests' plans run_batch takes at once: 1 for a contract whose forward pass serves
+  // one request. The runtime never hands run_batch more.
+  virtual size_t max_batch_requests() const { return 1; }
+
+  // The executor thread only: several requests' forward passes together, one result per plan in
+  // order, each what run would give it alone (up to rounding). The default runs them one by one.
+  // Throws as run does: a fault the model cannot recover from fails the whole batch.
+  virtual std::vector<api::Result<RawOutputs>> run_batch(std::span<Plan* const> plans);
 
   // Any thread: readout maths (temperature, softmax, confidence) into answers in question order.
   virtual api::Result<std::vector<api::Answer>> finish(const api::DecisionRequest& request, const Plan& plan,

@@ -8,10 +8,14 @@ namespace s1::runtime {
 
 std::string_view model_state_name(ModelState state) {
   switch (state) {
-    case ModelState::loading: return "loading";
-    case ModelState::warming: return "warming";
-    case ModelState::ready: return "ready";
-    case ModelState::failed: return "failed";
+    case ModelState::loading:
+      return "loading";
+    case ModelState::warming:
+      return "warming";
+    case ModelState::ready:
+      return "ready";
+    case ModelState::failed:
+      return "failed";
   }
   return "failed";
 }
@@ -28,7 +32,7 @@ constexpr double newest_run_weight = 0.2;
 
 int64_t retry_after_seconds(double seconds_per_run, double running_for) {
   const double remaining = seconds_per_run - std::max(running_for, 0.0);
-  if (!(remaining > 1.0)) return 1;  // also NaN
+  if (!(remaining > 1.0)) return 1;     // also NaN
   constexpr double longest = 86'400.0;  // a bound for the conversion; no client waits a day
   return static_cast<int64_t>(std::ceil(std::min(remaining, longest)));
 }
@@ -43,7 +47,9 @@ ModelRunner::ModelRunner(std::string name, std::unique_ptr<Engine> engine, Runne
 
 ModelRunner::~ModelRunner() { stop(); }
 
-void ModelRunner::start() { executor_ = std::thread([this] { executor_loop(); }); }
+void ModelRunner::start() {
+  executor_ = std::thread([this] { executor_loop(); });
+}
 
 void ModelRunner::stop() {
   std::deque<std::shared_ptr<Job>> dropped;
@@ -79,8 +85,7 @@ void ModelRunner::set_state(ModelState state) {
 }
 
 api::Result<std::shared_ptr<Job>> ModelRunner::submit(std::shared_ptr<const api::DecisionRequest> request,
-                                                      std::unique_ptr<Plan> plan,
-                                                      Clock::time_point deadline,
+                                                      std::unique_ptr<Plan> plan, Clock::time_point deadline,
                                                       std::function<void(JobOutcome)> on_done) {
   const ModelState current = state();
   if (current != ModelState::ready) return api::ApiError::model_unavailable(name_, current == ModelState::failed);
@@ -126,10 +131,15 @@ bool ModelRunner::warm_up() {
     auto plan = engine_->prepare(request, PrepareLimits{});
     if (!plan) {
       reason = "warm-up request was refused";
-    } else if (auto outputs = engine_->run(**plan); !outputs) {
-      reason = "warm-up inference failed";
-    } else if (auto answers = engine_->finish(request, **plan, std::move(outputs.value())); !answers) {
-      reason = "warm-up produced non-finite probabilities";
+    } else {
+      // Through run_batch, the path every request takes.
+      Plan* const plans[] = {plan->get()};
+      auto outputs = engine_->run_batch(plans);
+      if (outputs.size() != 1 || !outputs.front()) {
+        reason = "warm-up inference failed";
+      } else if (auto answers = engine_->finish(request, **plan, std::move(outputs.front().value())); !answers) {
+        reason = "warm-up produced non-finite probabilities";
+      }
     }
   } catch (const std::exception&) {
     reason = "warm-up failed";
@@ -143,23 +153,77 @@ bool ModelRunner::warm_up() {
   return false;
 }
 
-JobOutcome ModelRunner::execute(Job& job) {
-  JobOutcome outcome;
-  const Clock::time_point started = Clock::now();
-  outcome.queue_seconds = seconds_between(job.enqueued_at(), started);
-  try {
-    auto outputs = engine_->run(job.plan());
-    if (!outputs) {
-      outcome.answers = std::move(outputs.error());
-    } else {
-      outcome.answers = engine_->finish(job.request(), job.plan(), std::move(outputs.value()));
-    }
-  } catch (const std::exception&) {
-    outcome.answers = api::ApiError::make(api::ErrorCode::internal_error, "Inference failed");
+std::vector<std::shared_ptr<Job>> ModelRunner::gather(std::unique_lock<std::mutex>& lock,
+                                                      std::vector<std::shared_ptr<Job>>& late) {
+  const BatchLimits& limits = options_.batch;
+  const size_t most = std::max<size_t>(1, std::min(limits.max_requests, engine_->max_batch_requests()));
+  const size_t expected = std::min(most, last_batch_size_);
+  const Clock::time_point closes = queue_.front()->enqueued_at() + limits.max_wait;
+  while (!stopping_ && queue_.size() < expected && wake_.wait_until(lock, closes) != std::cv_status::timeout) {
   }
-  outcome.inference_seconds = seconds_between(started, Clock::now());
-  if (observer_.on_inference) observer_.on_inference(outcome.queue_seconds, outcome.inference_seconds);
-  return outcome;
+  std::vector<std::shared_ptr<Job>> batch;
+  int64_t tokens = 0;
+  const Clock::time_point now = Clock::now();
+  while (!stopping_ && !queue_.empty() && batch.size() < most) {
+    const std::shared_ptr<Job>& job = queue_.front();
+    if (job->claimed()) {  // its request already gave up
+      queue_.pop_front();
+      continue;
+    }
+    if (now >= job->deadline()) {
+      late.push_back(job);
+      queue_.pop_front();
+      continue;
+    }
+    // In arrival order: a long request closes the batch rather than letting later ones overtake it.
+    const int64_t job_tokens = job->plan().input_tokens;
+    if (!batch.empty() && tokens + job_tokens > limits.max_tokens) break;
+    tokens += job_tokens;
+    batch.push_back(job);
+    queue_.pop_front();
+  }
+  if (!batch.empty()) {
+    running_ = true;
+    run_started_ = now;
+    last_batch_size_ = batch.size();
+    if (observer_.on_batch) observer_.on_batch(batch.size(), tokens);
+  }
+  return batch;
+}
+
+std::vector<JobOutcome> ModelRunner::execute(const std::vector<std::shared_ptr<Job>>& batch) {
+  std::vector<JobOutcome> outcomes(batch.size());
+  const Clock::time_point started = Clock::now();
+  std::vector<Plan*> plans;
+  for (const auto& job : batch) plans.push_back(&job->plan());
+  std::vector<api::Result<RawOutputs>> outputs;
+  try {
+    outputs = engine_->run_batch(plans);
+  } catch (const std::exception&) {
+    outputs.clear();
+  }
+  for (size_t i = 0; i < batch.size(); ++i) {
+    JobOutcome& outcome = outcomes[i];
+    outcome.queue_seconds = seconds_between(batch[i]->enqueued_at(), started);
+    if (outputs.size() != batch.size()) {
+      outcome.answers = api::ApiError::make(api::ErrorCode::internal_error, "Inference failed");
+    } else if (!outputs[i]) {
+      outcome.answers = std::move(outputs[i].error());
+    } else {
+      try {
+        outcome.answers = engine_->finish(batch[i]->request(), batch[i]->plan(), std::move(outputs[i].value()));
+      } catch (const std::exception&) {
+        outcome.answers = api::ApiError::make(api::ErrorCode::internal_error, "Inference failed");
+      }
+    }
+  }
+  // Every request of a batch spent the batch's time in inference.
+  const double inference_seconds = seconds_between(started, Clock::now());
+  for (JobOutcome& outcome : outcomes) {
+    outcome.inference_seconds = inference_seconds;
+    if (observer_.on_inference) observer_.on_inference(outcome.queue_seconds, outcome.inference_seconds);
+  }
+  return outcomes;
 }
 
 void ModelRunner::executor_loop() {
@@ -169,38 +233,33 @@ void ModelRunner::executor_loop() {
   }
   set_state(ModelState::ready);
   while (true) {
-    std::shared_ptr<Job> job;
-    bool late = false;
+    std::vector<std::shared_ptr<Job>> batch;
+    std::vector<std::shared_ptr<Job>> late;
     {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
       if (stopping_) return;
-      job = std::move(queue_.front());
-      queue_.pop_front();
-      if (job->claimed()) continue;  // its request already gave up
-      late = Clock::now() >= job->deadline();
-      if (!late) {
-        running_ = true;
-        run_started_ = Clock::now();
-      }
+      batch = gather(lock, late);
     }
     // Work not started before its deadline is answered 504 without running.
-    if (late) {
+    for (const auto& job : late) {
       if (job->claim()) {
         JobOutcome outcome;
         outcome.answers = api::ApiError::make(api::ErrorCode::deadline_exceeded, "The request's deadline passed");
         job->deliver(std::move(outcome));
       }
-      continue;
     }
-    JobOutcome outcome = execute(*job);
+    if (batch.empty()) continue;
+    std::vector<JobOutcome> outcomes = execute(batch);
     {
-      // Before the answer goes out: a client that sends its next request on reading it finds the
-      // slot free (queue N admits N waiting plus the one running, never one less).
+      // Before the answers go out: a client that sends its next request on reading one finds the
+      // slot free (queue N admits N waiting plus the batch running, never fewer).
       std::lock_guard lock(mutex_);
-      run_ended(outcome.inference_seconds);
+      run_ended(outcomes.front().inference_seconds);
     }
-    if (job->claim()) job->deliver(std::move(outcome));
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (batch[i]->claim()) batch[i]->deliver(std::move(outcomes[i]));
+    }
   }
 }
 

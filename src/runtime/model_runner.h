@@ -2,8 +2,6 @@
 // One loaded model: a bounded admission queue and one executor thread that owns the engine's state.
 // Work that is abandoned (deadline passed, client gone) before it starts is dropped, never run.
 
-#include "runtime/engine.h"
-
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -13,6 +11,9 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
+
+#include "runtime/engine.h"
 
 namespace s1::runtime {
 
@@ -54,10 +55,21 @@ class Job {
   std::atomic<bool> claimed_{false};
 };
 
+// How the executor groups queued requests into one run_batch (for engines that take more than one).
+struct BatchLimits {
+  size_t max_requests = 16;   // also bounded by the engine's max_batch_requests
+  int64_t max_tokens = 8192;  // the batch's summed input_tokens; a longer request still runs alone
+  // An idle executor starts at once, unless its previous batch had more requests than are waiting
+  // now: then it waits this long (from the oldest's arrival) for the rest of such a group, which a
+  // closed loop of clients sends again only after the previous answers went out.
+  std::chrono::microseconds max_wait{500};
+};
+
 struct RunnerOptions {
-  // Admitted requests are this many waiting plus the one running; a run's slot frees when the run
-  // ends, before its answer is delivered.
+  // Admitted requests are this many waiting plus the batch running; a batch's slots free when the
+  // run ends, before its answers are delivered.
   size_t queue_capacity = 32;
+  BatchLimits batch;
 };
 
 // Retry-After for a full queue: the ceiling of the seconds until the running request's slot frees,
@@ -67,6 +79,7 @@ int64_t retry_after_seconds(double seconds_per_run, double running_for);
 // Observations the server turns into metrics; the runtime does not know how they are exported.
 struct RunnerObserver {
   std::function<void(double queue_seconds, double inference_seconds)> on_inference;
+  std::function<void(size_t requests, int64_t tokens)> on_batch;
   std::function<void(ModelState)> on_state;
 };
 
@@ -93,8 +106,8 @@ class ModelRunner {
   // Step 12 of the check order: 503 overloaded when the queue is full (Retry-After from the measured
   // drain rate), 503 model_unavailable when the model is not ready.
   api::Result<std::shared_ptr<Job>> submit(std::shared_ptr<const api::DecisionRequest> request,
-                                           std::unique_ptr<Plan> plan,
-                                           Clock::time_point deadline, std::function<void(JobOutcome)> on_done);
+                                           std::unique_ptr<Plan> plan, Clock::time_point deadline,
+                                           std::function<void(JobOutcome)> on_done);
 
   // The request gave up on `job` (deadline or disconnect) after claiming it: free its queue slot.
   void withdraw(const std::shared_ptr<Job>& job);
@@ -103,7 +116,10 @@ class ModelRunner {
   void executor_loop();
   bool warm_up();
   void set_state(ModelState state);
-  JobOutcome execute(Job& job);
+  // Under `lock` (of mutex_), with work queued: waits for the batch's closing (BatchLimits) and
+  // takes it from the queue; work already past its deadline goes to `late` instead.
+  std::vector<std::shared_ptr<Job>> gather(std::unique_lock<std::mutex>& lock, std::vector<std::shared_ptr<Job>>& late);
+  std::vector<JobOutcome> execute(const std::vector<std::shared_ptr<Job>>& batch);
   // Under mutex_: the overload refusal, with the estimated wait for a slot.
   api::ApiError overloaded() const;
   // Under mutex_: a run ended after `seconds`; its slot is free.
@@ -121,7 +137,8 @@ class ModelRunner {
   std::deque<std::shared_ptr<Job>> queue_;
   std::string failure_reason_;
   bool stopping_ = false;
-  bool running_ = false;  // a job taken from the queue has not finished running
+  bool running_ = false;  // a batch taken from the queue has not finished running
+  size_t last_batch_size_ = 1;
   Clock::time_point run_started_;
   double seconds_per_run_ = 0.0;  // moving average of runs (the warm-up's first), 0 before any
   std::thread executor_;

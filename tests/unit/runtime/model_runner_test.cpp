@@ -113,7 +113,7 @@ Submitted submit_running(GatedRunner& gated) {
 
 TEST(ModelRunner, BecomesReadyOnlyAfterWarmUp) {
   auto engine = std::make_unique<GatedEngine>();
-  ModelRunner runner("m", std::move(engine), RunnerOptions{2});
+  ModelRunner runner("m", std::move(engine), RunnerOptions{2, {}});
   EXPECT_EQ(runner.state(), ModelState::loading);
   auto refused = runner.submit(sample_request(), std::make_unique<Plan>(), Clock::now() + 1s, [](JobOutcome) {});
   ASSERT_FALSE(refused.ok());
@@ -124,7 +124,7 @@ TEST(ModelRunner, BecomesReadyOnlyAfterWarmUp) {
 }
 
 TEST(ModelRunner, FailedWarmUpMarksTheModelFailed) {
-  ModelRunner runner("m", std::make_unique<GatedEngine>(true), RunnerOptions{2});
+  ModelRunner runner("m", std::make_unique<GatedEngine>(true), RunnerOptions{2, {}});
   runner.start();
   wait_ready(runner);
   EXPECT_EQ(runner.state(), ModelState::failed);
@@ -135,7 +135,7 @@ TEST(ModelRunner, FailedWarmUpMarksTheModelFailed) {
 }
 
 TEST(ModelRunner, FullQueueRefusesWithOverloadedAndRecovers) {
-  GatedRunner gated(RunnerOptions{1});
+  GatedRunner gated(RunnerOptions{1, {}});
   ModelRunner& runner = *gated.runner;
   Submitted running = submit_running(gated);
   Submitted waiting = submit(runner);
@@ -164,7 +164,7 @@ TEST(ModelRunner, FullQueueRefusesWithOverloadedAndRecovers) {
 // finished run's slot free.
 TEST(ModelRunner, QueueNAdmitsNWaitingPlusTheOneRunning) {
   constexpr size_t capacity = 2;
-  GatedRunner gated(RunnerOptions{capacity});
+  GatedRunner gated(RunnerOptions{capacity, {}});
   ModelRunner& runner = *gated.runner;
   // Whatever fails, every admitted run is let through, so that the runner stops.
   struct OpenGate {
@@ -212,7 +212,7 @@ TEST(RetryAfter, IsTheCeilingOfTheRunsRemainingSecondsAndAtLeastOne) {
 }
 
 TEST(ModelRunner, WorkPastItsDeadlineIsAnswered504WithoutRunning) {
-  GatedRunner gated(RunnerOptions{4});
+  GatedRunner gated(RunnerOptions{4, {}});
   Submitted running = submit_running(gated);
   Submitted late = submit(*gated.runner, Clock::now() + 20ms);
   std::this_thread::sleep_for(40ms);
@@ -224,7 +224,7 @@ TEST(ModelRunner, WorkPastItsDeadlineIsAnswered504WithoutRunning) {
 }
 
 TEST(ModelRunner, WithdrawnWorkFreesItsSlotAndNeverRuns) {
-  GatedRunner gated(RunnerOptions{1});
+  GatedRunner gated(RunnerOptions{1, {}});
   ModelRunner& runner = *gated.runner;
   Submitted running = submit_running(gated);
   Submitted abandoned = submit(runner);
@@ -242,7 +242,7 @@ TEST(ModelRunner, WithdrawnWorkFreesItsSlotAndNeverRuns) {
 }
 
 TEST(ModelRunner, StopAnswersQueuedWork) {
-  GatedRunner gated(RunnerOptions{4});
+  GatedRunner gated(RunnerOptions{4, {}});
   Submitted running = submit_running(gated);
   Submitted queued = submit(*gated.runner);
   std::thread stopper([&] { gated.runner->stop(); });
@@ -252,6 +252,172 @@ TEST(ModelRunner, StopAnswersQueuedWork) {
   gated.engine->release_one();
   stopper.join();
   EXPECT_TRUE(running.outcome.get().answers.ok());
+}
+
+// ---- the batcher ---------------------------------------------------------------------------------
+
+// An engine that takes up to `most` plans per run_batch, records each batch's plan tokens, and
+// (gated) holds each batch after the warm-up until the test releases it.
+class BatchingEngine : public GatedEngine {
+ public:
+  BatchingEngine(size_t most, bool gated) : most_(most), gated_(gated) {}
+  size_t max_batch_requests() const override { return most_; }
+  std::vector<api::Result<RawOutputs>> run_batch(std::span<Plan* const> plans) override {
+    std::vector<int64_t> tokens;
+    for (const Plan* plan : plans) tokens.push_back(plan->input_tokens);
+    {
+      std::unique_lock lock(mutex_);
+      batches_.push_back(tokens);
+      changed_.notify_all();
+      if (gated_ && batches_.size() > 1) changed_.wait(lock, [this] { return released_ > 0; });
+      if (gated_ && batches_.size() > 1) --released_;
+    }
+    std::vector<api::Result<RawOutputs>> outputs;
+    for (size_t i = 0; i < plans.size(); ++i) outputs.emplace_back(RawOutputs{{{0.0, -1.0}}});
+    return outputs;
+  }
+  void release(int count) {
+    std::lock_guard lock(mutex_);
+    released_ += count;
+    changed_.notify_all();
+  }
+  // Blocks until `count` batches (the warm-up's included) have started.
+  std::vector<std::vector<int64_t>> wait_batches(size_t count) {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return batches_.size() >= count; });
+    return batches_;
+  }
+
+ private:
+  size_t most_;
+  bool gated_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<std::vector<int64_t>> batches_;
+  int released_ = 0;
+};
+
+struct BatchingRunner {
+  BatchingRunner(BatchLimits limits, size_t most = 64, bool gated = true) {
+    auto owned = std::make_unique<BatchingEngine>(most, gated);
+    engine = owned.get();
+    runner = std::make_unique<ModelRunner>("m", std::move(owned), RunnerOptions{32, limits});
+    runner->start();
+    wait_ready(*runner);
+  }
+  ~BatchingRunner() { engine->release(1000); }
+  BatchingEngine* engine;
+  std::unique_ptr<ModelRunner> runner;
+};
+
+Submitted submit_tokens(ModelRunner& runner, int64_t tokens) {
+  auto promise = std::make_shared<std::promise<JobOutcome>>();
+  auto future = promise->get_future();
+  auto plan = std::make_unique<Plan>();
+  plan->input_tokens = tokens;
+  auto job = runner.submit(sample_request(), std::move(plan), Clock::now() + 60s,
+                           [promise](JobOutcome outcome) { promise->set_value(std::move(outcome)); });
+  return {std::move(job), std::move(future)};
+}
+
+BatchLimits limits(size_t max_requests, int64_t max_tokens, std::chrono::microseconds max_wait) {
+  BatchLimits batch;
+  batch.max_requests = max_requests;
+  batch.max_tokens = max_tokens;
+  batch.max_wait = max_wait;
+  return batch;
+}
+
+using Batches = std::vector<std::vector<int64_t>>;
+
+TEST(Batcher, AnIdleExecutorStartsAtOnceWhateverTheMaxWait) {
+  BatchingRunner batching(limits(16, 8192, 60s), 64, /*gated=*/false);
+  for (int i = 0; i < 3; ++i) {
+    Submitted alone = submit_tokens(*batching.runner, 5);
+    ASSERT_TRUE(alone.job.ok());
+    ASSERT_EQ(alone.outcome.wait_for(5s), std::future_status::ready) << "request " << i << " waited";
+    const JobOutcome outcome = alone.outcome.get();
+    EXPECT_TRUE(outcome.answers.ok());
+    EXPECT_LT(outcome.queue_seconds, 1.0);
+  }
+  EXPECT_EQ(batching.engine->wait_batches(4), (Batches{{1}, {5}, {5}, {5}}));  // the warm-up's plan first
+}
+
+TEST(Batcher, TheNextBatchGathersWhileOneRuns) {
+  BatchingRunner batching(limits(16, 8192, 0us));
+  Submitted running = submit_tokens(*batching.runner, 1);
+  batching.engine->wait_batches(2);
+  std::vector<Submitted> waiting;
+  for (int64_t tokens : {2, 3, 4}) waiting.push_back(submit_tokens(*batching.runner, tokens));
+  batching.engine->release(2);
+  EXPECT_EQ(batching.engine->wait_batches(3), (Batches{{1}, {1}, {2, 3, 4}}));
+  EXPECT_TRUE(running.outcome.get().answers.ok());
+  for (auto& work : waiting) EXPECT_TRUE(work.outcome.get().answers.ok());
+}
+
+TEST(Batcher, MaxRequestsBoundsABatchAndSoDoesTheEngine) {
+  for (const auto& [configured, engine_most] : {std::pair<size_t, size_t>{2, 64}, {16, 2}}) {
+    BatchingRunner batching(limits(configured, 8192, 0us), engine_most);
+    Submitted running = submit_tokens(*batching.runner, 1);
+    batching.engine->wait_batches(2);
+    std::vector<Submitted> waiting;
+    for (int64_t tokens : {2, 3, 4}) waiting.push_back(submit_tokens(*batching.runner, tokens));
+    batching.engine->release(3);
+    EXPECT_EQ(batching.engine->wait_batches(4), (Batches{{1}, {1}, {2, 3}, {4}}))
+        << "configured " << configured << ", engine " << engine_most;
+    for (auto& work : waiting) EXPECT_TRUE(work.outcome.get().answers.ok());
+  }
+}
+
+TEST(Batcher, MaxTokensBoundsABatchAndALongerRequestRunsAlone) {
+  BatchingRunner batching(limits(16, 10, 0us));
+  Submitted running = submit_tokens(*batching.runner, 1);
+  batching.engine->wait_batches(2);
+  std::vector<Submitted> waiting;
+  for (int64_t tokens : {4, 6, 1, 20, 3}) waiting.push_back(submit_tokens(*batching.runner, tokens));
+  batching.engine->release(5);
+  // In arrival order: the 20-token request closes {1} rather than letting 3 overtake it.
+  EXPECT_EQ(batching.engine->wait_batches(6), (Batches{{1}, {1}, {4, 6}, {1}, {20}, {3}}));
+  for (auto& work : waiting) EXPECT_TRUE(work.outcome.get().answers.ok());
+}
+
+TEST(Batcher, AfterABatchAnIdleExecutorWaitsAtMostMaxWaitForAsManyAgain) {
+  BatchingRunner batching(limits(16, 8192, 150ms));
+  Submitted running = submit_tokens(*batching.runner, 1);
+  batching.engine->wait_batches(2);
+  std::vector<Submitted> group;
+  for (int64_t tokens : {2, 2, 2}) group.push_back(submit_tokens(*batching.runner, tokens));
+  batching.engine->release(1000);  // no gate from here on
+  for (auto& work : group) EXPECT_TRUE(work.outcome.get().answers.ok());
+  ASSERT_EQ(batching.engine->wait_batches(3).back().size(), 3U);
+
+  // The previous batch had three: the next request waits for two more, then no longer than max_wait.
+  Submitted alone = submit_tokens(*batching.runner, 7);
+  const JobOutcome waited = alone.outcome.get();
+  EXPECT_GE(waited.queue_seconds, 0.14);
+  EXPECT_LT(waited.queue_seconds, 5.0);
+  EXPECT_EQ(batching.engine->wait_batches(4).back(), (std::vector<int64_t>{7}));
+
+  // The previous batch had one: the next starts at once.
+  Submitted next = submit_tokens(*batching.runner, 8);
+  EXPECT_LT(next.outcome.get().queue_seconds, 0.14);
+}
+
+TEST(Batcher, AGroupAsLargeAsThePreviousBatchStartsWithoutWaitingMaxWait) {
+  BatchingRunner batching(limits(16, 8192, 60s));
+  Submitted running = submit_tokens(*batching.runner, 1);
+  batching.engine->wait_batches(2);
+  std::vector<Submitted> group;
+  for (int64_t tokens : {2, 2}) group.push_back(submit_tokens(*batching.runner, tokens));
+  batching.engine->release(1000);
+  for (auto& work : group) EXPECT_TRUE(work.outcome.get().answers.ok());
+  std::vector<Submitted> again;
+  for (int64_t tokens : {3, 3}) again.push_back(submit_tokens(*batching.runner, tokens));
+  for (auto& work : again) {
+    ASSERT_EQ(work.outcome.wait_for(10s), std::future_status::ready);
+    EXPECT_TRUE(work.outcome.get().answers.ok());
+  }
+  EXPECT_EQ(batching.engine->wait_batches(4).back(), (std::vector<int64_t>{3, 3}));
 }
 
 }  // namespace
