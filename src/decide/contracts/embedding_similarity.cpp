@@ -2,6 +2,9 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <limits>
+#include <span>
+#include <string_view>
 #include <unordered_map>
 
 #include "decide/answer_math.h"
@@ -129,44 +132,70 @@ class EmbeddingSimilarityEngine : public runtime::Engine {
     return std::unique_ptr<runtime::Plan>(std::move(plan));
   }
 
-  api::Result<runtime::RawOutputs> run(runtime::Plan& base_plan) override {
-    const auto& plan = static_cast<const EmbeddingPlan&>(base_plan);
+  api::Result<runtime::RawOutputs> run(runtime::Plan& plan) override {
+    runtime::Plan* const plans[] = {&plan};
+    return std::move(run_batch(plans).front());
+  }
+
+  // The encoder packs sequences without padding, so a batch is bounded only by the runtime's limits
+  // (and split into forwards of max_batch_tokens by the encoder).
+  size_t max_batch_requests() const override { return std::numeric_limits<size_t>::max(); }
+
+  // One encoder call for the batch: every request's state, then each candidate text that neither the
+  // cache nor an earlier request of the batch has.
+  std::vector<api::Result<runtime::RawOutputs>> run_batch(std::span<runtime::Plan* const> base_plans) override {
+    std::vector<const EmbeddingPlan*> plans;
+    for (runtime::Plan* plan : base_plans) plans.push_back(static_cast<const EmbeddingPlan*>(plan));
     const size_t width = encoder_.dimension();
-    // This request's candidate embeddings, copied out of the cache so that evictions made by this
-    // very request (a cache smaller than the request) cannot invalidate them.
-    std::vector<float> candidates(plan.texts.size() * width);
-    std::vector<std::span<const int32_t>> batch{plan.state_ids};
-    std::vector<size_t> missing;
-    for (size_t i = 0; i < plan.texts.size(); ++i) {
-      if (const std::vector<float>* cached = cache_.find(plan.texts[i])) {
-        std::copy(cached->begin(), cached->end(), candidates.begin() + static_cast<ptrdiff_t>(i * width));
-      } else {
-        missing.push_back(i);
-        batch.emplace_back(plan.text_ids[i]);
+    // The batch's candidate embeddings by distinct text, copied out of the cache so that evictions
+    // made by this very batch (a cache smaller than the batch) cannot invalidate them.
+    std::unordered_map<std::string_view, size_t> slot_of;
+    std::vector<float> candidates;
+    std::vector<std::span<const int32_t>> sequences;
+    for (const EmbeddingPlan* plan : plans) sequences.emplace_back(plan->state_ids);
+    std::vector<std::pair<size_t, std::string_view>> missing;  // slot and text, in sequence order
+    for (const EmbeddingPlan* plan : plans) {
+      for (size_t i = 0; i < plan->texts.size(); ++i) {
+        const auto [found, inserted] = slot_of.try_emplace(plan->texts[i], slot_of.size());
+        if (!inserted) continue;
+        candidates.resize(candidates.size() + width);
+        if (const std::vector<float>* cached = cache_.find(plan->texts[i])) {
+          std::copy(cached->begin(), cached->end(), candidates.end() - static_cast<ptrdiff_t>(width));
+        } else {
+          missing.emplace_back(found->second, plan->texts[i]);
+          sequences.emplace_back(plan->text_ids[i]);
+        }
       }
     }
-    const std::vector<float> embedded = encoder_.embed(std::span<const std::span<const int32_t>>(batch));
-    const std::span<const float> state(embedded.data(), width);
+    const std::vector<float> embedded = encoder_.embed(std::span<const std::span<const int32_t>>(sequences));
     for (size_t m = 0; m < missing.size(); ++m) {
-      const auto row = embedded.begin() + static_cast<ptrdiff_t>((m + 1) * width);
-      std::copy(row, row + static_cast<ptrdiff_t>(width), candidates.begin() + static_cast<ptrdiff_t>(missing[m] * width));
-      cache_.insert(plan.texts[missing[m]], std::vector<float>(row, row + static_cast<ptrdiff_t>(width)));
+      const auto row = embedded.begin() + static_cast<ptrdiff_t>((plans.size() + m) * width);
+      const auto [slot, text] = missing[m];
+      std::copy(row, row + static_cast<ptrdiff_t>(width), candidates.begin() + static_cast<ptrdiff_t>(slot * width));
+      cache_.insert(std::string(text), std::vector<float>(row, row + static_cast<ptrdiff_t>(width)));
     }
 
-    // Cosines of unit vectors: fp32 components, products and sums in float64, left to right (as
-    // the reference).
-    std::vector<double> similarity(plan.texts.size());
-    for (size_t i = 0; i < plan.texts.size(); ++i) {
-      similarity[i] = unit_vector_dot(state, std::span<const float>(candidates).subspan(i * width, width));
+    std::vector<api::Result<runtime::RawOutputs>> results;
+    for (size_t p = 0; p < plans.size(); ++p) {
+      const EmbeddingPlan& plan = *plans[p];
+      const std::span<const float> state(embedded.data() + p * width, width);
+      // Cosines of unit vectors: fp32 components, products and sums in float64, left to right (as
+      // the reference).
+      std::vector<double> similarity(plan.texts.size());
+      for (size_t i = 0; i < plan.texts.size(); ++i) {
+        const size_t slot = slot_of.at(plan.texts[i]);
+        similarity[i] = unit_vector_dot(state, std::span<const float>(candidates).subspan(slot * width, width));
+      }
+      runtime::RawOutputs outputs;
+      for (const std::vector<size_t>& labels : plan.question_labels) {
+        std::vector<double> scores;
+        scores.reserve(labels.size());
+        for (const size_t label : labels) scores.push_back(similarity[label]);
+        outputs.label_scores.push_back(std::move(scores));
+      }
+      results.emplace_back(std::move(outputs));
     }
-    runtime::RawOutputs outputs;
-    for (const std::vector<size_t>& labels : plan.question_labels) {
-      std::vector<double> scores;
-      scores.reserve(labels.size());
-      for (const size_t label : labels) scores.push_back(similarity[label]);
-      outputs.label_scores.push_back(std::move(scores));
-    }
-    return outputs;
+    return results;
   }
 
   api::Result<std::vector<api::Answer>> finish(const api::DecisionRequest& request, const runtime::Plan& /*plan*/,
@@ -192,7 +221,7 @@ class EmbeddingSimilarityEngine : public runtime::Engine {
 }  // namespace
 
 std::unique_ptr<runtime::Engine> make_embedding_similarity_engine(const std::filesystem::path& model_dir,
-                                                                   const EmbeddingSimilaritySettings& settings) {
+                                                                  const EmbeddingSimilaritySettings& settings) {
   return std::make_unique<EmbeddingSimilarityEngine>(bert::SentenceEncoder::open(model_dir, settings.precision),
                                                      settings);
 }

@@ -15,8 +15,8 @@
 //                to the model's max_seq_length; a repeated candidate counts each time).
 //
 // The state is embedded once per request. Candidate embeddings are cached across requests in a
-// bounded LRU keyed by the exact text; a request's uncached candidates are embedded in one batch
-// together with its state.
+// bounded LRU keyed by the exact text. A batch of requests is one encoder call: their states and
+// the candidates that are neither cached nor repeated within the batch.
 
 #include "api/request.h"
 #include "backend/cpu/precision.h"
