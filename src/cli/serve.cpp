@@ -145,9 +145,14 @@ int serve(const ServeFlags& flags) {
       // The configuration's date wins over the decision file's.
       std::string release_date =
           registry::release_date_or_build(model.release_date ? model.release_date : loaded.engine->info().release_date);
-      runtime::RunnerOptions runner_options{model.queue_capacity.value_or(config.queue_capacity)};
+      runtime::RunnerOptions runner_options{model.queue_capacity.value_or(config.queue_capacity), model.batch};
       server::Metrics* sink = metrics.get();
       runtime::RunnerObserver observer;
+      observer.on_batch = [sink, labels = server::Metrics::render_labels({{"model", name}})](size_t requests,
+                                                                                             int64_t tokens) {
+        sink->observe(server::Series{"s1serve_batch_requests", labels}, static_cast<double>(requests));
+        sink->observe(server::Series{"s1serve_batch_tokens", labels}, static_cast<double>(tokens));
+      };
       observer.on_state = [sink, name](runtime::ModelState state) {
         sink->set_gauge("s1serve_model_ready", {{"model", name}}, state == runtime::ModelState::ready ? 1.0 : 0.0);
         spdlog::info("model {} is {}", name, runtime::model_state_name(state));

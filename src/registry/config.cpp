@@ -96,6 +96,24 @@ UpstreamConfig read_upstream(const Json& entry, const std::filesystem::path& pat
   return upstream;
 }
 
+runtime::BatchLimits read_batch(const Json& entry, const std::filesystem::path& path, const std::string& where) {
+  if (!entry.is_object()) throw ConfigError(describe(path, where + " must be an object"));
+  runtime::BatchLimits batch;
+  for (const auto& [key, value] : entry.items()) {
+    const std::string member = where + "." + key;
+    if (key == "max_requests") {
+      batch.max_requests = read_number<size_t>(value, path, member, 1, 4096);
+    } else if (key == "max_tokens") {
+      batch.max_tokens = read_number<int64_t>(value, path, member, 1, int64_t{1} << 30);
+    } else if (key == "max_wait_us") {
+      batch.max_wait = std::chrono::microseconds(read_number<int64_t>(value, path, member, 0, 1'000'000));
+    } else {
+      throw ConfigError(describe(path, "unknown setting " + member));
+    }
+  }
+  return batch;
+}
+
 ModelConfig read_model(const Json& entry, const std::filesystem::path& path, const std::string& where) {
   if (!entry.is_object()) throw ConfigError(describe(path, where + " must be an object"));
   ModelConfig model;
@@ -113,6 +131,8 @@ ModelConfig read_model(const Json& entry, const std::filesystem::path& path, con
       model.release_date = read_date(value, path, member);
     } else if (key == "queue") {
       model.queue_capacity = read_number<size_t>(value, path, member, 1, 1'000'000);
+    } else if (key == "batch") {
+      model.batch = read_batch(value, path, member);
     } else if (key == "upstream") {
       model.upstream = read_upstream(value, path, member);
     } else {

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/model_runner.h"
+
 namespace s1::registry {
 
 class ConfigError : public std::runtime_error {
@@ -36,6 +38,7 @@ struct ModelConfig {
   std::vector<std::string> aliases;
   std::optional<std::string> release_date;  // "YYYY-MM-DD", shown in /v1/models
   std::optional<size_t> queue_capacity;  // the server-wide default when absent
+  runtime::BatchLimits batch;  // "batch": {"max_requests", "max_tokens", "max_wait_us"}
   std::optional<UpstreamConfig> upstream;  // set: served by a pool of upstream workers
 };
 

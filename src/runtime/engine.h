@@ -2,15 +2,15 @@
 // What the runtime needs from a loaded model. A contract implements prepare → run → finish; the
 // runtime owns when and on which thread each step happens and knows nothing else about the model.
 
+#include "api/request.h"
+#include "api/response.h"
+
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
-
-#include "api/request.h"
-#include "api/response.h"
 
 namespace s1::runtime {
 
@@ -50,7 +50,7 @@ class Engine {
   // Any thread, no compute: contract checks (400 unsupported_question_type, too_many_options), then
   // rendering, tokenisation and the token budget (400 max_tokens_exceeded).
   virtual api::Result<std::unique_ptr<Plan>> prepare(const api::DecisionRequest& request,
-                                                     const PrepareLimits& limits) const = 0;
+                                                      const PrepareLimits& limits) const = 0;
 
   // The executor thread only: the forward pass. Throws only for faults the model cannot recover from.
   virtual api::Result<RawOutputs> run(Plan& plan) = 0;

@@ -8,14 +8,10 @@ namespace s1::runtime {
 
 std::string_view model_state_name(ModelState state) {
   switch (state) {
-    case ModelState::loading:
-      return "loading";
-    case ModelState::warming:
-      return "warming";
-    case ModelState::ready:
-      return "ready";
-    case ModelState::failed:
-      return "failed";
+    case ModelState::loading: return "loading";
+    case ModelState::warming: return "warming";
+    case ModelState::ready: return "ready";
+    case ModelState::failed: return "failed";
   }
   return "failed";
 }
@@ -32,7 +28,7 @@ constexpr double newest_run_weight = 0.2;
 
 int64_t retry_after_seconds(double seconds_per_run, double running_for) {
   const double remaining = seconds_per_run - std::max(running_for, 0.0);
-  if (!(remaining > 1.0)) return 1;     // also NaN
+  if (!(remaining > 1.0)) return 1;  // also NaN
   constexpr double longest = 86'400.0;  // a bound for the conversion; no client waits a day
   return static_cast<int64_t>(std::ceil(std::min(remaining, longest)));
 }
@@ -47,9 +43,7 @@ ModelRunner::ModelRunner(std::string name, std::unique_ptr<Engine> engine, Runne
 
 ModelRunner::~ModelRunner() { stop(); }
 
-void ModelRunner::start() {
-  executor_ = std::thread([this] { executor_loop(); });
-}
+void ModelRunner::start() { executor_ = std::thread([this] { executor_loop(); }); }
 
 void ModelRunner::stop() {
   std::deque<std::shared_ptr<Job>> dropped;
@@ -85,7 +79,8 @@ void ModelRunner::set_state(ModelState state) {
 }
 
 api::Result<std::shared_ptr<Job>> ModelRunner::submit(std::shared_ptr<const api::DecisionRequest> request,
-                                                      std::unique_ptr<Plan> plan, Clock::time_point deadline,
+                                                      std::unique_ptr<Plan> plan,
+                                                      Clock::time_point deadline,
                                                       std::function<void(JobOutcome)> on_done) {
   const ModelState current = state();
   if (current != ModelState::ready) return api::ApiError::model_unavailable(name_, current == ModelState::failed);

@@ -2,6 +2,8 @@
 // One loaded model: a bounded admission queue and one executor thread that owns the engine's state.
 // Work that is abandoned (deadline passed, client gone) before it starts is dropped, never run.
 
+#include "runtime/engine.h"
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -12,8 +14,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include "runtime/engine.h"
 
 namespace s1::runtime {
 
@@ -106,8 +106,8 @@ class ModelRunner {
   // Step 12 of the check order: 503 overloaded when the queue is full (Retry-After from the measured
   // drain rate), 503 model_unavailable when the model is not ready.
   api::Result<std::shared_ptr<Job>> submit(std::shared_ptr<const api::DecisionRequest> request,
-                                           std::unique_ptr<Plan> plan, Clock::time_point deadline,
-                                           std::function<void(JobOutcome)> on_done);
+                                           std::unique_ptr<Plan> plan,
+                                           Clock::time_point deadline, std::function<void(JobOutcome)> on_done);
 
   // The request gave up on `job` (deadline or disconnect) after claiming it: free its queue slot.
   void withdraw(const std::shared_ptr<Job>& job);

@@ -9,13 +9,16 @@ namespace s1::server {
 namespace {
 
 // Upper bounds in seconds: from sub-millisecond serving overhead to slow multi-second models.
-constexpr std::array<double, 15> bucket_bounds = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                                  0.25,   0.5,   1.0,    2.5,   5.0,  10.0,  30.0};
+constexpr Metrics::Bounds second_bounds = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                           0.25,   0.5,   1.0,    2.5,   5.0,  10.0,  30.0};
+// Upper bounds of counts (requests or tokens per batch): powers of two.
+constexpr Metrics::Bounds count_bounds = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
 
 struct FamilySpec {
   const char* name;
   const char* type;
   const char* help;
+  const Metrics::Bounds* bounds = &second_bounds;
 };
 
 constexpr FamilySpec known_families[] = {
@@ -26,7 +29,9 @@ constexpr FamilySpec known_families[] = {
     {"s1serve_upstream_requests_total", "counter", "Requests forwarded upstream, by outcome"},
     {"s1serve_request_duration_seconds", "histogram", "Time from request headers to response, by route"},
     {"s1serve_queue_wait_seconds", "histogram", "Time a request waited in a model's queue"},
-    {"s1serve_inference_seconds", "histogram", "Time a model spent on one request"},
+    {"s1serve_inference_seconds", "histogram", "Time a model spent on one request (its batch's run)"},
+    {"s1serve_batch_requests", "histogram", "Requests per batch a model ran together", &count_bounds},
+    {"s1serve_batch_tokens", "histogram", "Input tokens per batch a model ran together", &count_bounds},
     {"s1serve_queue_depth", "gauge", "Requests waiting in a model's queue"},
     {"s1serve_queue_capacity", "gauge", "Capacity of a model's queue"},
     {"s1serve_model_ready", "gauge", "1 when the model has warmed up and serves requests"},
@@ -86,12 +91,19 @@ Metrics::Metrics() : instance_(next_instance.fetch_add(1)) {
     Family& entry = families_[spec.name];
     entry.type = spec.type;
     entry.help = spec.help;
+    entry.bounds = spec.bounds;
   }
 }
 
 Metrics::Family& Metrics::family(Families& families, std::string_view name) {
   Family& entry = slot(families, name);
-  if (entry.type.empty()) entry.type = "untyped";
+  if (entry.type.empty()) {
+    entry.type = "untyped";
+    entry.bounds = &second_bounds;
+    for (const FamilySpec& spec : known_families) {
+      if (name == spec.name) entry.bounds = spec.bounds;
+    }
+  }
   return entry;
 }
 
@@ -159,7 +171,7 @@ void Metrics::add_counter(HotSeries series, double amount) {
 void Metrics::observe(HotSeries series, double seconds) {
   Shard& shard = own_shard();
   std::lock_guard lock(shard.mutex);
-  add_observation(hot_entry(shard, series, &HotSlot::histogram, &Family::histograms), seconds);
+  add_observation(hot_entry(shard, series, &HotSlot::histogram, &Family::histograms), seconds, second_bounds);
 }
 
 void Metrics::add_counter(const Series& series, double amount) {
@@ -176,12 +188,13 @@ void Metrics::set_gauge(const Series& series, double value) {
 void Metrics::observe(const Series& series, double seconds) {
   Shard& shard = own_shard();
   std::lock_guard lock(shard.mutex);
-  add_observation(slot(family(shard.families, series.family).histograms, series.labels), seconds);
+  Family& entry = family(shard.families, series.family);
+  add_observation(slot(entry.histograms, series.labels), seconds, *entry.bounds);
 }
 
-void Metrics::add_observation(Histogram& histogram, double seconds) {
+void Metrics::add_observation(Histogram& histogram, double seconds, const Bounds& bounds) {
   size_t bucket = 0;
-  while (bucket < bucket_bounds.size() && seconds > bucket_bounds[bucket]) ++bucket;
+  while (bucket < bounds.size() && seconds > bounds[bucket]) ++bucket;
   ++histogram.bucket_counts[bucket];
   ++histogram.count;
   histogram.sum += seconds;
@@ -217,9 +230,10 @@ std::string Metrics::render() const {
     for (const auto& [labels, histogram] : entry.histograms) {
       const std::string prefix = labels.empty() ? "" : labels + ',';
       uint64_t cumulative = 0;
-      for (size_t i = 0; i <= bucket_bounds.size(); ++i) {
+      const Bounds& bounds = *entry.bounds;
+      for (size_t i = 0; i <= bounds.size(); ++i) {
         cumulative += histogram.bucket_counts[i];
-        const std::string bound = i < bucket_bounds.size() ? format_number(bucket_bounds[i]) : "+Inf";
+        const std::string bound = i < bounds.size() ? format_number(bounds[i]) : "+Inf";
         out += name + "_bucket{" + prefix + "le=\"" + bound + "\"} " + std::to_string(cumulative) + '\n';
       }
       out += with_labels(name + "_sum", labels) + ' ' + format_number(histogram.sum) + '\n';

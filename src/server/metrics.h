@@ -39,13 +39,16 @@ class Metrics {
   // A series a request writes, registered once: each writer thread then finds its slot in its own
   // shard by this number instead of two map lookups by string per write. Registering the same
   // family and labels again gives the same number. Write a hot series as a counter or as a
-  // histogram, not both.
+  // histogram of seconds, not both.
   using HotSeries = uint32_t;
   HotSeries hot(const Series& series);
   void add_counter(HotSeries series, double amount = 1.0);
   void observe(HotSeries series, double seconds);
 
   static std::string render_labels(const Labels& labels);
+
+  // A histogram's bucket upper bounds: seconds for the *_seconds families, counts for the batch ones.
+  using Bounds = std::array<double, 15>;
 
   std::string render() const;
 
@@ -60,6 +63,7 @@ class Metrics {
     std::string help;
     std::map<std::string, double, std::less<>> values;        // rendered labels → value
     std::map<std::string, Histogram, std::less<>> histograms;  // rendered labels → histogram
+    const Bounds* bounds = nullptr;                            // the histograms' buckets
   };
 
   using Families = std::map<std::string, Family, std::less<>>;
@@ -82,7 +86,7 @@ class Metrics {
   };
 
   static Family& family(Families& families, std::string_view name);
-  static void add_observation(Histogram& histogram, double seconds);
+  static void add_observation(Histogram& histogram, double value, const Bounds& bounds);
   Shard& own_shard();
   // `series`' value (cached as HotSlot::value, kept in Family::values) or histogram in `shard`,
   // whose mutex the caller holds; looked up on the shard's first write of it.

@@ -4,7 +4,9 @@
 1. `s1serve serve --model minilm --port 0`: every request of tests/parity/minilm/decisions.jsonl is
    sent to POST /v1/systemone; each response must pass the §8.4 shape checks, carry the reference's
    input_tokens exactly and its answers within 1e-4 (plus the wire's 4-decimal rounding).
-2. `s1serve serve --port 0` with no model at all serves the same model as the default: a request
+2. The same requests all at once: batched by the model's executor (several in one encoder call,
+   /metrics' s1serve_batch_requests shows batches of more than one), each answered as alone.
+3. `s1serve serve --port 0` with no model at all serves the same model as the default: a request
    without "model" is answered by "minilm".
 
 Needs the model installed (scripts/fetch-default-model); without it this test FAILS, because CI
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -60,6 +63,29 @@ def compare_answer(where, expected, got, problems):
             problems.append(f"{where}: choice {got['choice']!r} vs reference {expected['choice']!r}")
 
 
+def metric(text: str, sample: str) -> float | None:
+    match = re.search("^" + re.escape(sample) + r" (\S+)$", text, re.MULTILINE)
+    return float(match.group(1)) if match else None
+
+
+def check_answered(line, body, response, problems):
+    where = line["id"]
+    if response.status != 200:
+        problems.append(f"{where}: status {response.status}: {response.body[:300]!r}")
+        return
+    shape: list[str] = []
+    s1harness.check_systemone_200(body, response, shape)
+    problems += [f"{where}: {p}" for p in shape]
+    got = response.json()
+    if got.get("model") != "minilm":
+        problems.append(f"{where}: model {got.get('model')!r}")
+    if got.get("usage", {}).get("input_tokens") != line["input_tokens"]:
+        problems.append(f"{where}: input_tokens {got.get('usage')} vs reference {line['input_tokens']}")
+    for key, expected in line["answers"].items():
+        if key in got.get("answers", {}):
+            compare_answer(f"{where}/{key}", expected, got["answers"][key], problems)
+
+
 def run(binary: str) -> int:
     if not os.path.exists(os.path.join(model_dir(), "model.safetensors")):
         print(f"FAIL: all-MiniLM-L6-v2 is not installed in {model_dir()}: run scripts/fetch-default-model", file=sys.stderr)
@@ -69,25 +95,23 @@ def run(binary: str) -> int:
     problems: list[str] = []
 
     with s1harness.Server(binary, ["--model", "minilm", "--port", "0"], name="minilm") as server:
-        for line in lines:
-            body = dict(line["request"])
-            body["model"] = "minilm"
+        bodies = [dict(line["request"], model="minilm") for line in lines]
+        for line, body in zip(lines, bodies):
             response = s1harness.request(server, "POST", "/v1/systemone", json_body=body, timeout=60.0)
-            where = line["id"]
-            if response.status != 200:
-                problems.append(f"{where}: status {response.status}: {response.body[:300]!r}")
-                continue
-            shape: list[str] = []
-            s1harness.check_systemone_200(body, response, shape)
-            problems += [f"{where}: {p}" for p in shape]
-            got = response.json()
-            if got.get("model") != "minilm":
-                problems.append(f"{where}: model {got.get('model')!r}")
-            if got.get("usage", {}).get("input_tokens") != line["input_tokens"]:
-                problems.append(f"{where}: input_tokens {got.get('usage')} vs reference {line['input_tokens']}")
-            for key, expected in line["answers"].items():
-                if key in got.get("answers", {}):
-                    compare_answer(f"{where}/{key}", expected, got["answers"][key], problems)
+            check_answered(line, body, response, problems)
+        # All at once: the executor, busy with the first, gathers the others into batches.
+        for line, body, (response, _) in zip(lines, bodies, s1harness.concurrent_requests(server, bodies, stagger=0.0,
+                                                                                          timeout=120.0)):
+            if isinstance(response, Exception):
+                problems.append(f"{line['id']} (concurrent): {response!r}")
+            else:
+                check_answered(line, body, response, problems)
+        metrics = s1harness.request(server, "GET", "/metrics").body.decode()
+        batched = metric(metrics, 's1serve_batch_requests_sum{model="minilm"}')
+        batches = metric(metrics, 's1serve_batch_requests_count{model="minilm"}')
+        if batched != 2 * len(lines) or batches is None or not batches < batched:
+            problems.append(f"/metrics: {batched} requests in {batches} batches; expected {2 * len(lines)} "
+                            "requests, some batched together")
         # The alias resolves to the same model.
         body = dict(lines[0]["request"], model="all-minilm-l6-v2")
         response = s1harness.request(server, "POST", "/v1/systemone", json_body=body, timeout=60.0)

@@ -221,7 +221,7 @@ class EmbeddingSimilarityEngine : public runtime::Engine {
 }  // namespace
 
 std::unique_ptr<runtime::Engine> make_embedding_similarity_engine(const std::filesystem::path& model_dir,
-                                                                  const EmbeddingSimilaritySettings& settings) {
+                                                                   const EmbeddingSimilaritySettings& settings) {
   return std::make_unique<EmbeddingSimilarityEngine>(bert::SentenceEncoder::open(model_dir, settings.precision),
                                                      settings);
 }

@@ -343,42 +343,34 @@ TEST(Batcher, AnIdleExecutorStartsAtOnceWhateverTheMaxWait) {
   EXPECT_EQ(batching.engine->wait_batches(4), (Batches{{1}, {5}, {5}, {5}}));  // the warm-up's plan first
 }
 
-TEST(Batcher, TheNextBatchGathersWhileOneRuns) {
-  BatchingRunner batching(limits(16, 8192, 0us));
+// The batches that requests of `tokens`, queued while a one-token request runs, are run in; the
+// warm-up's and the running request's first. Waits until `count` batches have run.
+Batches batches_of_queued(BatchLimits batch, size_t engine_most, const std::vector<int64_t>& tokens, size_t count) {
+  BatchingRunner batching(batch, engine_most);
   Submitted running = submit_tokens(*batching.runner, 1);
   batching.engine->wait_batches(2);
   std::vector<Submitted> waiting;
-  for (int64_t tokens : {2, 3, 4}) waiting.push_back(submit_tokens(*batching.runner, tokens));
-  batching.engine->release(2);
-  EXPECT_EQ(batching.engine->wait_batches(3), (Batches{{1}, {1}, {2, 3, 4}}));
+  for (const int64_t each : tokens) waiting.push_back(submit_tokens(*batching.runner, each));
+  batching.engine->release(static_cast<int>(count) - 1);
+  const Batches batches = batching.engine->wait_batches(count);
   EXPECT_TRUE(running.outcome.get().answers.ok());
   for (auto& work : waiting) EXPECT_TRUE(work.outcome.get().answers.ok());
+  return batches;
+}
+
+TEST(Batcher, TheNextBatchGathersWhileOneRuns) {
+  EXPECT_EQ(batches_of_queued(limits(16, 8192, 0us), 64, {2, 3, 4}, 3), (Batches{{1}, {1}, {2, 3, 4}}));
 }
 
 TEST(Batcher, MaxRequestsBoundsABatchAndSoDoesTheEngine) {
-  for (const auto& [configured, engine_most] : {std::pair<size_t, size_t>{2, 64}, {16, 2}}) {
-    BatchingRunner batching(limits(configured, 8192, 0us), engine_most);
-    Submitted running = submit_tokens(*batching.runner, 1);
-    batching.engine->wait_batches(2);
-    std::vector<Submitted> waiting;
-    for (int64_t tokens : {2, 3, 4}) waiting.push_back(submit_tokens(*batching.runner, tokens));
-    batching.engine->release(3);
-    EXPECT_EQ(batching.engine->wait_batches(4), (Batches{{1}, {1}, {2, 3}, {4}}))
-        << "configured " << configured << ", engine " << engine_most;
-    for (auto& work : waiting) EXPECT_TRUE(work.outcome.get().answers.ok());
-  }
+  EXPECT_EQ(batches_of_queued(limits(2, 8192, 0us), 64, {2, 3, 4}, 4), (Batches{{1}, {1}, {2, 3}, {4}}));
+  EXPECT_EQ(batches_of_queued(limits(16, 8192, 0us), 2, {2, 3, 4}, 4), (Batches{{1}, {1}, {2, 3}, {4}}));
 }
 
 TEST(Batcher, MaxTokensBoundsABatchAndALongerRequestRunsAlone) {
-  BatchingRunner batching(limits(16, 10, 0us));
-  Submitted running = submit_tokens(*batching.runner, 1);
-  batching.engine->wait_batches(2);
-  std::vector<Submitted> waiting;
-  for (int64_t tokens : {4, 6, 1, 20, 3}) waiting.push_back(submit_tokens(*batching.runner, tokens));
-  batching.engine->release(5);
   // In arrival order: the 20-token request closes {1} rather than letting 3 overtake it.
-  EXPECT_EQ(batching.engine->wait_batches(6), (Batches{{1}, {1}, {4, 6}, {1}, {20}, {3}}));
-  for (auto& work : waiting) EXPECT_TRUE(work.outcome.get().answers.ok());
+  EXPECT_EQ(batches_of_queued(limits(16, 10, 0us), 64, {4, 6, 1, 20, 3}, 6),
+            (Batches{{1}, {1}, {4, 6}, {1}, {20}, {3}}));
 }
 
 TEST(Batcher, AfterABatchAnIdleExecutorWaitsAtMostMaxWaitForAsManyAgain) {

@@ -28,6 +28,25 @@ TEST(Metrics, RendersPrometheusText) {
   EXPECT_NE(text.find("# TYPE s1serve_rejected_total counter\n"), std::string::npos);
 }
 
+TEST(Metrics, BatchHistogramsCountInPowersOfTwoNotSeconds) {
+  Metrics metrics;
+  metrics.observe(Series{"s1serve_batch_requests", "model=\"m\""}, 3.0);
+  metrics.observe(Series{"s1serve_batch_requests", "model=\"m\""}, 16.0);
+  metrics.observe("s1serve_batch_tokens", {{"model", "m"}}, 5000.0);
+  const std::string text = metrics.render();
+  EXPECT_NE(text.find("# TYPE s1serve_batch_requests histogram\n"), std::string::npos);
+  EXPECT_NE(text.find("s1serve_batch_requests_bucket{model=\"m\",le=\"2\"} 0\n"), std::string::npos);
+  EXPECT_NE(text.find("s1serve_batch_requests_bucket{model=\"m\",le=\"4\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("s1serve_batch_requests_bucket{model=\"m\",le=\"16\"} 2\n"), std::string::npos);
+  EXPECT_NE(text.find("s1serve_batch_requests_sum{model=\"m\"} 19\n"), std::string::npos);
+  EXPECT_NE(text.find("s1serve_batch_tokens_bucket{model=\"m\",le=\"4096\"} 0\n"), std::string::npos);
+  EXPECT_NE(text.find("s1serve_batch_tokens_bucket{model=\"m\",le=\"8192\"} 1\n"), std::string::npos);
+  // Seconds families keep their buckets.
+  metrics.observe("s1serve_queue_wait_seconds", {{"model", "m"}}, 0.003);
+  EXPECT_NE(metrics.render().find("s1serve_queue_wait_seconds_bucket{model=\"m\",le=\"0.005\"} 1\n"),
+            std::string::npos);
+}
+
 TEST(Metrics, PreRenderedSeriesAreTheSameSeriesAsTheirLabels) {
   Metrics metrics;
   const std::string labels = Metrics::render_labels({{"route", "/v1/systemone"}, {"status", "200"}});
