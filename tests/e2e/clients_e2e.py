@@ -10,11 +10,14 @@ interpreter.
   importable; checked on the wire with an httpx2 event hook), including its multipart asset upload;
 - openai's client.decisions (sync and async) and its models resource;
 - litellm's systemone / decisions with the typesafe and openai providers;
-- jev-lite, sync and async.
+- jev-lite, sync and async, including its noul shorthand that sends a null criterion.
 
 Every question type against mock-ramp's exact answers, request ids (x-request-id and
 x-typesafe-request-id), and the errors each client maps: 400, 401, 413, 422, 503 retried until
-answered, 504. `jevclient` is not on PyPI, so it is not tested.
+answered, 504; and the API-layer rules the clients rely on (§11.1, §11.2): the default model's
+`jev-latest` alias, null noul criteria, string release dates and alias entries in the models list,
+GET /v1/models/{id}, the openai package's other input forms. `jevclient` is not on PyPI, so it is
+not tested.
 
     python3 tests/e2e/clients_e2e.py --binary build/release/s1serve [--filter typesafe] [--list]
 """
@@ -687,6 +690,128 @@ def deadline_exceeded(servers):
                    for name, (call, expected) in calls.items()}
         for future in futures.values():
             future.result(timeout=60)
+    return c.problems
+
+
+# ---- contract §11.1/§11.2 rules of the API layer ----------------------------------------------------
+# What every TypeSafe client relies on beyond the v1 contract: the default model's jev-latest alias,
+# null noul criteria, string release dates and alias entries in the models list, GET /v1/models/{id},
+# and the openai package's other input forms.
+
+
+@check("main")
+def typesafe_api_rules(servers):
+    import typesafe_sdk as ts
+
+    c = Check()
+    label = "typesafe-sdk"
+    with typesafe_client(servers, False) as client:
+        # The SDK's default model is jev-latest: the default model's alias.
+        try:
+            default = client.system_one(state="I was charged twice.", questions={"refund": ts.Noul(instructions="refund?")})
+            c(default.model == "minilm", f"{label}: jev-latest answered by {default.model!r}, expected minilm")
+            c(0.0 <= default.nouls["refund"].noul <= 1.0, f"{label}: jev-latest noul {default.nouls['refund']!r}")
+        except ts.TypeSafeError as error:
+            c(False, f"{label}: default model jev-latest: {type(error).__name__}: {error}")
+        # A noul criterion the caller left undescribed is sent as null: as if absent.
+        try:
+            half = client.system_one(state="x", model="mock-ramp",
+                                     questions={"q": ts.Noul(criteria=ts.NoulCriteria(true="It is urgent", false=None))})
+            c.close(half.nouls["q"].noul, ramp(2)[0], f"{label}: noul with a null false criterion")
+        except ts.TypeSafeError as error:
+            c(False, f"{label}: noul with a null false criterion: {type(error).__name__}: {error}")
+        # models.list() validates release_date as a string; alias entries name the alias.
+        try:
+            names = [m.name for m in client.models.list().models]
+            for name in ("minilm", "mock-ramp", "all-minilm-l6-v2", "jev-latest"):
+                c(name in names, f"{label} models.list(): {name!r} missing from {names!r}")
+        except ts.TypeSafeError as error:
+            c(False, f"{label} models.list(): {type(error).__name__}: {error}")
+
+    async def listing():
+        async with typesafe_client(servers, "zstd", asynchronous=True) as client:
+            return (await client.models.list()).models
+
+    try:
+        for model in asyncio.run(listing()):
+            c(DATE.match(model.release_date), f"{label} async models.list(): {model.name} release_date {model.release_date!r}")
+    except ts.TypeSafeError as error:
+        c(False, f"{label} async models.list(): {type(error).__name__}: {error}")
+    return c.problems
+
+
+@check("main")
+def openai_api_rules(servers):
+    import openai
+
+    c = Check()
+    client = openai.OpenAI(base_url=Servers.url(servers.main) + "/v1", api_key=KEY, max_retries=0)
+    # §11.2: the input forms decision_create_params allows beyond plain user text.
+    try:
+        rich = client.decisions.create(
+            model="mock-ramp", questions=[{"type": "predicate", "instructions": [{"type": "input_text", "text": "Refund?"}]}],
+            input=[{"role": "developer", "content": "You route support tickets."},
+                   {"role": "user", "content": [{"type": "input_text", "text": "I was charged twice."},
+                                                {"type": "input_json", "data": {"order": 42}}]},
+                   {"role": "assistant", "content": [{"type": "output_text", "text": "Let me check."}]}],
+            prompt_cache_key="clients-e2e", safety_identifier="user-1")
+        c.close(rich.answers[0].probability, ramp(2)[0], "openai decisions: roles and input_json")
+    except openai.OpenAIError as error:
+        c(False, f"openai decisions: developer/assistant messages, input_json, instruction parts: "
+                 f"{type(error).__name__}: {error}")
+    for name, expected in (("mock-ramp", "mock-ramp"), ("minilm", "minilm")):
+        try:
+            model = client.models.retrieve(name)
+            c(model.id == expected, f"openai models.retrieve({name!r}): id {model.id!r}")
+        except openai.OpenAIError as error:
+            c(False, f"openai models.retrieve({name!r}): {type(error).__name__}: {error}")
+    c.raises("openai models.retrieve(unknown)", lambda: client.models.retrieve("no-such-model"),
+             openai.NotFoundError, 404)
+    return c.problems
+
+
+@check("main")
+def litellm_api_rules(servers):
+    import litellm
+
+    litellm.suppress_debug_info = True
+    c = Check()
+    # The typesafe provider's default model name is what TypeSafe clients send.
+    try:
+        default = litellm.systemone(model="typesafe/jev-latest", api_base=Servers.url(servers.main), api_key=KEY,
+                                    state="x", questions={"refund": {"type": "noul", "instructions": "Refund?"}})
+        c(default.model == "minilm", f"litellm systemone jev-latest: model {default.model!r}")
+    except Exception as error:  # noqa: BLE001
+        c(False, f"litellm systemone jev-latest: {type(error).__name__}: {error}")
+    return c.problems
+
+
+@check("main")
+def jev_lite_api_rules(servers):
+    import jev_lite
+
+    c = Check()
+    label = "jev-lite"
+    with jev_client(servers) as client:
+        try:
+            # jev-lite's shorthand sends the side left out as null.
+            half = client.system_one.create(state="x", model="mock-ramp", questions={"q": jev_lite.Noul(true="It is urgent")})
+            c.close(half.answers["q"].noul, ramp(2)[0], f"{label}: Noul(true=...) shorthand")
+        except jev_lite.TypeSafeError as error:
+            c(False, f"{label}: Noul(true=...) shorthand (null false criterion): {type(error).__name__}: {error}")
+        try:
+            default = client.system_one.create(state="x", questions={"q": jev_lite.Noul(instructions="y")})
+            c(default.model == "minilm", f"{label}: jev-latest answered by {default.model!r}")
+        except jev_lite.TypeSafeError as error:
+            c(False, f"{label}: default model jev-latest: {type(error).__name__}: {error}")
+        try:
+            listing = client.models.list()
+            names = [m.name for m in listing.models]
+            c("jev-latest" in names and "mock-ramp" in names, f"{label}: models {names!r}")
+            c(all(isinstance(m.release_date, str) and DATE.match(m.release_date) for m in listing.models),
+              f"{label}: release dates {[m.release_date for m in listing.models]!r}")
+        except jev_lite.TypeSafeError as error:
+            c(False, f"{label}: models.list(): {type(error).__name__}: {error}")
     return c.problems
 
 
