@@ -4,10 +4,10 @@
 #include "cli/logits.h"
 #include "cli/serve.h"
 #include "cli/validate.h"
+#include "server/log_sink.h"
 
 #include <CLI/CLI.hpp>
 #include <spdlog/cfg/env.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
@@ -31,7 +31,7 @@ void ensure_passive_openmp_wait(char** argv) {
 
 int main(int argc, char** argv) {
   ensure_passive_openmp_wait(argv);
-  spdlog::set_default_logger(spdlog::stderr_color_mt("s1serve"));  // stdout stays for command output
+  s1::server::install_default_logger("s1serve");  // on stderr: stdout stays for command output
   spdlog::cfg::load_env_levels();  // SPDLOG_LEVEL=debug, for example
   CLI::App app{"s1serve: a serving engine for decision models (System One API)"};
   app.set_version_flag("--version", std::string("s1serve ") + S1SERVE_VERSION);

@@ -13,6 +13,7 @@
 #include "server/body_encoding.h"
 #include "server/decide_handler.h"
 #include "server/http_checks.h"
+#include "server/log_sink.h"
 #include "server/multipart.h"
 #include "server/reply.h"
 #include "server/status_routes.h"
@@ -566,9 +567,6 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn
     const Clock::time_point finished = Clock::now();
     const double seconds = std::chrono::duration<double>(finished - received).count();
     record(route, reply, seconds);
-    // The target is logged without its query (it may carry keys), and cut: a 414's is long.
-    spdlog::info("{} {} {} {:.3f}ms request_id={} model={}", method, path.substr(0, 256), reply.status,
-                 seconds * 1000.0, request_id, model);
     idle_since = finished;
 
     if (reply.send) {
@@ -591,6 +589,10 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn
       }
       error = *written;
     }
+    // After the reply is on its way, so that formatting the line is not part of the latency. The
+    // target is logged without its query (it may carry keys), and cut: a 414's is long.
+    spdlog::info("{} {} {} {:.3f}ms request_id={} model={}", method, path.substr(0, 256), reply.status,
+                 seconds * 1000.0, request_id, model);
     --in_flight;
     // The reply's storage serves the next one.
     connection->spare_headers = std::move(reply.headers);
@@ -831,6 +833,8 @@ Reply HttpServer::Impl::status_reply(Route route, std::string_view path) const {
                         runner.state() == runtime::ModelState::ready ? 1.0 : 0.0);
     }
     metrics.set_gauge(Series{"s1serve_in_flight_requests", ""}, static_cast<double>(in_flight.load()));
+    // A total the log sink keeps, read when scraped like the gauge above.
+    metrics.set_gauge(Series{"s1serve_log_lines_dropped_total", ""}, static_cast<double>(dropped_log_lines()));
     reply.content_type = "text/plain; version=0.0.4; charset=utf-8";
     reply.body = metrics.render();
   }

@@ -37,6 +37,7 @@ constexpr FamilySpec known_families[] = {
     {"s1serve_model_ready", "gauge", "1 when the model has warmed up and serves requests"},
     {"s1serve_in_flight_requests", "gauge", "Requests being handled now"},
     {"s1serve_upstream_replica_healthy", "gauge", "1 when the upstream replica answered its last health poll"},
+    {"s1serve_log_lines_dropped_total", "counter", "Log lines dropped because stderr did not keep up"},
 };
 
 std::string escape_label_value(const std::string& value) {

@@ -531,6 +531,13 @@ def test_access_log():
               "no access line for the 401")
         for secret in ("secret-key-1", "query-secret", "charged twice"):
             check(secret not in log, f"the log shows {secret!r}")
+        # Lines wait a few milliseconds to be written together: the last request's is written at exit.
+        last = post(server, RAMP, headers={"Authorization": "Bearer secret-key-1", "x-request-id": "log-check-last"})
+        check(last.status == 200, f"last request: {last.status}")
+        check(server.stop() == 0, "stop")
+        log = server.log_text()
+        line, stopped = log.find("request_id=log-check-last "), log.find("] stopped\n")
+        check(0 <= line < stopped, "no access line for the last request before 'stopped': " + log[-600:])
     return check.problems
 
 
