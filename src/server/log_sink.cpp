@@ -33,7 +33,6 @@ GatheringSink::~GatheringSink() {
 }
 
 void GatheringSink::sink_it_(const spdlog::details::log_msg& message) {
-  const bool was_empty = pending_.empty();
   const uint64_t dropped = dropped_.load(std::memory_order_relaxed);
   spdlog::memory_buf_t line;
   if (dropped != reported_drops_) {
@@ -50,9 +49,12 @@ void GatheringSink::sink_it_(const spdlog::details::log_msg& message) {
   }
   reported_drops_ = dropped;
   pending_.append(line.data(), line.size());
-  // The writer sleeps only while nothing waits: the first line after that wakes it (one system
-  // call per window, not per line); later ones find it gathering or writing.
-  if (was_empty) wake_.notify_one();
+  // Only an idle writer is woken (a system call): one that is writing or sleeping out its window
+  // takes the line with the others at the window's end.
+  if (writer_idle_) {
+    writer_idle_ = false;
+    wake_.notify_one();
+  }
 }
 
 void GatheringSink::flush_() {
@@ -62,10 +64,15 @@ void GatheringSink::flush_() {
 }
 
 void GatheringSink::run() {
+  // The first line after a quiet spell is written at once; then the writer sleeps out the window
+  // and writes whatever gathered meanwhile, so a busy server makes one write per window.
   std::unique_lock lock(mutex_);
   while (true) {
-    wake_.wait(lock, [this] { return stopping_ || !pending_.empty(); });
-    if (!stopping_) wake_.wait_for(lock, window_, [this] { return stopping_; });
+    while (!stopping_ && pending_.empty()) {
+      writer_idle_ = true;
+      wake_.wait(lock);
+    }
+    writer_idle_ = false;
     std::unique_lock writing(write_mutex_);
     writing_.swap(pending_);
     const bool stop = stopping_;
@@ -75,6 +82,7 @@ void GatheringSink::run() {
     writing.unlock();
     if (stop) return;
     lock.lock();
+    wake_.wait_for(lock, window_, [this] { return stopping_; });
   }
 }
 

@@ -63,38 +63,46 @@ std::shared_ptr<spdlog::logger> logger_on(std::shared_ptr<GatheringSink> sink) {
   return logger;
 }
 
-TEST(GatheringSink, GathersLinesAndWritesThemAllWhenDestroyed) {
+// A logger on a GatheringSink on a pipe, whose first line was written at once: the writer now
+// sleeps out its window.
+struct Gathering {
   Pipe pipe;
-  auto sink = std::make_shared<GatheringSink>(pipe.write_end, 1 << 16, 10min);
-  auto logger = logger_on(sink);
-  for (int i = 0; i < 3; ++i) logger->info("line {}", i);
-  EXPECT_EQ(pipe.available(200ms), "") << "lines wait for the window";
-  logger.reset();
-  sink.reset();
-  EXPECT_EQ(pipe.available(0ms), "info line 0\ninfo line 1\ninfo line 2\n");
+  std::shared_ptr<GatheringSink> sink;
+  std::shared_ptr<spdlog::logger> logger;
+  explicit Gathering(std::chrono::milliseconds window)
+      : sink(std::make_shared<GatheringSink>(pipe.write_end, 1 << 16, window)), logger(logger_on(sink)) {
+    logger->info("first");
+    EXPECT_EQ(pipe.available(10s), "info first\n");
+  }
+  // Destroys the sink and returns what it wrote last.
+  std::string finish() {
+    logger.reset();
+    sink.reset();
+    return pipe.available(0ms);
+  }
+};
+
+TEST(GatheringSink, WritesTheFirstLineAtOnceAndGathersTheNextUntilDestroyed) {
+  Gathering log(10min);
+  for (int i = 0; i < 3; ++i) log.logger->info("line {}", i);
+  EXPECT_EQ(log.pipe.available(200ms), "") << "lines wait for the window";
+  EXPECT_EQ(log.finish(), "info line 0\ninfo line 1\ninfo line 2\n");
 }
 
 TEST(GatheringSink, AWarningIsWrittenAtOnceAfterTheLinesBeforeIt) {
-  Pipe pipe;
-  auto sink = std::make_shared<GatheringSink>(pipe.write_end, 1 << 16, 10min);
-  auto logger = logger_on(sink);
-  logger->info("first");
-  logger->info("second");
-  logger->warn("third");
-  EXPECT_EQ(pipe.available(5s), "info first\ninfo second\nwarning third\n");
-  logger->info("fourth");
-  EXPECT_EQ(pipe.available(200ms), "");
-  logger.reset();
-  sink.reset();
-  EXPECT_EQ(pipe.available(0ms), "info fourth\n");
+  Gathering log(10min);
+  log.logger->info("second");
+  log.logger->warn("third");
+  EXPECT_EQ(log.pipe.available(0ms), "info second\nwarning third\n");
+  log.logger->info("fourth");
+  EXPECT_EQ(log.pipe.available(200ms), "");
+  EXPECT_EQ(log.finish(), "info fourth\n");
 }
 
 TEST(GatheringSink, WritesWithinTheWindow) {
-  Pipe pipe;
-  auto sink = std::make_shared<GatheringSink>(pipe.write_end, 1 << 16, 5ms);
-  auto logger = logger_on(sink);
-  logger->info("soon");
-  EXPECT_EQ(pipe.available(10s), "info soon\n");
+  Gathering log(5ms);
+  log.logger->info("soon");
+  EXPECT_EQ(log.pipe.available(10s), "info soon\n");
 }
 
 TEST(GatheringSink, DropsAndCountsLinesInsteadOfBlockingOnAStalledReader) {
