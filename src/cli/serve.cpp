@@ -184,6 +184,7 @@ int serve(const ServeFlags& flags) {
   registry.start_all();
   spdlog::info("s1serve {} listening on http://{}:{} with {} model(s)", S1SERVE_VERSION, config.host, port,
                registry.models().size());
+  spdlog::default_logger()->flush();  // supervisors and tests wait for this line: not for the log's window
   server.run();
   registry.stop_all();
   spdlog::info("stopped");
