@@ -14,7 +14,7 @@ ServedModel mock(const std::string& source, std::vector<std::string> aliases = {
   decide::LoadedModel loaded = decide::load_model(source);
   return ServedModel{
       loaded.name, std::move(aliases), release_date_or_build(std::nullopt),
-      std::make_unique<runtime::ModelRunner>(loaded.name, std::move(loaded.engine), runtime::RunnerOptions{4}),
+      std::make_unique<runtime::ModelRunner>(loaded.name, std::move(loaded.engine), runtime::RunnerOptions{4, {}}),
       nullptr};
 }
 

@@ -12,7 +12,7 @@ registry::ServedModel mock(const std::string& source, std::vector<std::string> a
   decide::LoadedModel loaded = decide::load_model(source);
   return registry::ServedModel{
       loaded.name, std::move(aliases), std::move(release_date),
-      std::make_unique<runtime::ModelRunner>(loaded.name, std::move(loaded.engine), runtime::RunnerOptions{4}),
+      std::make_unique<runtime::ModelRunner>(loaded.name, std::move(loaded.engine), runtime::RunnerOptions{4, {}}),
       nullptr};
 }
 
