@@ -18,9 +18,11 @@ struct Prepared {
 };
 
 std::vector<Prepared> prepare_all(const runtime::Engine& engine) {
+  // Recorded under contract v1: its empty nouls replay, as in the other fixture tests.
+  const api::RequestLimits replay_limits{.max_questions = 64, .has_default_model = true, .refuse_empty_noul = false};
   std::vector<Prepared> prepared;
   for (const OrderedJson& line : read_jsonl(fixture_dir() / "decisions.jsonl")) {
-    auto request = api::parse_system_one_request(line.at("request").dump(), api::RequestLimits{64, true});
+    auto request = api::parse_system_one_request(line.at("request").dump(), replay_limits);
     EXPECT_TRUE(request.ok()) << line.at("id");
     if (!request.ok()) continue;
     auto plan = engine.prepare(request.value(), runtime::PrepareLimits{});
