@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """End to end: the real s1serve binary serves all-MiniLM-L6-v2 decisions over HTTP.
 
-1. `s1serve serve --model minilm --port 0`: every request of tests/parity/minilm/decisions.jsonl is
+1. `s1serve serve --config` (minilm with `"batch": {"max_requests": 16}`): every request of tests/parity/minilm/decisions.jsonl is
    sent to POST /v1/systemone; each response must pass the §8.4 shape checks, carry the reference's
    input_tokens exactly and its answers within 1e-4 (plus the wire's 4-decimal rounding).
 2. The same requests all at once: batched by the model's executor (several in one encoder call,
@@ -22,12 +22,14 @@ import json
 import os
 import re
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
 
 import s1harness  # noqa: E402
+from reference_answers import empty_noul_keys  # noqa: E402
 
 TOLERANCE = 1e-4 + 0.5e-4  # fp32 gate + round(x, 4) on the wire
 
@@ -70,6 +72,14 @@ def metric(text: str, sample: str) -> float | None:
 
 def check_answered(line, body, response, problems):
     where = line["id"]
+    empty = empty_noul_keys(body)
+    if empty:
+        # Recorded under contract v1; since §11.1 a noul with neither instructions nor criteria is refused.
+        expected = ["body", "questions", empty[0], "instructions"]
+        detail = response.json().get("detail") if response.status == 422 else None
+        if not (isinstance(detail, list) and detail and detail[0].get("loc") == expected):
+            problems.append(f"{where}: an empty noul got {response.status}: {response.body[:300]!r}")
+        return
     if response.status != 200:
         problems.append(f"{where}: status {response.status}: {response.body[:300]!r}")
         return
@@ -94,7 +104,10 @@ def run(binary: str) -> int:
         lines = [json.loads(line) for line in f if line.strip()]
     problems: list[str] = []
 
-    with s1harness.Server(binary, ["--model", "minilm", "--port", "0"], name="minilm") as server:
+    config = os.path.join(tempfile.mkdtemp(prefix="s1-minilm-e2e-"), "batched.json")
+    with open(config, "w", encoding="utf-8") as f:
+        json.dump({"models": [{"source": "minilm", "batch": {"max_requests": 16}}]}, f)
+    with s1harness.Server(binary, ["--config", config, "--port", "0"], name="minilm") as server:
         bodies = [dict(line["request"], model="minilm") for line in lines]
         for line, body in zip(lines, bodies):
             response = s1harness.request(server, "POST", "/v1/systemone", json_body=body, timeout=60.0)
@@ -109,8 +122,9 @@ def run(binary: str) -> int:
         metrics = s1harness.request(server, "GET", "/metrics").body.decode()
         batched = metric(metrics, 's1serve_batch_requests_sum{model="minilm"}')
         batches = metric(metrics, 's1serve_batch_requests_count{model="minilm"}')
-        if batched != 2 * len(lines) or batches is None or not batches < batched:
-            problems.append(f"/metrics: {batched} requests in {batches} batches; expected {2 * len(lines)} "
+        served = 2 * sum(1 for body in bodies if not empty_noul_keys(body))
+        if batched != served or batches is None or not batches < batched:
+            problems.append(f"/metrics: {batched} requests in {batches} batches; expected {served} "
                             "requests, some batched together")
         # The alias resolves to the same model.
         body = dict(lines[0]["request"], model="all-minilm-l6-v2")
