@@ -220,7 +220,7 @@ def test_bench_counts_failures(ctx):
     expect(quality["choice"]["unanswered"] + quality["noul"]["unanswered"] == 5, "and count as unanswered")
 
     # Without a default model (two served, neither named default) every request is a 422: counted by status.
-    nodefault = start("no-default", "--model", "mock:ramp", "--model", "mock:fixed")
+    nodefault = start("no-default", "--model", "mock:ramp", "--model", "mock:uniform")
     result = tool("bench", "--url", nodefault.url, "--workload", workload("public231_synthetic.jsonl"),
                   "--requests", "7", "--concurrency", "2")
     expect(result.returncode == 0 and "422: 7" in result.stdout and "errors       7 of 7" in result.stdout,
