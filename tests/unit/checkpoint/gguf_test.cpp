@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gguf_bytes.h"
+#include "load_error_message.h"
 #include "model/checkpoint/gguf_config.h"
 #include "model/checkpoint/gguf_dequant.h"
 #include "model/checkpoint/load_error.h"
@@ -26,15 +27,7 @@ using ::testing::HasSubstr;
 constexpr std::string_view kLabel = "/models/broken.gguf";
 
 std::string parse_error(std::span<const std::byte> bytes) {
-  try {
-    parse_gguf(bytes, kLabel);
-  } catch (const LoadError& error) {
-    const std::string message = error.what();
-    EXPECT_THAT(message, HasSubstr(std::string(kLabel)));
-    return message;
-  }
-  ADD_FAILURE() << "expected a LoadError";
-  return "";
+  return testing::load_error_message([&] { parse_gguf(bytes, kLabel); }, kLabel);
 }
 
 // Written by tools/reference/make_gguf_fixtures.py.

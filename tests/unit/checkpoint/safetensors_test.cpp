@@ -5,6 +5,7 @@
 
 #include "model/checkpoint/load_error.h"
 #include "safetensors_builder.h"
+#include "load_error_message.h"
 
 namespace s1::checkpoint {
 namespace {
@@ -20,15 +21,7 @@ constexpr std::string_view kLabel = "/models/broken.safetensors";
 
 // Parses and returns the LoadError message; fails the test if parsing succeeds.
 std::string parse_error(std::span<const std::byte> bytes) {
-  try {
-    parse_safetensors(bytes, kLabel);
-  } catch (const LoadError& error) {
-    const std::string message = error.what();
-    EXPECT_THAT(message, HasSubstr(std::string(kLabel)));
-    return message;
-  }
-  ADD_FAILURE() << "expected a LoadError";
-  return "";
+  return testing::load_error_message([&] { parse_safetensors(bytes, kLabel); }, kLabel);
 }
 
 std::string parse_error_for_header(std::string_view header, size_t data_bytes = 0) {
