@@ -49,12 +49,19 @@ void append_request_head(std::string& out, const RequestHead& head) {
 
 bool response_has_body(int status) { return status >= 200 && status != 204 && status != 304; }
 
+std::string_view reason_phrase(int status) {
+  // 529 is not registered, so Beast names it "<unknown-status>"; TypeSafe's API (and the clients that
+  // key their retries on it) calls it overloaded.
+  if (status == 529) return "Overloaded";
+  const auto reason = boost::beast::http::obsolete_reason(static_cast<boost::beast::http::status>(status));
+  return {reason.data(), reason.size()};
+}
+
 void append_response_head(std::string& out, const ResponseHead& head) {
   out.append(head.version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ");
   append_number(out, static_cast<size_t>(head.status));
   out.push_back(' ');
-  const auto reason = boost::beast::http::obsolete_reason(static_cast<boost::beast::http::status>(head.status));
-  out.append(reason.data(), reason.size());
+  out.append(reason_phrase(head.status));
   out.append("\r\n");
   // A field is written where its last setting is: a later header of the same name replaces it.
   auto replaced_after = [&head](std::string_view name, size_t index) {

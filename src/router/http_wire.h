@@ -41,7 +41,10 @@ struct ResponseHead {
 // False for 1xx, 204 and 304: such a reply has neither a body nor a Content-Length.
 bool response_has_body(int status);
 
-// Status line (Beast's reason phrases), Content-Type, x-request-id, the headers, Connection when
+// Beast's reason phrase, or ours for a status Beast does not know (529 "Overloaded").
+std::string_view reason_phrase(int status);
+
+// Status line (reason_phrase), Content-Type, x-request-id, the headers, Connection when
 // the version's default does not hold, Content-Length, and the blank line.
 void append_response_head(std::string& out, const ResponseHead& head);
 

@@ -93,6 +93,14 @@ TEST(HttpWire, NoContentAndNotModifiedHaveNeitherBodyNorLength) {
   EXPECT_TRUE(response_has_body(404));
 }
 
+// An `overload_status: 529` refusal must not go out as "529 <unknown-status>".
+TEST(HttpWire, TheOverloadStatusHasAReasonPhrase) {
+  std::string out;
+  append_response_head(out, ResponseHead{529, 11, "application/json", "abc", {}, true, 0});
+  EXPECT_TRUE(out.starts_with("HTTP/1.1 529 Overloaded\r\n")) << out;
+  EXPECT_EQ(reason_phrase(503), "Service Unavailable");
+}
+
 TEST(HttpWire, RequestHeadsAreBeastsBytes) {
   const std::vector<std::vector<api::Header>> header_sets = {
       {},
