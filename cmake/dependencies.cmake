@@ -6,6 +6,7 @@ find_package(nlohmann_json 3.11 REQUIRED)
 find_package(spdlog 1.10 REQUIRED)
 find_package(fmt 9 REQUIRED)
 find_package(CLI11 REQUIRED)
+find_package(OpenSSL 3 REQUIRED)
 find_package(dnnl 3.2 CONFIG HINTS "${PROJECT_SOURCE_DIR}/.deps/onednn")
 if(NOT dnnl_FOUND)
   message(FATAL_ERROR "oneDNN >= 3.2 not found: run scripts/fetch-onednn (it unpacks oneDNN into "

@@ -119,7 +119,7 @@ registry::ServedModel make_upstream_model(const registry::ModelConfig& model, se
       metrics.set_gauge("s1serve_upstream_replica_healthy", {{"model", name}, {"replica", url}}, 1.0);
     }
     return registry::ServedModel{name, model.aliases, registry::release_date_or_build(model.release_date), nullptr,
-                                 std::move(pool)};
+                                 std::move(pool), nullptr};
   } catch (const std::invalid_argument& error) {
     throw registry::ConfigError("upstream model '" + name + "': " + error.what());
   }
@@ -157,10 +157,14 @@ int serve(const ServeFlags& flags) {
         sink->set_gauge("s1serve_model_ready", {{"model", name}}, state == runtime::ModelState::ready ? 1.0 : 0.0);
         spdlog::info("model {} is {}", name, runtime::model_state_name(state));
       };
+      std::unique_ptr<registry::ServedCheckpoint> checkpoint;
+      if (const auto location = decide::checkpoint_location(model.source)) {
+        checkpoint = std::make_unique<registry::ServedCheckpoint>(*location, registry::describe_checkpoint(*location));
+      }
       registry.add(registry::ServedModel{
           name, std::move(aliases), std::move(release_date),
           std::make_unique<runtime::ModelRunner>(name, std::move(loaded.engine), runner_options, std::move(observer)),
-          nullptr});
+          nullptr, std::move(checkpoint)});
     }
     registry.set_default_model(config.default_model, config.default_model_aliases);
   } catch (const std::exception& error) {

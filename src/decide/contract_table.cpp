@@ -151,4 +151,12 @@ LoadedModel load_model(const std::string& source) {
                        "mock:NAME)");
 }
 
+std::optional<std::filesystem::path> checkpoint_location(const std::string& source) {
+  if (source.starts_with("mock:")) return std::nullopt;
+  std::error_code error;
+  // The order load_model resolves a source in: a directory wins over a known name.
+  if (!std::filesystem::is_directory(source, error) && is_default_model_name(source)) return default_model_directory();
+  return std::filesystem::path(source);
+}
+
 }  // namespace s1::decide

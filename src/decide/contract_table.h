@@ -3,7 +3,9 @@
 
 #include "runtime/engine.h"
 
+#include <filesystem>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -24,5 +26,9 @@ struct LoadedModel {
 // "mock:ramp" (test backends, served only when named), a checkpoint directory, a .gguf file, or a
 // known model name. Throws ModelLoadError naming the source and the problem.
 LoadedModel load_model(const std::string& source);
+
+// Where load_model(source) reads its weights: the checkpoint directory or the .gguf file; nullopt
+// for a test backend.
+std::optional<std::filesystem::path> checkpoint_location(const std::string& source);
 
 }  // namespace s1::decide

@@ -48,6 +48,7 @@ const ServedModel* ModelRegistry::resolve(std::string_view name) const {
 void ModelRegistry::start_all() {
   for (const auto& model : models_) {
     if (model->runner) model->runner->start();
+    if (model->checkpoint) model->checkpoint->start_hashing();
   }
 }
 

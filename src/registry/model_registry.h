@@ -2,6 +2,7 @@
 // Model name or alias → the served model (contract §2.2: exact, case-sensitive), in configuration
 // order for /v1/models and /health.
 
+#include "registry/checkpoint_identity.h"
 #include "router/upstream_pool.h"
 #include "runtime/model_runner.h"
 
@@ -21,6 +22,8 @@ struct ServedModel {
   std::string release_date;  // "YYYY-MM-DD": configured, else the s1serve build's (contract §11.1)
   std::unique_ptr<runtime::ModelRunner> runner;
   std::unique_ptr<router::UpstreamPool> pool;
+  // A local model's checkpoint identity for /v1/models' served_by; null for upstream and test models.
+  std::unique_ptr<ServedCheckpoint> checkpoint;
 };
 
 // The s1serve build's release date, for models that configure none.

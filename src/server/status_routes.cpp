@@ -38,6 +38,24 @@ EntryMembers entry_members(const registry::ServedModel& model, const registry::S
     out = ",\"backend\":\"upstream\"";
     return members;
   }
+  // Which bytes this process serves, so replicas can be compared (contract §11.6); a test backend
+  // has no checkpoint.
+  out += ",\"served_by\":{\"s1serve\":\"" S1SERVE_VERSION "\",\"checkpoint\":";
+  const std::optional<registry::CheckpointIdentity> identity =
+      model.checkpoint ? std::optional(model.checkpoint->snapshot()) : std::nullopt;
+  const std::optional<std::string> label = identity ? identity->label() : std::nullopt;
+  if (label) {
+    api::append_json_string(out, *label);
+  } else {
+    out += "null";
+  }
+  out += ",\"dtype\":";
+  if (identity && !identity->dtype.empty()) {
+    api::append_json_string(out, identity->dtype);
+  } else {
+    out += "null";
+  }
+  out += ",\"device\":\"cpu\"}";
   const runtime::ModelInfo& info = model.runner->info();
   out += ",\"backend\":\"local\",\"question_types\":[";
   for (size_t i = 0; i < info.question_types.size(); ++i) {

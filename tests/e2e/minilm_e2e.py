@@ -23,6 +23,7 @@ import os
 import re
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -96,6 +97,22 @@ def check_answered(line, body, response, problems):
             compare_answer(f"{where}/{key}", expected, got["answers"][key], problems)
 
 
+def check_served_by(server, problems):
+    """/v1/models names the weights served: the SHA-256 prefix scripts/fetch-default-model verified."""
+    with open(os.path.join(ROOT, "scripts", "default-model.sha256"), encoding="utf-8") as f:
+        digest = next(line.split()[0] for line in f if line.rstrip().endswith(" model.safetensors"))
+    served_by = None
+    for _ in range(100):  # the hash runs in the background after start-up
+        served_by = s1harness.request(server, "GET", "/v1/models").json()["models"][0].get("served_by")
+        if served_by and served_by.get("checkpoint"):
+            break
+        time.sleep(0.1)
+    expected = {"s1serve": served_by and served_by.get("s1serve"), "checkpoint": digest[:12], "dtype": "f32",
+                "device": "cpu"}
+    if served_by != expected or not served_by.get("s1serve"):
+        problems.append(f"served_by: {served_by!r}, expected {expected!r}")
+
+
 def run(binary: str) -> int:
     if not os.path.exists(os.path.join(model_dir(), "model.safetensors")):
         print(f"FAIL: all-MiniLM-L6-v2 is not installed in {model_dir()}: run scripts/fetch-default-model", file=sys.stderr)
@@ -143,6 +160,7 @@ def run(binary: str) -> int:
                 problems.append(f"default model: answered by {got.get('model')!r}, expected 'minilm'")
             for key, expected in lines[0]["answers"].items():
                 compare_answer(f"default/{key}", expected, got["answers"][key], problems)
+        check_served_by(server, problems)
 
     for problem in problems:
         print("FAIL:", problem, file=sys.stderr)

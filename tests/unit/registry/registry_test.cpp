@@ -15,7 +15,7 @@ ServedModel mock(const std::string& source, std::vector<std::string> aliases = {
   return ServedModel{
       loaded.name, std::move(aliases), release_date_or_build(std::nullopt),
       std::make_unique<runtime::ModelRunner>(loaded.name, std::move(loaded.engine), runtime::RunnerOptions{4, {}}),
-      nullptr};
+      nullptr, nullptr};
 }
 
 TEST(DefaultModel, TheOnlyServedModelIsTheDefault) {

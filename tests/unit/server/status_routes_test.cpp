@@ -13,7 +13,7 @@ registry::ServedModel mock(const std::string& source, std::vector<std::string> a
   return registry::ServedModel{
       loaded.name, std::move(aliases), std::move(release_date),
       std::make_unique<runtime::ModelRunner>(loaded.name, std::move(loaded.engine), runtime::RunnerOptions{4, {}}),
-      nullptr};
+      nullptr, nullptr};
 }
 
 class ModelListingTest : public ::testing::Test {
@@ -67,6 +67,9 @@ TEST_F(ModelListingTest, EntriesCarryTheReleaseDateTestMarkerAndLimits) {
   EXPECT_EQ(models[0]["max_questions"], 400);
   EXPECT_EQ(models[0]["max_body_bytes"], 1000);
   EXPECT_EQ(models[0]["max_images"], 0);
+  // A test backend has no checkpoint to name.
+  EXPECT_EQ(models[0]["served_by"],
+            api::Json::parse(R"({"s1serve":")" S1SERVE_VERSION R"(","checkpoint":null,"dtype":null,"device":"cpu"})"));
 }
 
 TEST_F(ModelListingTest, OneModelObjectPerServedName) {
