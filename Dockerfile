@@ -19,6 +19,7 @@ RUN scripts/setup
 FROM debian:12-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends libfmt9 libgomp1 libpcre2-8-0 libssl3 libspdlog1.10 libutf8proc2 \
+    libpng16-16 libjpeg62-turbo libwebp7 libwebpdemux2 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/.deps/onednn/lib/libdnnl.so.3.2 /usr/local/lib/
 RUN ln -s libdnnl.so.3.2 /usr/local/lib/libdnnl.so.3 && ldconfig
