@@ -193,7 +193,7 @@ inline void expect_shared_prefix_branches_equal_full_prompts(decoder::CausalDeco
     const decoder::Branch single{std::span(more).first(1), none};
     const decoder::Branch five{more, first_and_last};
     const std::vector<decoder::Branch> extensions{single, five};
-    const std::unique_ptr<decoder::SequenceState> copy = shared[b].state->clone();
+    const std::unique_ptr<memory::SequenceMemory> copy = shared[b].state->clone();
     const auto extended = model.forward(copy.get(), extensions, false);
     EXPECT_TRUE(extended[0].hidden.empty());
     std::vector<int32_t> full(ids.begin(), ids.begin() + prefix_length);
@@ -237,7 +237,7 @@ inline void expect_token_by_token_rows_match(decoder::CausalDecoder& model, cons
                                              std::size_t first, std::size_t end) {
   const std::span<const int32_t> ids(reference.ids);
   const std::size_t hidden_size = model.info().hidden_size;
-  std::unique_ptr<decoder::SequenceState> state = model.run_prefix(ids.first(first));
+  std::unique_ptr<memory::SequenceMemory> state = model.run_prefix(ids.first(first));
   const std::vector<std::size_t> only_row{0};
   for (std::size_t position = first; position < end; ++position) {
     const decoder::Branch step{ids.subspan(position, 1), only_row};
@@ -261,7 +261,7 @@ inline void expect_bad_calls_rejected(decoder::CausalDecoder& model, decoder::Ca
   const std::vector<std::size_t> unordered{2, 1};
   const std::vector<std::size_t> past_end{3};
   const std::vector<int32_t> too_long(model.info().max_positions + 1, 1);
-  const auto expect_rejected = [&](const decoder::SequenceState* prefix, decoder::Branch branch) {
+  const auto expect_rejected = [&](const memory::SequenceMemory* prefix, decoder::Branch branch) {
     EXPECT_THROW((void)model.forward(prefix, std::span(&branch, 1), false), std::invalid_argument);
   };
   expect_rejected(nullptr, {out_of_vocabulary, {}});

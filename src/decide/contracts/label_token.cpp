@@ -89,13 +89,13 @@ api::Result<SharedPrefixPrompts> encode_question_prompts(
 
 std::vector<std::vector<float>> last_token_hidden_rows(decoder::CausalDecoder& decoder,
                                                        const SharedPrefixPrompts& prompts) {
-  std::unique_ptr<decoder::SequenceState> prefix;
+  std::unique_ptr<memory::SequenceMemory> prefix;
   if (!prompts.prefix.empty()) prefix = decoder.run_prefix(prompts.prefix);
   return last_token_hidden_rows(decoder, prefix.get(), prompts.suffixes);
 }
 
 std::vector<std::vector<float>> last_token_hidden_rows(decoder::CausalDecoder& decoder,
-                                                       const decoder::SequenceState* prefix,
+                                                       const memory::SequenceMemory* prefix,
                                                        const std::vector<std::vector<int32_t>>& suffixes) {
   std::vector<std::size_t> last_positions;
   last_positions.reserve(suffixes.size());

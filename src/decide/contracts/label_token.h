@@ -101,7 +101,7 @@ std::vector<std::vector<float>> last_token_hidden_rows(decoder::CausalDecoder& d
 // Every suffix branched from an existing `prefix` state (nullptr: the empty sequence) as one batch, for
 // contracts that branch again from the same state later; rows as above.
 std::vector<std::vector<float>> last_token_hidden_rows(decoder::CausalDecoder& decoder,
-                                                       const decoder::SequenceState* prefix,
+                                                       const memory::SequenceMemory* prefix,
                                                        const std::vector<std::vector<int32_t>>& suffixes);
 
 }  // namespace s1::decide

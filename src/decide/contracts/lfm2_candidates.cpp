@@ -147,7 +147,7 @@ class Lfm2CandidatesEngine : public runtime::Engine {
     const auto& plan = static_cast<const Lfm2CandidatesPlan&>(base_plan);
     runtime::RawOutputs raw;
     for (const QuestionTokens& question : plan.questions) {
-      const std::unique_ptr<decoder::SequenceState> prefix = decoder_->run_prefix(question.prompt);
+      const std::unique_ptr<memory::SequenceMemory> prefix = decoder_->run_prefix(question.prompt);
       std::vector<double> scores;
       for (std::size_t first = 0; first < question.values.size(); first += settings_.candidate_batch_size) {
         const std::size_t count = std::min(settings_.candidate_batch_size, question.values.size() - first);
@@ -172,7 +172,7 @@ class Lfm2CandidatesEngine : public runtime::Engine {
  private:
   // One batch of option branches after the question's prefix: suffix + value tokens each, reading
   // the hidden rows that predict the value tokens (the last suffix token's row onwards).
-  void append_scores(const decoder::SequenceState& prefix, std::span<const std::vector<int32_t>> values,
+  void append_scores(const memory::SequenceMemory& prefix, std::span<const std::vector<int32_t>> values,
                      std::vector<double>& scores) {
     std::vector<std::vector<int32_t>> tokens;
     std::vector<std::vector<std::size_t>> positions;

@@ -215,7 +215,7 @@ class StartLuxEngine : public runtime::Engine {
     const auto& plan = static_cast<const StartLuxPlan&>(base_plan);
     runtime::RawOutputs raw;
     raw.label_scores.resize(plan.questions.size());
-    std::unique_ptr<decoder::SequenceState> prefix;
+    std::unique_ptr<memory::SequenceMemory> prefix;
     if (!plan.prompts.prefix.empty()) prefix = decoder_->run_prefix(plan.prompts.prefix);
     const auto first_rows = last_token_hidden_rows(*decoder_, prefix.get(), plan.prompts.suffixes);
 
@@ -310,7 +310,7 @@ class StartLuxEngine : public runtime::Engine {
   // A later round's prompts branched from the first round's prefix state; a prompt that does not start
   // with that prefix (a tokenizer that merges across "Options:\n") sends the round through whole.
   std::vector<std::vector<float>> branch_rows(const std::vector<int32_t>& prefix_tokens,
-                                              const decoder::SequenceState* prefix,
+                                              const memory::SequenceMemory* prefix,
                                               const std::vector<std::vector<int32_t>>& prompts) {
     const bool extends_prefix = std::all_of(prompts.begin(), prompts.end(), [&](const std::vector<int32_t>& prompt) {
       return prompt.size() > prefix_tokens.size() && std::equal(prefix_tokens.begin(), prefix_tokens.end(), prompt.begin());

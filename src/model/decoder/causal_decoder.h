@@ -13,18 +13,9 @@
 
 #include "backend/cpu/precision.h"
 #include "model/decoder/output_matrix.h"
+#include "model/memory/sequence_memory.h"
 
 namespace s1::decoder {
-
-// A family's per-sequence cache after some tokens (attention K/V; recurrent state and conv tail for
-// linear-attention layers). Opaque to callers; only the family that made it can extend it.
-class SequenceState {
- public:
-  virtual ~SequenceState() = default;
-  // Tokens consumed so far (the absolute position of the next token).
-  [[nodiscard]] virtual std::size_t length() const = 0;
-  [[nodiscard]] virtual std::unique_ptr<SequenceState> clone() const = 0;
-};
 
 // One continuation to run after a prefix: its tokens, and which of them (indices into `tokens`,
 // strictly increasing) must return their final-norm hidden row.
@@ -36,8 +27,8 @@ struct Branch {
 struct BranchOutput {
   // [output_positions.size(), hidden_size] row-major, final-norm hidden states.
   std::vector<float> hidden;
-  // The state after the branch's last token; only when forward() was asked to keep states.
-  std::unique_ptr<SequenceState> state;
+  // The memory after the branch's last token; only when forward() was asked to keep states.
+  std::unique_ptr<memory::SequenceMemory> state;
 };
 
 struct DecoderInfo {
@@ -59,20 +50,21 @@ class CausalDecoder {
 
   // Runs every branch after `prefix` (nullptr: from the empty sequence), all branches as one batch:
   // row-wise work (projections, MLP) over all rows at once, sequence-mixing work per branch against
-  // the prefix's cache plus the branch's own tokens. `prefix` is never modified, so any number of
+  // the prefix's memory plus the branch's own tokens. `prefix` is never modified, so any number of
   // branches (and later calls) can share it. Branch outputs are exactly those of running
   // prefix tokens + branch tokens alone, up to floating-point reduction order.
-  // Throws std::invalid_argument for a token id ≥ vocab_size, an empty branch, bad output positions
-  // or a total length over max_positions. Not thread-safe (scratch buffers are reused).
-  virtual std::vector<BranchOutput> forward(const SequenceState* prefix, std::span<const Branch> branches,
+  // Throws std::invalid_argument for a token id ≥ vocab_size, an empty branch, bad output positions,
+  // a total length over max_positions or a prefix another model made. Not thread-safe (scratch
+  // buffers are reused).
+  virtual std::vector<BranchOutput> forward(const memory::SequenceMemory* prefix, std::span<const Branch> branches,
                                             bool keep_states) = 0;
 
   // The LM head rows [vocab_size, hidden_size] (the tied embedding table where the checkpoint ties
   // them), for label-row gathers and full-vocabulary logits.
   [[nodiscard]] virtual const OutputMatrix& lm_head() const = 0;
 
-  // Convenience: the state after `tokens` from the empty sequence.
-  std::unique_ptr<SequenceState> run_prefix(std::span<const int32_t> tokens) {
+  // Convenience: the memory after `tokens` from the empty sequence.
+  std::unique_ptr<memory::SequenceMemory> run_prefix(std::span<const int32_t> tokens) {
     const Branch branch{tokens, {}};
     auto outputs = forward(nullptr, std::span<const Branch>(&branch, 1), true);
     return std::move(outputs.front().state);

@@ -196,4 +196,15 @@ inline void check_branches(const DecoderInfo& info, std::size_t start, std::span
   }
 }
 
+// The memory a forward pass continues: `prefix`, or the model's own `empty` memory for nullptr. A
+// memory another model made is refused rather than misread.
+inline const memory::SequenceMemory& prefix_memory(const DecoderInfo& info, const memory::SequenceMemory* prefix,
+                                                   const memory::SequenceMemory& empty) {
+  if (prefix == nullptr) return empty;
+  if (prefix->owner() != empty.owner() || prefix->shape() != empty.shape()) {
+    throw std::invalid_argument(info.family + " forward: the prefix memory was not made by this model");
+  }
+  return *prefix;
+}
+
 }  // namespace s1::decoder

@@ -19,6 +19,7 @@
 #include "model/decoder/layer_helpers.h"
 #include "model/decoder/matmul_input.h"
 #include "model/lfm2/config.h"
+#include "model/memory/sequence_memory.h"
 
 namespace s1::lfm2 {
 namespace {
@@ -93,19 +94,6 @@ struct Layer {
   PackedLinear down;     // w2
 };
 
-class Lfm2State final : public decoder::SequenceState {
- public:
-  [[nodiscard]] std::size_t length() const override { return tokens; }
-  [[nodiscard]] std::unique_ptr<decoder::SequenceState> clone() const override {
-    return std::make_unique<Lfm2State>(*this);
-  }
-
-  const void* owner = nullptr;  // the decoder that made it: only that model's shapes fit
-  std::size_t tokens = 0;
-  std::vector<std::vector<float>> keys, values;  // per attention layer: [tokens, kv_heads·head_dim]
-  std::vector<std::vector<float>> conv_tails;    // per conv layer: [conv_L_cache − 1, hidden]
-};
-
 using decoder::BranchRows;
 
 class Lfm2Decoder final : public decoder::CausalDecoder {
@@ -116,7 +104,7 @@ class Lfm2Decoder final : public decoder::CausalDecoder {
 
   [[nodiscard]] const decoder::DecoderInfo& info() const override { return info_; }
   [[nodiscard]] const decoder::OutputMatrix& lm_head() const override { return *lm_head_; }
-  std::vector<decoder::BranchOutput> forward(const decoder::SequenceState* prefix,
+  std::vector<decoder::BranchOutput> forward(const memory::SequenceMemory* prefix,
                                              std::span<const decoder::Branch> branches, bool keep_states) override;
 
  private:
@@ -125,11 +113,10 @@ class Lfm2Decoder final : public decoder::CausalDecoder {
   [[nodiscard]] std::size_t qkv_width() const { return heads_.row_width(); }
   [[nodiscard]] std::size_t conv_history() const { return kernel_ - 1; }
 
-  const Lfm2State* checked_prefix(const decoder::SequenceState* prefix) const;
-  void attention_layer(const Layer& layer, const Lfm2State* base, std::span<const BranchRows> rows,
-                       std::span<std::unique_ptr<Lfm2State>> states);
-  void conv_layer(const Layer& layer, const Lfm2State* base, std::span<const BranchRows> rows,
-                  std::span<std::unique_ptr<Lfm2State>> states);
+  void attention_layer(const Layer& layer, const memory::SequenceMemory& base, std::span<const BranchRows> rows,
+                       std::span<memory::MemoryExtension> extensions);
+  void conv_layer(const Layer& layer, const memory::SequenceMemory& base, std::span<const BranchRows> rows,
+                  std::span<memory::MemoryExtension> extensions);
   void mlp(const Layer& layer);
 
   Lfm2Config config_;
@@ -145,12 +132,14 @@ class Lfm2Decoder final : public decoder::CausalDecoder {
   std::vector<Layer> layers_;
   std::size_t attention_layers_ = 0;
   std::size_t conv_layers_ = 0;
+  memory::SequenceMemory empty_{nullptr, {}};  // the empty sequence, which forward(nullptr, …) continues
 
   // Scratch reused between calls (the decoder is not thread-safe).
   std::size_t rows_ = 0;  // real rows of the current batch
   std::vector<int64_t> positions_;
   backend::cpu::RopeTable rope_;  // angles of positions [0, rope_.positions), grown as prompts need
-  std::vector<float> hidden_rows_, projected_, conv_out_;
+  std::vector<float> hidden_rows_, projected_, conv_out_, tail_scratch_;
+  std::vector<float> prefix_keys_, prefix_values_;  // a prefix's keys and values held in several segments
   decoder::MatmulInput normed_;
   decoder::MatmulInput context_;  // attention's output, out_proj's input
   decoder::MatmulInput activated_;
@@ -202,9 +191,9 @@ Lfm2Decoder::Lfm2Decoder(const Lfm2Config& config, const std::shared_ptr<const C
     if (config.full_attention[static_cast<std::size_t>(l)]) {
       slot = attention_layers_++;
       const std::string a = layer + "self_attn.";
-      const std::vector<float> qkv = concatenate({source.get(a + "q_proj.weight", {q_out, h}),
-                                                  source.get(a + "k_proj.weight", {kv_out, h}),
-                                                  source.get(a + "v_proj.weight", {kv_out, h})});
+      const std::vector<float> qkv =
+          concatenate({source.get(a + "q_proj.weight", {q_out, h}), source.get(a + "k_proj.weight", {kv_out, h}),
+                       source.get(a + "v_proj.weight", {kv_out, h})});
       attention.emplace(AttentionWeights{
           .qkv = PackedLinear(qkv, {}, hidden_, qkv_width(), precision),
           .output = PackedLinear(source.get(a + "out_proj.weight", {h, q_out}), {}, q_width(), hidden_, precision),
@@ -248,21 +237,18 @@ Lfm2Decoder::Lfm2Decoder(const Lfm2Config& config, const std::shared_ptr<const C
                                .max_positions = static_cast<std::size_t>(config.max_position_embeddings),
                                .prefix_granularity = 1,
                                .precision = precision};
+  empty_ = memory::SequenceMemory(this, memory::MemoryShape{.attention_layers = attention_layers_,
+                                                            .kv_width = kv_width(),
+                                                            .recurrent_layers = 0,
+                                                            .recurrent_size = 0,
+                                                            .conv_layers = conv_layers_,
+                                                            .conv_tail_size = conv_history() * hidden_});
 }
 
-const Lfm2State* Lfm2Decoder::checked_prefix(const decoder::SequenceState* prefix) const {
-  if (prefix == nullptr) return nullptr;
-  const auto* state = dynamic_cast<const Lfm2State*>(prefix);
-  if (state == nullptr || state->owner != this) {
-    throw std::invalid_argument("lfm2 forward: the prefix state was not made by this model");
-  }
-  return state;
-}
-
-std::vector<decoder::BranchOutput> Lfm2Decoder::forward(const decoder::SequenceState* prefix,
+std::vector<decoder::BranchOutput> Lfm2Decoder::forward(const memory::SequenceMemory* prefix,
                                                         std::span<const decoder::Branch> branches, bool keep_states) {
-  const Lfm2State* base = checked_prefix(prefix);
-  const std::size_t start = base == nullptr ? 0 : base->length();
+  const memory::SequenceMemory& base = decoder::prefix_memory(info_, prefix, empty_);
+  const std::size_t start = base.length();
   decoder::check_branches(info_, start, branches);
   std::vector<decoder::BranchOutput> outputs(branches.size());
   if (branches.empty()) return outputs;
@@ -285,91 +271,75 @@ std::vector<decoder::BranchOutput> Lfm2Decoder::forward(const decoder::SequenceS
   decoder::cover_positions(rope_, heads_.head_dim, static_cast<float>(config_.rope_theta), start + stacked.longest,
                            info_.max_positions);
 
-  std::vector<std::unique_ptr<Lfm2State>> states(keep_states ? branches.size() : 0);
-  for (std::size_t b = 0; b < states.size(); ++b) {
-    states[b] = std::make_unique<Lfm2State>();
-    states[b]->owner = this;
-    states[b]->tokens = start + rows[b].length;
-    states[b]->keys.resize(attention_layers_);
-    states[b]->values.resize(attention_layers_);
-    states[b]->conv_tails.resize(conv_layers_);
-  }
+  std::vector<memory::MemoryExtension> extensions;
+  if (keep_states)
+    for (const BranchRows& branch : rows) extensions.emplace_back(empty_.shape(), branch.length);
 
   for (const Layer& layer : layers_) {
     normed_.rms_norm(hidden_rows_, layer.operator_norm, eps_);
     if (layer.attention) {
-      attention_layer(layer, base, rows, states);
+      attention_layer(layer, base, rows, extensions);
     } else {
-      conv_layer(layer, base, rows, states);
+      conv_layer(layer, base, rows, extensions);
     }
     mlp(layer);
   }
 
   decoder::final_hidden_states(branches, rows, hidden_rows_, hidden_, final_norm_, eps_, outputs);
-  for (std::size_t b = 0; b < states.size(); ++b) outputs[b].state = std::move(states[b]);
+  for (std::size_t b = 0; b < extensions.size(); ++b) outputs[b].state = base.extended(std::move(extensions[b]));
   return outputs;
 }
 
-void Lfm2Decoder::attention_layer(const Layer& layer, const Lfm2State* base, std::span<const BranchRows> rows,
-                                  std::span<std::unique_ptr<Lfm2State>> states) {
+void Lfm2Decoder::attention_layer(const Layer& layer, const memory::SequenceMemory& base,
+                                  std::span<const BranchRows> rows, std::span<memory::MemoryExtension> extensions) {
   const AttentionWeights& weights = *layer.attention;
   const std::size_t padded = hidden_rows_.size() / hidden_;
   const std::size_t stride = qkv_width();
   projected_.resize(padded * stride);
   normed_.project(weights.qkv, projected_);
-  const std::size_t start = base == nullptr ? 0 : base->length();
+  const std::size_t start = base.length();
   const std::size_t width = kv_width();
-  // Every branch attends to the prefix's keys in place and to its own rows inside projected_.
-  const std::span<const float> no_rows;
+  // Every branch attends to the prefix's keys (in place when one segment holds them) and to its own
+  // rows inside projected_.
+  const memory::SequenceMemory::KeyValues prefix = base.key_values(layer.slot, prefix_keys_, prefix_values_);
   context_.resize(padded, q_width());
   // QK-norm, RoPE and the attention in one parallel region (one pool wake-up, not two).
   backend::cpu::run_team([&](backend::cpu::Team& team) {
-    decoder::qk_norm_rope_rows(projected_, team.share(rows_), heads_, weights.q_norm, weights.k_norm, eps_,
-                               positions_, rope_);
-    context_.attention(team, attention_workspace_,
-                       decoder::packed_qkv_attention(projected_, heads_,
-                                                     base == nullptr ? no_rows : base->keys[layer.slot],
-                                                     base == nullptr ? no_rows : base->values[layer.slot], start,
-                                                     rows, info_.precision));
+    decoder::qk_norm_rope_rows(projected_, team.share(rows_), heads_, weights.q_norm, weights.k_norm, eps_, positions_,
+                               rope_);
+    context_.attention(
+        team, attention_workspace_,
+        decoder::packed_qkv_attention(projected_, heads_, prefix.keys, prefix.values, start, rows, info_.precision));
   });
-  for (std::size_t b = 0; b < states.size(); ++b) {
-    // A kept state holds the whole sequence's rows: the prefix's, then the branch's.
-    std::vector<float>& keys = states[b]->keys[layer.slot];
-    std::vector<float>& values = states[b]->values[layer.slot];
-    keys.resize((start + rows[b].length) * width);
-    values.resize(keys.size());
-    if (base != nullptr) {
-      std::copy(base->keys[layer.slot].begin(), base->keys[layer.slot].end(), keys.begin());
-      std::copy(base->values[layer.slot].begin(), base->values[layer.slot].end(), values.begin());
-    }
+  for (std::size_t b = 0; b < extensions.size(); ++b) {
+    const std::span<float> keys = extensions[b].keys(layer.slot);
+    const std::span<float> values = extensions[b].values(layer.slot);
     for (std::size_t t = 0; t < rows[b].length; ++t) {
       const float* row = projected_.data() + (rows[b].offset + t) * stride;
-      std::copy_n(row + q_width(), width, keys.data() + (start + t) * width);
-      std::copy_n(row + q_width() + width, width, values.data() + (start + t) * width);
+      std::copy_n(row + q_width(), width, keys.begin() + static_cast<std::ptrdiff_t>(t * width));
+      std::copy_n(row + q_width() + width, width, values.begin() + static_cast<std::ptrdiff_t>(t * width));
     }
   }
   context_.project_accumulate(weights.output, hidden_rows_);
 }
 
-void Lfm2Decoder::conv_layer(const Layer& layer, const Lfm2State* base, std::span<const BranchRows> rows,
-                             std::span<std::unique_ptr<Lfm2State>> states) {
+void Lfm2Decoder::conv_layer(const Layer& layer, const memory::SequenceMemory& base, std::span<const BranchRows> rows,
+                             std::span<memory::MemoryExtension> extensions) {
   const ConvWeights& weights = *layer.conv;
   const std::size_t padded = hidden_rows_.size() / hidden_;
   const std::size_t stride = 3 * hidden_;
   projected_.resize(padded * stride);
   normed_.project(weights.input, projected_);
   conv_out_.assign(padded * hidden_, 0.0F);
-  std::vector<float> tail;
+  tail_scratch_.resize(conv_history() * hidden_);
   for (std::size_t b = 0; b < rows.size(); ++b) {
-    if (base != nullptr) {
-      tail = base->conv_tails[layer.slot];
-    } else {
-      tail.assign(conv_history() * hidden_, 0.0F);
-    }
+    // The conv advances its tail in place: each branch starts from its own copy of the prefix's.
+    const std::span<float> tail =
+        extensions.empty() ? std::span<float>(tail_scratch_) : extensions[b].conv_tail(layer.slot);
+    std::ranges::copy(base.conv_tail(layer.slot), tail.begin());
     backend::cpu::gated_short_conv(
         std::span<const float>(projected_).subspan(rows[b].offset * stride), rows[b].length, weights.kernel, kernel_,
         weights.bias, tail, std::span<float>(conv_out_).subspan(rows[b].offset * hidden_, rows[b].length * hidden_));
-    if (!states.empty()) states[b]->conv_tails[layer.slot] = tail;
   }
   weights.output.forward_accumulate(conv_out_, hidden_rows_);
 }

@@ -15,6 +15,7 @@
 #include "model/checkpoint/load_error.h"
 #include "model/decoder/layer_helpers.h"
 #include "model/decoder/matmul_input.h"
+#include "model/memory/sequence_memory.h"
 #include "model/qwen3/config.h"
 
 namespace s1::qwen3 {
@@ -22,58 +23,6 @@ namespace {
 
 using checkpoint::Checkpoint;
 using checkpoint::LoadError;
-
-// The keys (after k_norm and RoPE) and values of consecutive positions, per layer [length, kv_width].
-// Immutable once built and shared by every state that continues from it, so branch states cost only
-// their own tokens, not another copy of the prefix.
-struct KvSegment {
-  std::size_t length = 0;
-  std::vector<std::vector<float>> keys;  // per layer
-  std::vector<std::vector<float>> values;
-};
-
-// A sequence's cache: its segments in position order.
-class Qwen3State final : public decoder::SequenceState {
- public:
-  Qwen3State(std::vector<std::shared_ptr<const KvSegment>> segments, std::size_t layers, std::size_t kv_width)
-      : segments_(std::move(segments)), layers_(layers), kv_width_(kv_width) {
-    for (const auto& segment : segments_) length_ += segment->length;
-  }
-
-  [[nodiscard]] std::size_t length() const override { return length_; }
-  [[nodiscard]] std::unique_ptr<decoder::SequenceState> clone() const override {
-    return std::make_unique<Qwen3State>(*this);
-  }
-
-  [[nodiscard]] std::span<const std::shared_ptr<const KvSegment>> segments() const { return segments_; }
-  [[nodiscard]] std::size_t layers() const { return layers_; }
-  [[nodiscard]] std::size_t kv_width() const { return kv_width_; }
-
- private:
-  std::vector<std::shared_ptr<const KvSegment>> segments_;
-  std::size_t layers_;
-  std::size_t kv_width_;
-  std::size_t length_ = 0;
-};
-
-// Beyond this many segments (a long run of one-token extensions) a new state merges them into one,
-// so gathering a layer's cache stays a few large copies.
-constexpr std::size_t max_segments = 16;
-
-std::shared_ptr<const KvSegment> merge_segments(std::span<const std::shared_ptr<const KvSegment>> segments,
-                                                std::size_t layers) {
-  auto merged = std::make_shared<KvSegment>();
-  merged->keys.resize(layers);
-  merged->values.resize(layers);
-  for (const auto& segment : segments) {
-    merged->length += segment->length;
-    for (std::size_t l = 0; l < layers; ++l) {
-      merged->keys[l].insert(merged->keys[l].end(), segment->keys[l].begin(), segment->keys[l].end());
-      merged->values[l].insert(merged->values[l].end(), segment->values[l].begin(), segment->values[l].end());
-    }
-  }
-  return merged;
-}
 
 // Resolves checkpoint names: Qwen3ForCausalLM saves "model.layers.…" and "lm_head.weight", a bare
 // Qwen3Model "layers.…".
@@ -122,7 +71,7 @@ class Qwen3Decoder final : public decoder::CausalDecoder {
 
   [[nodiscard]] const decoder::DecoderInfo& info() const override { return info_; }
   [[nodiscard]] const decoder::OutputMatrix& lm_head() const override { return lm_head_; }
-  std::vector<decoder::BranchOutput> forward(const decoder::SequenceState* prefix,
+  std::vector<decoder::BranchOutput> forward(const memory::SequenceMemory* prefix,
                                              std::span<const decoder::Branch> branches, bool keep_states) override;
 
  private:
@@ -131,8 +80,8 @@ class Qwen3Decoder final : public decoder::CausalDecoder {
   [[nodiscard]] std::size_t qkv_width() const { return heads_.row_width(); }
 
   // Everything between the q/k/v and the output projection, in one parallel region.
-  void attention_block(backend::cpu::Team& team, std::size_t layer_index, const Qwen3State* prefix,
-                       std::span<const BranchRows> rows, std::span<const std::shared_ptr<KvSegment>> own_segments);
+  void attention_block(backend::cpu::Team& team, std::size_t layer_index, const memory::SequenceMemory& prefix,
+                       std::span<const BranchRows> rows, std::span<memory::MemoryExtension> extensions);
 
   Qwen3Config config_;
   decoder::DecoderInfo info_;
@@ -144,6 +93,7 @@ class Qwen3Decoder final : public decoder::CausalDecoder {
   std::vector<float> embed_tokens_;  // empty when tied: rows are read from lm_head_
   std::vector<Layer> layers_;
   std::vector<float> final_norm_;
+  memory::SequenceMemory empty_;  // the empty sequence, which forward(nullptr, …) continues
 
   // Scratch reused between calls (the decoder is not thread-safe).
   std::vector<int64_t> positions_;
@@ -186,6 +136,12 @@ Qwen3Decoder::Qwen3Decoder(const Qwen3Config& config, std::shared_ptr<const Chec
       intermediate_(static_cast<std::size_t>(config.intermediate_size)),
       eps_(static_cast<float>(config.rms_norm_eps)),
       lm_head_(make_lm_head(config, mapping, WeightNames(*mapping), precision)),
+      empty_(this, memory::MemoryShape{.attention_layers = static_cast<std::size_t>(config.num_hidden_layers),
+                                       .kv_width = heads_.kv_width(),
+                                       .recurrent_layers = 0,
+                                       .recurrent_size = 0,
+                                       .conv_layers = 0,
+                                       .conv_tail_size = 0}),
       normed_(precision),
       context_(precision),
       activated_(precision) {
@@ -231,18 +187,19 @@ Qwen3Decoder::Qwen3Decoder(const Qwen3Config& config, std::shared_ptr<const Chec
   final_norm_ = names.get("norm.weight", {h});
 }
 
-void Qwen3Decoder::attention_block(backend::cpu::Team& team, std::size_t layer_index, const Qwen3State* prefix,
-                                   std::span<const BranchRows> rows,
-                                   std::span<const std::shared_ptr<KvSegment>> own_segments) {
+void Qwen3Decoder::attention_block(backend::cpu::Team& team, std::size_t layer_index,
+                                   const memory::SequenceMemory& prefix, std::span<const BranchRows> rows,
+                                   std::span<memory::MemoryExtension> extensions) {
   const Layer& layer = layers_[layer_index];
   const std::size_t qkv_stride = qkv_width();
   const std::size_t width = kv_width();
   const backend::cpu::Team::Range real = team.share(positions_.size());  // this thread's rows (no padding)
   decoder::qk_norm_rope_rows(qkv_, real, heads_, layer.q_norm, layer.k_norm, eps_, positions_, rope_);
-  // Each branch's keys and values (after k_norm and RoPE) into its new segment, from this thread's rows.
-  for (std::size_t b = 0; b < own_segments.size(); ++b) {
-    float* keys = own_segments[b]->keys[layer_index].data();
-    float* values = own_segments[b]->values[layer_index].data();
+  // Each branch's keys and values (after k_norm and RoPE) into its memory extension, from this
+  // thread's rows.
+  for (std::size_t b = 0; b < extensions.size(); ++b) {
+    float* keys = extensions[b].keys(layer_index).data();
+    float* values = extensions[b].values(layer_index).data();
     for (std::size_t r = std::max(real.begin, rows[b].offset); r < std::min(real.end, rows[b].offset + rows[b].length);
          ++r) {
       const float* row = qkv_.data() + r * qkv_stride;
@@ -252,42 +209,24 @@ void Qwen3Decoder::attention_block(backend::cpu::Team& team, std::size_t layer_i
   }
   // The prefix's keys and values in one block (its segments gathered once per layer, rows shared
   // out); every branch attends to it in place, and to its own rows inside qkv_.
-  const std::size_t start = prefix == nullptr ? 0 : prefix->length();
-  if (prefix != nullptr) {
+  const std::size_t start = prefix.length();
+  if (start > 0) {
     const backend::cpu::Team::Range gathered = team.share(start);
-    std::size_t first = 0;  // the segment's first position
-    for (const auto& segment : prefix->segments()) {
-      const std::size_t begin = std::max(gathered.begin, first);
-      const std::size_t end = std::min(gathered.end, first + segment->length);
-      if (begin < end) {
-        const auto from = static_cast<std::ptrdiff_t>((begin - first) * width);
-        const auto count = static_cast<std::ptrdiff_t>((end - begin) * width);
-        std::copy_n(segment->keys[layer_index].begin() + from, count, prefix_keys_.begin() + static_cast<std::ptrdiff_t>(begin * width));
-        std::copy_n(segment->values[layer_index].begin() + from, count,
-                    prefix_values_.begin() + static_cast<std::ptrdiff_t>(begin * width));
-      }
-      first += segment->length;
-    }
+    prefix.gather(layer_index, gathered.begin, gathered.end, prefix_keys_, prefix_values_);
   }
-  context_.attention(team, attention_workspace_,
-                     decoder::packed_qkv_attention(qkv_, heads_, prefix_keys_, prefix_values_, start, rows,
-                                                   info_.precision));
+  context_.attention(
+      team, attention_workspace_,
+      decoder::packed_qkv_attention(qkv_, heads_, prefix_keys_, prefix_values_, start, rows, info_.precision));
 }
 
-std::vector<decoder::BranchOutput> Qwen3Decoder::forward(const decoder::SequenceState* prefix_state,
+std::vector<decoder::BranchOutput> Qwen3Decoder::forward(const memory::SequenceMemory* prefix_or_null,
                                                          std::span<const decoder::Branch> branches, bool keep_states) {
-  const auto* prefix = dynamic_cast<const Qwen3State*>(prefix_state);
-  if (prefix_state != nullptr && prefix == nullptr) {
-    throw std::invalid_argument("qwen3 forward: the prefix state was not made by a qwen3 decoder");
-  }
-  if (prefix != nullptr && (prefix->layers() != layers_.size() || prefix->kv_width() != kv_width())) {
-    throw std::invalid_argument("qwen3 forward: the prefix state belongs to a different qwen3 model");
-  }
-  decoder::check_branches(info_, prefix == nullptr ? 0 : prefix->length(), branches);
+  const memory::SequenceMemory& prefix = decoder::prefix_memory(info_, prefix_or_null, empty_);
+  const std::size_t start = prefix.length();
+  decoder::check_branches(info_, start, branches);
   std::vector<decoder::BranchOutput> outputs(branches.size());
   if (branches.empty()) return outputs;
 
-  const std::size_t start = prefix == nullptr ? 0 : prefix->length();
   const decoder::StackedRows stacked = decoder::stack_rows(branches);
   const std::vector<BranchRows>& rows = stacked.branches;
   const std::size_t padded = rounded_rows(stacked.total);
@@ -309,15 +248,9 @@ std::vector<decoder::BranchOutput> Qwen3Decoder::forward(const decoder::Sequence
   decoder::cover_positions(rope_, heads_.head_dim, static_cast<float>(config_.rope_theta), start + stacked.longest,
                            info_.max_positions);
 
-  std::vector<std::shared_ptr<KvSegment>> own_segments;
+  std::vector<memory::MemoryExtension> extensions;
   if (keep_states)
-    for (const BranchRows& branch : rows) {
-      auto segment = std::make_shared<KvSegment>();
-      segment->length = branch.length;
-      segment->keys.assign(layers_.size(), std::vector<float>(branch.length * kv_width()));
-      segment->values.assign(layers_.size(), std::vector<float>(branch.length * kv_width()));
-      own_segments.push_back(std::move(segment));
-    }
+    for (const BranchRows& branch : rows) extensions.emplace_back(empty_.shape(), branch.length);
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     const Layer& layer = layers_[l];
     normed_.rms_norm(hidden_rows_, layer.input_norm, eps_);
@@ -326,7 +259,7 @@ std::vector<decoder::BranchOutput> Qwen3Decoder::forward(const decoder::Sequence
     // OMP_WAIT_POLICY=passive each region costs a futex wake-up of the other threads
     // (docs/benchmarks/decoder-prefill.md). The matmuls stay oneDNN's own regions: a row split of
     // them inside one team region was no faster (same document).
-    backend::cpu::run_team([&](backend::cpu::Team& team) { attention_block(team, l, prefix, rows, own_segments); });
+    backend::cpu::run_team([&](backend::cpu::Team& team) { attention_block(team, l, prefix, rows, extensions); });
     context_.project_accumulate(layer.attention_output, hidden_rows_);
     normed_.rms_norm(hidden_rows_, layer.post_attention_norm, eps_);
     activated_.swiglu_of(normed_, layer.gate_up);
@@ -334,14 +267,7 @@ std::vector<decoder::BranchOutput> Qwen3Decoder::forward(const decoder::Sequence
   }
 
   decoder::final_hidden_states(branches, rows, hidden_rows_, hidden_, final_norm_, eps_, outputs);
-  if (keep_states)
-    for (std::size_t b = 0; b < branches.size(); ++b) {
-      std::vector<std::shared_ptr<const KvSegment>> segments;
-      if (prefix != nullptr) segments.assign(prefix->segments().begin(), prefix->segments().end());
-      segments.push_back(std::move(own_segments[b]));
-      if (segments.size() > max_segments) segments = {merge_segments(segments, layers_.size())};
-      outputs[b].state = std::make_unique<Qwen3State>(std::move(segments), layers_.size(), kv_width());
-    }
+  for (std::size_t b = 0; b < extensions.size(); ++b) outputs[b].state = prefix.extended(std::move(extensions[b]));
   return outputs;
 }
 

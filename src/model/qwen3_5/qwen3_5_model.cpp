@@ -22,6 +22,7 @@
 #include "model/decoder/layer_helpers.h"
 #include "model/decoder/lora_adapter.h"
 #include "model/decoder/matmul_input.h"
+#include "model/memory/sequence_memory.h"
 #include "model/qwen3_5/config.h"
 
 namespace s1::qwen3_5 {
@@ -104,10 +105,10 @@ struct AttentionWeights {
 struct DeltaNetWeights {
   PackedLinear input;  // [qkv (conv channels) | z (value_dim) | b (v_heads) | a (v_heads)]
   PackedLinear output;
-  std::vector<float> conv;         // [conv channels, kernel]
-  std::vector<float> negative_a;   // −exp(A_log) per value head
-  std::vector<float> dt_bias;      // per value head
-  std::vector<float> norm;         // gated RMSNorm weight (plain)
+  std::vector<float> conv;        // [conv channels, kernel]
+  std::vector<float> negative_a;  // −exp(A_log) per value head
+  std::vector<float> dt_bias;     // per value head
+  std::vector<float> norm;        // gated RMSNorm weight (plain)
 };
 
 struct Layer {
@@ -124,24 +125,9 @@ struct LayerLora {
   std::optional<decoder::LowRankDelta> mixer_input, mixer_output, gate_up, down;
 };
 
-void add_low_rank(const std::optional<decoder::LowRankDelta>& delta, std::span<const float> x,
-                  std::span<float> y) {
+void add_low_rank(const std::optional<decoder::LowRankDelta>& delta, std::span<const float> x, std::span<float> y) {
   if (delta) delta->add_to(x, y);
 }
-
-class Qwen35State final : public decoder::SequenceState {
- public:
-  [[nodiscard]] std::size_t length() const override { return tokens; }
-  [[nodiscard]] std::unique_ptr<decoder::SequenceState> clone() const override {
-    return std::make_unique<Qwen35State>(*this);
-  }
-
-  const void* owner = nullptr;  // the decoder that made it: only that model's shapes fit
-  std::size_t tokens = 0;
-  std::vector<std::vector<float>> keys, values;  // per attention layer: [length, kv_heads·head_dim]
-  std::vector<std::vector<float>> conv_tails;    // per GDN layer: [kernel − 1, conv channels]
-  std::vector<std::vector<float>> recurrent;     // per GDN layer: [v_heads, k_dim, v_dim]
-};
 
 using decoder::BranchRows;
 
@@ -157,15 +143,15 @@ class Qwen35Decoder final : public decoder::CausalDecoder {
     if (!lm_head_) throw std::logic_error("qwen3_5: a headless backbone has no LM head");
     return *lm_head_;
   }
-  std::vector<decoder::BranchOutput> forward(const decoder::SequenceState* prefix,
+  std::vector<decoder::BranchOutput> forward(const memory::SequenceMemory* prefix,
                                              std::span<const decoder::Branch> branches, bool keep_states) override;
 
  private:
-  const Qwen35State* checked_prefix(const decoder::SequenceState* prefix) const;
-  void attention_layer(const Layer& layer, const Qwen35State* base, std::span<const BranchRows> rows,
-                       std::span<std::unique_ptr<Qwen35State>> states);
-  void delta_layer(const Layer& layer, const Qwen35State* base, std::span<const BranchRows> rows,
-                   std::span<std::unique_ptr<Qwen35State>> states);
+  const memory::SequenceMemory& checked_prefix(const memory::SequenceMemory* prefix) const;
+  void attention_layer(const Layer& layer, const memory::SequenceMemory& base, std::span<const BranchRows> rows,
+                       std::span<memory::MemoryExtension> extensions);
+  void delta_layer(const Layer& layer, const memory::SequenceMemory& base, std::span<const BranchRows> rows,
+                   std::span<memory::MemoryExtension> extensions);
 
   [[nodiscard]] std::size_t hidden() const { return static_cast<std::size_t>(config_.hidden_size); }
   [[nodiscard]] std::size_t key_dim() const {
@@ -178,7 +164,9 @@ class Qwen35Decoder final : public decoder::CausalDecoder {
   [[nodiscard]] const LayerLora* lora_of(const Layer& layer) const {
     return loras_.empty() ? nullptr : &loras_[static_cast<std::size_t>(&layer - layers_.data())];
   }
-  [[nodiscard]] std::size_t conv_history() const { return static_cast<std::size_t>(config_.linear_conv_kernel_dim) - 1; }
+  [[nodiscard]] std::size_t conv_history() const {
+    return static_cast<std::size_t>(config_.linear_conv_kernel_dim) - 1;
+  }
 
   Qwen35Config config_;
   decoder::DecoderInfo info_;
@@ -190,6 +178,7 @@ class Qwen35Decoder final : public decoder::CausalDecoder {
   std::vector<LayerLora> loras_;  // per layer; empty without an adapter
   std::size_t attention_layers_ = 0;
   std::size_t delta_layers_ = 0;
+  memory::SequenceMemory empty_{nullptr, {}};  // the empty sequence, which forward(nullptr, …) continues
 
   // Scratch reused across calls (forward is not thread-safe).
   std::size_t rows_ = 0;  // real rows of the current batch
@@ -202,6 +191,7 @@ class Qwen35Decoder final : public decoder::CausalDecoder {
   std::vector<float> projected_, queries_, keys_, values_, context_;
   std::vector<float> conv_out_, delta_q_, delta_k_, g_, beta_, core_, z_;
   std::vector<float> tail_scratch_, recurrent_scratch_;  // a branch's conv tail and state when none is kept
+  std::vector<float> prefix_keys_, prefix_values_;       // a prefix's keys and values held in several segments
 };
 
 Qwen35Decoder::Qwen35Decoder(const Qwen35Config& config, const std::shared_ptr<const Checkpoint>& mapping,
@@ -299,17 +289,17 @@ Qwen35Decoder::Qwen35Decoder(const Qwen35Config& config, const std::shared_ptr<c
       LayerLora adapted;
       if (attention) {
         const std::string a = layer + "self_attn.";
-        adapted.mixer_input = low_rank({part(a + "q_proj.weight", heads * head_dim * 2),
-                                        part(a + "k_proj.weight", kv_heads * head_dim),
-                                        part(a + "v_proj.weight", kv_heads * head_dim)},
-                                       h, a + "q/k/v_proj");
+        adapted.mixer_input =
+            low_rank({part(a + "q_proj.weight", heads * head_dim * 2), part(a + "k_proj.weight", kv_heads * head_dim),
+                      part(a + "v_proj.weight", kv_heads * head_dim)},
+                     h, a + "q/k/v_proj");
         adapted.mixer_output = low_rank({part(a + "o_proj.weight", h)}, heads * head_dim, a + "o_proj");
       } else {
         const std::string d = layer + "linear_attn.";
-        adapted.mixer_input = low_rank({part(d + "in_proj_qkv.weight", channels),
-                                        part(d + "in_proj_z.weight", value_width),
-                                        part(d + "in_proj_b.weight", v_heads), part(d + "in_proj_a.weight", v_heads)},
-                                       h, d + "in_proj_*");
+        adapted.mixer_input =
+            low_rank({part(d + "in_proj_qkv.weight", channels), part(d + "in_proj_z.weight", value_width),
+                      part(d + "in_proj_b.weight", v_heads), part(d + "in_proj_a.weight", v_heads)},
+                     h, d + "in_proj_*");
         adapted.mixer_output = low_rank({part(d + "out_proj.weight", h)}, value_width, d + "out_proj");
       }
       adapted.gate_up =
@@ -338,27 +328,31 @@ Qwen35Decoder::Qwen35Decoder(const Qwen35Config& config, const std::shared_ptr<c
   info_.max_positions = static_cast<std::size_t>(config.max_position_embeddings);
   info_.prefix_granularity = delta_chunk;
   info_.precision = precision;
+  empty_ = memory::SequenceMemory(
+      this, memory::MemoryShape{
+                .attention_layers = attention_layers_,
+                .kv_width = static_cast<std::size_t>(config.num_key_value_heads * config.head_dim),
+                .recurrent_layers = delta_layers_,
+                .recurrent_size =
+                    static_cast<std::size_t>(v_heads * config.linear_key_head_dim * config.linear_value_head_dim),
+                .conv_layers = delta_layers_,
+                .conv_tail_size = conv_history() * conv_channels(),
+            });
 }
 
-const Qwen35State* Qwen35Decoder::checked_prefix(const decoder::SequenceState* prefix) const {
-  if (prefix == nullptr) return nullptr;
-  if (noncausal_) {
+const memory::SequenceMemory& Qwen35Decoder::checked_prefix(const memory::SequenceMemory* prefix) const {
+  if (prefix != nullptr && noncausal_) {
     throw std::invalid_argument(
         "qwen3_5: noncausal full attention makes earlier positions depend on later tokens; a prefix state cannot be "
         "reused");
   }
-  const auto* state = dynamic_cast<const Qwen35State*>(prefix);
-  if (state == nullptr || state->owner != this) {
-    throw std::invalid_argument("qwen3_5: the prefix state was not made by this model");
-  }
-  return state;
+  return decoder::prefix_memory(info_, prefix, empty_);
 }
 
-std::vector<decoder::BranchOutput> Qwen35Decoder::forward(const decoder::SequenceState* prefix,
-                                                          std::span<const decoder::Branch> branches,
-                                                          bool keep_states) {
-  const Qwen35State* base = checked_prefix(prefix);
-  const std::size_t start = base == nullptr ? 0 : base->length();
+std::vector<decoder::BranchOutput> Qwen35Decoder::forward(const memory::SequenceMemory* prefix,
+                                                          std::span<const decoder::Branch> branches, bool keep_states) {
+  const memory::SequenceMemory& base = checked_prefix(prefix);
+  const std::size_t start = base.length();
   decoder::check_branches(info_, start, branches);
   const decoder::StackedRows stacked = decoder::stack_rows(branches);
   const std::vector<BranchRows>& rows = stacked.branches;
@@ -377,16 +371,9 @@ std::vector<decoder::BranchOutput> Qwen35Decoder::forward(const decoder::Sequenc
     decoder::embed_rows(branches, rows, start, embeddings_, width, positions_, hidden_);
   }
 
-  std::vector<std::unique_ptr<Qwen35State>> states(keep_states ? branches.size() : 0);
-  for (std::size_t b = 0; b < states.size(); ++b) {
-    states[b] = std::make_unique<Qwen35State>();
-    states[b]->owner = this;
-    states[b]->tokens = start + rows[b].length;
-    states[b]->keys.resize(attention_layers_);
-    states[b]->values.resize(attention_layers_);
-    states[b]->conv_tails.resize(delta_layers_);
-    states[b]->recurrent.resize(delta_layers_);
-  }
+  std::vector<memory::MemoryExtension> extensions;
+  if (keep_states)
+    for (const BranchRows& branch : rows) extensions.emplace_back(empty_.shape(), branch.length);
 
   const auto eps = static_cast<float>(config_.rms_norm_eps);
   const auto inner = static_cast<std::size_t>(config_.intermediate_size);
@@ -396,9 +383,9 @@ std::vector<decoder::BranchOutput> Qwen35Decoder::forward(const decoder::Sequenc
   for (const Layer& layer : layers_) {
     normed_.rms_norm(hidden_, layer.input_norm, eps);
     if (layer.attention) {
-      attention_layer(layer, base, rows, states);
+      attention_layer(layer, base, rows, extensions);
     } else {
-      delta_layer(layer, base, rows, states);
+      delta_layer(layer, base, rows, extensions);
     }
     normed_.rms_norm(hidden_, layer.post_norm, eps);
     const LayerLora* lora = lora_of(layer);
@@ -416,12 +403,12 @@ std::vector<decoder::BranchOutput> Qwen35Decoder::forward(const decoder::Sequenc
 
   std::vector<decoder::BranchOutput> outputs(branches.size());
   decoder::final_hidden_states(branches, rows, hidden_, width, final_norm_, eps, outputs);
-  for (std::size_t b = 0; b < states.size(); ++b) outputs[b].state = std::move(states[b]);
+  for (std::size_t b = 0; b < extensions.size(); ++b) outputs[b].state = base.extended(std::move(extensions[b]));
   return outputs;
 }
 
-void Qwen35Decoder::attention_layer(const Layer& layer, const Qwen35State* base, std::span<const BranchRows> rows,
-                                    std::span<std::unique_ptr<Qwen35State>> states) {
+void Qwen35Decoder::attention_layer(const Layer& layer, const memory::SequenceMemory& base,
+                                    std::span<const BranchRows> rows, std::span<memory::MemoryExtension> extensions) {
   const AttentionWeights& weights = *layer.attention;
   const auto heads = static_cast<std::size_t>(config_.num_attention_heads);
   const auto kv_heads = static_cast<std::size_t>(config_.num_key_value_heads);
@@ -457,7 +444,7 @@ void Qwen35Decoder::attention_layer(const Layer& layer, const Qwen35State* base,
   backend::cpu::apply_rope(queries_, total, q_width, heads, head_dim, rotary, positions_, theta);
   backend::cpu::apply_rope(keys_, total, kv_width, kv_heads, head_dim, rotary, positions_, theta);
 
-  const std::size_t start = base == nullptr ? 0 : base->length();
+  const std::size_t start = base.length();
   const backend::cpu::CachedAttentionShape shape{
       .heads = heads,
       .kv_heads = kv_heads,
@@ -465,24 +452,17 @@ void Qwen35Decoder::attention_layer(const Layer& layer, const Qwen35State* base,
       .scale = 1.0F / std::sqrt(static_cast<float>(head_dim)),
       .precision = info_.precision,
   };
-  // Every branch attends to the prefix's keys in place and to its own rows of keys_/values_.
-  const std::span<const float> no_rows;
+  // Every branch attends to the prefix's keys (in place when one segment holds them) and to its own
+  // rows of keys_/values_.
+  const memory::SequenceMemory::KeyValues prefix = base.key_values(layer.slot, prefix_keys_, prefix_values_);
   context_.assign(padded * q_width, 0.0F);
-  backend::cpu::cached_attention_branches(queries_, q_width, base == nullptr ? no_rows : base->keys[layer.slot],
-                                          base == nullptr ? no_rows : base->values[layer.slot], start, keys_, values_,
+  backend::cpu::cached_attention_branches(queries_, q_width, prefix.keys, prefix.values, start, keys_, values_,
                                           kv_width, rows, !noncausal_, shape, context_);
-  for (std::size_t b = 0; b < states.size(); ++b) {
-    // A kept state holds the whole sequence's rows: the prefix's, then the branch's.
-    std::vector<float>& keys = states[b]->keys[layer.slot];
-    std::vector<float>& values = states[b]->values[layer.slot];
-    keys.assign(keys_.begin() + static_cast<std::ptrdiff_t>(rows[b].offset * kv_width),
-                keys_.begin() + static_cast<std::ptrdiff_t>((rows[b].offset + rows[b].length) * kv_width));
-    values.assign(values_.begin() + static_cast<std::ptrdiff_t>(rows[b].offset * kv_width),
-                  values_.begin() + static_cast<std::ptrdiff_t>((rows[b].offset + rows[b].length) * kv_width));
-    if (base != nullptr) {
-      keys.insert(keys.begin(), base->keys[layer.slot].begin(), base->keys[layer.slot].end());
-      values.insert(values.begin(), base->values[layer.slot].begin(), base->values[layer.slot].end());
-    }
+  for (std::size_t b = 0; b < extensions.size(); ++b) {
+    const auto first = static_cast<std::ptrdiff_t>(rows[b].offset * kv_width);
+    const auto count = static_cast<std::ptrdiff_t>(rows[b].length * kv_width);
+    std::copy_n(keys_.begin() + first, count, extensions[b].keys(layer.slot).begin());
+    std::copy_n(values_.begin() + first, count, extensions[b].values(layer.slot).begin());
   }
   backend::cpu::parallel_for(total, 16, [&](std::size_t begin, std::size_t end) {
     for (std::size_t r = begin; r < end; ++r) {
@@ -500,8 +480,8 @@ void Qwen35Decoder::attention_layer(const Layer& layer, const Qwen35State* base,
   if (const LayerLora* lora = lora_of(layer)) add_low_rank(lora->mixer_output, context_, hidden_);
 }
 
-void Qwen35Decoder::delta_layer(const Layer& layer, const Qwen35State* base, std::span<const BranchRows> rows,
-                                std::span<std::unique_ptr<Qwen35State>> states) {
+void Qwen35Decoder::delta_layer(const Layer& layer, const memory::SequenceMemory& base,
+                                std::span<const BranchRows> rows, std::span<memory::MemoryExtension> extensions) {
   const DeltaNetWeights& weights = *layer.delta;
   const backend::cpu::GatedDeltaShape shape{
       .k_heads = static_cast<std::size_t>(config_.linear_num_key_heads),
@@ -517,21 +497,19 @@ void Qwen35Decoder::delta_layer(const Layer& layer, const Qwen35State* base, std
   const std::size_t stride = channels + values + 2 * shape.v_heads;
   const std::size_t padded = hidden_.size() / hidden();
   const std::size_t total = rows_;
-  const std::size_t start = base == nullptr ? 0 : base->length();
+  const std::size_t start = base.length();
 
   projected_.resize(padded * stride);
   normed_.project(weights.input, projected_);
   if (const LayerLora* lora = lora_of(layer)) add_low_rank(lora->mixer_input, normed_.fp32(), projected_);
 
   conv_out_.resize(total * channels);
+  tail_scratch_.resize(history * channels);
   for (std::size_t b = 0; b < rows.size(); ++b) {
     // The conv advances its tail in place: each branch starts from its own copy of the prefix's.
-    std::vector<float>& tail = states.empty() ? tail_scratch_ : states[b]->conv_tails[layer.slot];
-    if (base != nullptr) {
-      tail = base->conv_tails[layer.slot];
-    } else {
-      tail.assign(history * channels, 0.0F);
-    }
+    const std::span<float> tail =
+        extensions.empty() ? std::span<float>(tail_scratch_) : extensions[b].conv_tail(layer.slot);
+    std::ranges::copy(base.conv_tail(layer.slot), tail.begin());
     backend::cpu::causal_conv1d_silu(
         std::span<const float>(projected_).subspan(rows[b].offset * stride), rows[b].length, stride, weights.conv,
         kernel, tail, std::span<float>(conv_out_).subspan(rows[b].offset * channels, rows[b].length * channels));
@@ -567,11 +545,11 @@ void Qwen35Decoder::delta_layer(const Layer& layer, const Qwen35State* base, std
   // Every branch reads the prefix's recurrent state in place and writes the state after its own
   // rows to its output state (or to scratch when none is kept): no per-branch copy of the prefix's.
   const std::size_t state_size = shape.v_heads * shape.k_dim * shape.v_dim;
-  const std::span<const float> initial =
-      base == nullptr ? std::span<const float>() : std::span<const float>(base->recurrent[layer.slot]);
+  const std::span<const float> initial = base.recurrent(layer.slot);
+  recurrent_scratch_.resize(state_size);
   for (std::size_t b = 0; b < rows.size(); ++b) {
-    std::vector<float>& state = states.empty() ? recurrent_scratch_ : states[b]->recurrent[layer.slot];
-    state.resize(state_size);
+    const std::span<float> state =
+        extensions.empty() ? std::span<float>(recurrent_scratch_) : extensions[b].recurrent(layer.slot);
     const std::size_t offset = rows[b].offset;
     const std::size_t length = rows[b].length;
     const backend::cpu::GatedDeltaInputs inputs{
