@@ -114,7 +114,8 @@ class Tensor {
 
 // The arithmetic of a matrix product: fp32, or operands rounded to bf16 with fp32 accumulation.
 enum class Arithmetic { fp32, bf16 };
-enum class Activation { none, gelu };
+// GELU is exact (erf), as torch's default; ReLU is max(x, 0).
+enum class Activation { none, gelu, relu };
 
 // A weight matrix in the form a backend's matmul prefers, built once by Backend::pack_matmul; the
 // backend owns the layout, callers only the handle.
@@ -253,6 +254,9 @@ class Backend {
   virtual void gated_delta_recurrent(const GatedDeltaCall& call) = 0;
   virtual void short_conv(const ShortConvCall& call) = 0;
   virtual void glu(const GluCall& call) = 0;
+  // y = activation(x) elementwise, x and y fp32 of one shape (y may be x): an activation that cannot
+  // ride on a matmul's epilogue, such as the GELU after a LayerNorm in CLM's heads.
+  virtual void activate(Activation activation, const Tensor& x, const Tensor& y) = 0;
   // y[i] = table[ids[i]]: table [vocab, width] fp32 or bf16, ids i32, y [ids, width] fp32. An id
   // outside the table is std::out_of_range.
   virtual void embedding(const Tensor& table, const Tensor& ids, const Tensor& y) = 0;

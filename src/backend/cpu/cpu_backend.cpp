@@ -41,11 +41,22 @@ Precision precision_of(Arithmetic arithmetic) {
 
 class CpuMatrix final : public PackedMatrix {
  public:
-  explicit CpuMatrix(PackedLinear linear) : linear_(std::move(linear)) {}
+  CpuMatrix(PackedLinear linear, bool relu) : linear_(std::move(linear)), relu_(relu) {}
   [[nodiscard]] std::size_t in_features() const override { return linear_.in_features(); }
   [[nodiscard]] std::size_t out_features() const override { return linear_.out_features(); }
   PackedLinear linear_;
+  // PackedLinear's epilogues are oneDNN's and our AMX kernel's GELU; ReLU (a small head's, never a
+  // hot path) runs on y after the product. It commutes with rounding to bf16.
+  bool relu_;
 };
+
+void relu_in_place(const Tensor& y) {
+  if (y.dtype() == DType::bf16) {
+    for (std::uint16_t& bits : y.values<std::uint16_t>()) bits = (bits & 0x8000U) != 0 ? 0 : bits;
+  } else {
+    for (float& value : y.values<float>()) value = value > 0.0F ? value : 0.0F;
+  }
+}
 
 std::vector<float> as_floats(const Tensor& t) {
   std::vector<float> values(t.elements());
@@ -57,6 +68,42 @@ std::vector<float> as_floats(const Tensor& t) {
     std::transform(source.begin(), source.end(), values.begin(), bf16_to_fp32);
   }
   return values;
+}
+
+// y = x·Wᵀ (+ y) in the packed linear's arithmetic, widening or rounding the call's dtypes.
+void product(const PackedLinear& linear, const MatmulCall& call) {
+  if (call.x.rows() != call.y.rows() || call.x.row_size() != linear.in_features() ||
+      call.y.row_size() != linear.out_features())
+    throw std::invalid_argument("backend op: matmul x [M, in_features] and y [M, out_features]");
+  const bool bf16 = linear.precision() == Precision::bf16;
+  const bool x_bf16 = call.x.dtype() == DType::bf16, y_bf16 = call.y.dtype() == DType::bf16;
+  if (call.accumulate && y_bf16) throw std::invalid_argument("backend op: an accumulating matmul has an fp32 y");
+  // fp32 arithmetic reads and writes fp32: bf16 operands are widened, a bf16 y rounded after.
+  if (!bf16 && (x_bf16 || y_bf16)) {
+    const std::vector<float> x = as_floats(call.x);
+    std::vector<float> y = call.accumulate ? as_floats(call.y) : std::vector<float>(call.y.elements());
+    call.accumulate ? linear.forward_accumulate(x, y) : linear.forward(x, y);
+    if (y_bf16)
+      convert_fp32_to_bf16(y, bf16_write(call.y));
+    else
+      std::copy(y.begin(), y.end(), call.y.values<float>().begin());
+    return;
+  }
+  if (call.accumulate) {
+    if (x_bf16)
+      linear.forward_accumulate(bf16_read(call.x), call.y.values<float>());
+    else
+      linear.forward_accumulate(call.x.read_values<float>(), call.y.values<float>());
+  } else if (x_bf16) {
+    if (y_bf16)
+      linear.forward(bf16_read(call.x), bf16_write(call.y));
+    else
+      linear.forward(bf16_read(call.x), call.y.values<float>());
+  } else if (y_bf16) {
+    linear.forward(call.x.read_values<float>(), bf16_write(call.y));
+  } else {
+    linear.forward(call.x.read_values<float>(), call.y.values<float>());
+  }
 }
 
 class CpuBackend final : public Backend {
@@ -81,45 +128,26 @@ class CpuBackend final : public Backend {
     const std::vector<float> b = bias.defined() ? as_floats(bias) : std::vector<float>{};
     return std::make_unique<CpuMatrix>(
         PackedLinear(w, b, weight.dim(1), weight.dim(0), precision_of(arithmetic),
-                     activation == backend::Activation::gelu ? cpu::Activation::gelu : cpu::Activation::none));
+                     activation == backend::Activation::gelu ? cpu::Activation::gelu : cpu::Activation::none),
+        activation == backend::Activation::relu);
   }
 
   void matmul(const MatmulCall& call) override {
     const auto* packed = dynamic_cast<const CpuMatrix*>(call.weight);
     if (packed == nullptr) throw std::invalid_argument("backend op: the weight was not packed by this backend");
-    const PackedLinear& linear = packed->linear_;
-    if (call.x.rows() != call.y.rows() || call.x.row_size() != linear.in_features() ||
-        call.y.row_size() != linear.out_features())
-      throw std::invalid_argument("backend op: matmul x [M, in_features] and y [M, out_features]");
-    const bool bf16 = linear.precision() == Precision::bf16;
-    const bool x_bf16 = call.x.dtype() == DType::bf16, y_bf16 = call.y.dtype() == DType::bf16;
-    if (call.accumulate && y_bf16) throw std::invalid_argument("backend op: an accumulating matmul has an fp32 y");
-    // fp32 arithmetic reads and writes fp32: bf16 operands are widened, a bf16 y rounded after.
-    if (!bf16 && (x_bf16 || y_bf16)) {
-      const std::vector<float> x = as_floats(call.x);
-      std::vector<float> y = call.accumulate ? as_floats(call.y) : std::vector<float>(call.y.elements());
-      call.accumulate ? linear.forward_accumulate(x, y) : linear.forward(x, y);
-      if (y_bf16)
-        convert_fp32_to_bf16(y, bf16_write(call.y));
-      else
-        std::copy(y.begin(), y.end(), call.y.values<float>().begin());
+    if (packed->relu_ && call.accumulate)
+      throw std::invalid_argument("backend op: an accumulating matmul has no activation");
+    product(packed->linear_, call);
+    if (packed->relu_) relu_in_place(call.y);
+  }
+
+  void activate(backend::Activation activation, const Tensor& x, const Tensor& y) override {
+    if (activation != backend::Activation::gelu || x.dtype() != DType::fp32 || y.dtype() != DType::fp32 ||
+        x.elements() != y.elements()) {
+      backend::reference::activate(activation, x, y);
       return;
     }
-    if (call.accumulate) {
-      if (x_bf16)
-        linear.forward_accumulate(bf16_read(call.x), call.y.values<float>());
-      else
-        linear.forward_accumulate(call.x.read_values<float>(), call.y.values<float>());
-    } else if (x_bf16) {
-      if (y_bf16)
-        linear.forward(bf16_read(call.x), bf16_write(call.y));
-      else
-        linear.forward(bf16_read(call.x), call.y.values<float>());
-    } else if (y_bf16) {
-      linear.forward(call.x.read_values<float>(), bf16_write(call.y));
-    } else {
-      linear.forward(call.x.read_values<float>(), call.y.values<float>());
-    }
+    gelu(x.read_values<float>(), y.values<float>());
   }
 
   void norm(const NormCall& call) override {

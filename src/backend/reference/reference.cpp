@@ -20,6 +20,18 @@ std::size_t columns_of(const Tensor& t) { return t.rank() == 1 ? 1 : t.dim(1); }
 double silu(double x) { return x / (1.0 + std::exp(-x)); }
 double gelu(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
 
+double activated(Activation activation, double x) {
+  switch (activation) {
+    case Activation::none:
+      return x;
+    case Activation::gelu:
+      return gelu(x);
+    case Activation::relu:
+      return x > 0.0 ? x : 0.0;
+  }
+  return x;
+}
+
 std::int64_t index_at(const Tensor& t, std::size_t i) {
   require(t.dtype() == DType::i32 || t.dtype() == DType::i64, "indices must be i32 or i64");
   return t.dtype() == DType::i32 ? t.read<std::int32_t>()[i * t.stride(0)] : t.read<std::int64_t>()[i * t.stride(0)];
@@ -60,6 +72,9 @@ class ReferenceBackend final : public Backend {
   void gated_delta_recurrent(const GatedDeltaCall& call) override { reference::gated_delta_recurrent(call); }
   void short_conv(const ShortConvCall& call) override { reference::short_conv(call); }
   void glu(const GluCall& call) override { reference::glu(call); }
+  void activate(Activation activation, const Tensor& x, const Tensor& y) override {
+    reference::activate(activation, x, y);
+  }
   void embedding(const Tensor& table, const Tensor& ids, const Tensor& y) override {
     reference::embedding(table, ids, y);
   }
@@ -139,7 +154,7 @@ void matmul(const MatmulCall& call) {
       double sum = w->bias_.empty() ? 0.0 : w->bias_[n];
       const float* row = w->weight_.data() + n * w->in_;
       for (std::size_t k = 0; k < w->in_; ++k) sum += x[k] * row[k];
-      if (w->activation_ == Activation::gelu) sum = gelu(sum);
+      sum = activated(w->activation_, sum);
       if (call.accumulate) sum += load(call.y, m, n);
       store(call.y, m, n, static_cast<float>(sum));
     }
@@ -334,6 +349,15 @@ void short_conv(const ShortConvCall& call) {
     }
   }
   for (std::size_t i = 0; i < history * channels; ++i) tail[i] = static_cast<float>(inputs[rows * channels + i]);
+}
+
+void activate(Activation activation, const Tensor& x, const Tensor& y) {
+  require(x.dtype() == DType::fp32 && y.dtype() == DType::fp32 && x.rows() == y.rows() &&
+              x.row_size() == y.row_size() && y.contiguous() && x.contiguous(),
+          "activate x and y fp32 of one shape");
+  const auto in = x.read_values<float>();
+  const auto out = y.values<float>();
+  for (std::size_t i = 0; i < in.size(); ++i) out[i] = static_cast<float>(activated(activation, in[i]));
 }
 
 void glu(const GluCall& call) {

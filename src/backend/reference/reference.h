@@ -23,6 +23,7 @@ void gated_delta_chunked(const GatedDeltaCall& call);
 void gated_delta_recurrent(const GatedDeltaCall& call);
 void short_conv(const ShortConvCall& call);
 void glu(const GluCall& call);
+void activate(Activation activation, const Tensor& x, const Tensor& y);
 void embedding(const Tensor& table, const Tensor& ids, const Tensor& y);
 void gather_rows(const Tensor& x, const Tensor& rows, const Tensor& y);
 void softmax_rows(const Tensor& x, const Tensor& rows, bool log, const Tensor& y);

@@ -104,7 +104,10 @@ OpCase matmul_case(std::size_t m, std::size_t k, std::size_t n, Arithmetic arith
   const bool bf16 = arithmetic == Arithmetic::bf16 || x_dtype == DType::bf16 || y_dtype == DType::bf16;
   std::string name = "matmul_" + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n) + "_" +
                      (arithmetic == Arithmetic::bf16 ? "bf16" : "fp32") + "_x" + std::string(dtype_name(x_dtype)) +
-                     "_y" + std::string(dtype_name(y_dtype)) + (activation == Activation::gelu ? "_gelu" : "") +
+                     "_y" + std::string(dtype_name(y_dtype)) +
+                     (activation == Activation::gelu   ? "_gelu"
+                      : activation == Activation::relu ? "_relu"
+                                                       : "") +
                      (bias ? "_bias" : "") + (accumulate ? "_accumulate" : "");
   return {name, bf16 ? bf16_tolerance : fp32_tolerance,
           [=](Backend& backend, Inputs& inputs) {
@@ -303,6 +306,17 @@ OpCase glu_case(GluCall::Kind kind, std::size_t rows, std::size_t width, DType x
           }};
 }
 
+OpCase activate_case(Activation activation, std::size_t rows, std::size_t width, bool in_place) {
+  const std::string name = std::string(activation == Activation::gelu ? "activate_gelu_" : "activate_relu_") +
+                           std::to_string(rows) + "x" + std::to_string(width) + (in_place ? "_in_place" : "");
+  return {name, fp32_tolerance, [=](Backend& backend, Inputs& inputs) {
+            const Tensor x = inputs.normal({rows, width}, 3.0F);
+            const Tensor y = in_place ? x : Tensor::empty(DType::fp32, {rows, width});
+            backend.activate(activation, x, y);
+            return Outputs{floats(y)};
+          }};
+}
+
 OpCase embedding_case(DType table_dtype) {
   return {"embedding_" + std::string(dtype_name(table_dtype)), 0.0, [=](Backend& backend, Inputs& inputs) {
             const Tensor table = inputs.normal({50, 24}, 1.0F, table_dtype);
@@ -349,6 +363,8 @@ std::vector<OpCase> op_cases() {
   cases.push_back(matmul_case(19, 40, 24, Arithmetic::fp32, fp32, fp32, Activation::none, true, true));
   cases.push_back(matmul_case(19, 40, 24, Arithmetic::fp32, bf16, bf16, Activation::none, true, false));
   cases.push_back(matmul_case(19, 40, 24, Arithmetic::bf16, fp32, bf16, Activation::gelu, true, false));
+  cases.push_back(matmul_case(19, 40, 24, Arithmetic::fp32, fp32, fp32, Activation::relu, true, false));
+  cases.push_back(matmul_case(19, 40, 24, Arithmetic::bf16, fp32, bf16, Activation::relu, true, false));
   cases.push_back(matmul_case(19, 40, 24, Arithmetic::bf16, bf16, fp32, Activation::none, true, true));
   cases.push_back(matmul_case(19, 40, 24, Arithmetic::bf16, bf16, bf16, Activation::none, false, false));
   // Norms: odd widths and a width of one, tiny and large values, a long sequence, bf16 outputs,
@@ -445,6 +461,11 @@ std::vector<OpCase> op_cases() {
     cases.push_back(glu_case(kind, 7, 37, bf16, fp32));
     cases.push_back(glu_case(kind, 200, 256, fp32, fp32));
     cases.push_back(glu_case(kind, 1, 4099, fp32, fp32, true));
+  }
+  // Activations off a matmul's epilogue: odd widths, in place as CLM's heads run them.
+  for (const auto activation : {Activation::gelu, Activation::relu}) {
+    cases.push_back(activate_case(activation, 3, 37, false));
+    cases.push_back(activate_case(activation, 2, 1025, true));
   }
   cases.push_back(embedding_case(fp32));
   cases.push_back(embedding_case(bf16));
