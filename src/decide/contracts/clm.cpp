@@ -6,13 +6,14 @@
 
 #include "decide/answer_math.h"
 #include "decide/contract_common.h"
-#include "decide/contracts/clm_heads.h"
 #include "decide/contracts/embedding_cache.h"
 #include "decide/contracts/label_token.h"
 #include "decide/python_text.h"
 #include "decide/token_budget.h"
 #include "model/checkpoint/load_error.h"
 #include "model/decoder/families.h"
+#include "model/heads/clm_head.h"
+#include "model/heads/unit_rows.h"
 #include "text/tokenizer.h"
 
 namespace s1::decide {
@@ -175,7 +176,8 @@ class ClmEngine : public runtime::Engine {
       : settings_(std::move(settings)),
         tokenizer_(text::Tokenizer::from_file(model_dir / "tokenizer.json")),
         decoder_(decoder::load_causal_decoder(model_dir, settings_.precision)),
-        heads_(load_clm_heads(model_dir / settings_.heads_file, decoder_->info().hidden_size, settings_.head_residual)),
+        heads_(heads::load_clm_heads(model_dir / settings_.heads_file, decoder_->info().hidden_size,
+                                     settings_.head_residual)),
         scale_(clm_scale(settings_.logit_scale, settings_.max_scale)),
         cache_(settings_.candidate_cache_entries) {
     const decoder::DecoderInfo& model = decoder_->info();
@@ -313,14 +315,14 @@ class ClmEngine : public runtime::Engine {
     for (const std::vector<float>& row : last_token_hidden_rows(*decoder_, prompts)) {
       rows.insert(rows.end(), row.begin(), row.end());
     }
-    l2_normalize_rows(rows, decoder_->info().hidden_size);
+    heads::l2_normalize_rows(rows, decoder_->info().hidden_size);
     return rows;
   }
 
   ClmSettings settings_;
   text::Tokenizer tokenizer_;
   std::unique_ptr<decoder::CausalDecoder> decoder_;
-  ClmHeads heads_;
+  heads::ClmHeads heads_;
   double scale_;
   EmbeddingCache cache_;
   std::size_t context_tokens_ = 0;

@@ -19,7 +19,7 @@
 //              (run once, every question branched from it); each distinct candidate text is embedded
 //              alone and its action-head projection cached across requests (LRU keyed by the exact
 //              text).
-//   readout    cᵢ = cos(state_head(s), action_head(candᵢ)) (heads in fp32, clm_heads.h);
+//   readout    cᵢ = cos(state_head(s), action_head(candᵢ)) (heads in fp32, model/heads/clm_head.h);
 //              p = softmax(min(exp(logit_scale), max_scale) · c / T); noul = p(true); score = Σ i·pᵢ;
 //              choice = argmax (earliest wins ties); confidence = p_max − mean(rest), clamped to
 //              [0, 1], 1 for a single option.

@@ -41,8 +41,4 @@ class EmbeddingCache {
 // of two unit vectors. The spans must have equal length.
 double unit_vector_dot(std::span<const float> a, std::span<const float> b);
 
-// Scales each row of a row-major [rows, width] matrix to unit L2 norm (norm in float64); an all-zero
-// row stays zero.
-void l2_normalize_rows(std::span<float> rows, size_t width);
-
 }  // namespace s1::decide

@@ -138,11 +138,11 @@ VelaPackage read_vela_package(const std::filesystem::path& config_file) {
   package.projection = static_cast<std::size_t>(projection);
   const std::string readout = reader.required<std::string>("readout");
   if (readout == "cosine") {
-    package.readout = VelaReadout::cosine;
+    package.readout = heads::VelaReadout::cosine;
   } else if (readout == "mlp") {
-    package.readout = VelaReadout::mlp;
+    package.readout = heads::VelaReadout::mlp;
   } else if (readout == "both") {
-    package.readout = VelaReadout::both;
+    package.readout = heads::VelaReadout::both;
   } else {
     reader.reject("readout", "must be \"cosine\", \"mlp\" or \"both\"");
   }
@@ -254,7 +254,7 @@ api::Result<VelaSequence> vela_pack_request(const text::Tokenizer& tokenizer, co
   std::vector<int32_t>& ids = sequence.ids;
   ids.push_back(package.bos);
   for (const api::Question& question : request.questions) {
-    VelaQuestionSlots slots;
+    heads::VelaQuestionSlots slots;
     slots.query = ids.size();
     ids.push_back(package.markers.q);
     const std::string instructions_text =
@@ -304,7 +304,7 @@ api::Result<VelaSequence> vela_pack_request(const text::Tokenizer& tokenizer, co
   }
   const std::size_t pool_end = ids.size();
   ids.push_back(package.eos);
-  for (VelaQuestionSlots& slots : sequence.questions) {
+  for (heads::VelaQuestionSlots& slots : sequence.questions) {
     slots.pool_begin = pool_begin;
     slots.pool_end = pool_end;
   }
@@ -443,7 +443,7 @@ class VelaEngine : public runtime::Engine {
   text::Tokenizer tokenizer_;
   checkpoint::Checkpoint weights_;
   modernbert::ModernBertEncoder encoder_;
-  VelaMarkerHead head_;
+  heads::VelaMarkerHead head_;
 };
 
 }  // namespace

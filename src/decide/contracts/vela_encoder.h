@@ -12,7 +12,7 @@
 //   options  choice "name" or "name: description"; noul "false[: text]", "true[: text]"; score
 //            "i[: level]" for level i. [ABS] follows the options of the types in "abstain_types"
 //            (default: choice); its logit never enters the distribution.
-//   readout  vela_readout.h per option marker; p = softmax(logits / T) over the real options in
+//   readout  model/heads/vela_readout.h per option marker; p = softmax(logits / T) over the real options in
 //            float64, T per type from calibration.json (absent: 1.0); noul p(true), with the
 //            package's optional noul calibration sigmoid(logit(p)/T + b) when it says "default";
 //            choice argmax (earliest on ties), confidence p₁ − p₂ (top-2 margin); score Σ i·pᵢ,
@@ -37,8 +37,8 @@
 #include "api/request.h"
 #include "api/response.h"
 #include "backend/cpu/precision.h"
-#include "decide/contracts/vela_readout.h"
 #include "model/checkpoint/config_reader.h"
+#include "model/heads/vela_readout.h"
 #include "model/modernbert/config.h"
 #include "runtime/engine.h"
 #include "text/tokenizer.h"
@@ -69,7 +69,7 @@ struct VelaMarkers {
 struct VelaPackage {
   modernbert::ModernBertConfig encoder;
   std::size_t projection = 0;
-  VelaReadout readout = VelaReadout::both;
+  heads::VelaReadout readout = heads::VelaReadout::both;
   std::vector<std::string> marker_names;  // as the tokenizer spells them
   VelaMarkers markers;
   int32_t bos = 0, eos = 0;
@@ -102,9 +102,9 @@ std::vector<std::string> vela_option_texts(const api::Question& question);
 
 struct VelaSequence {
   std::vector<int32_t> ids;
-  std::vector<VelaQuestionSlots> questions;  // request order
-  std::vector<std::size_t> real_options;     // per question: its option markers before any [ABS]
-  std::size_t state_tokens = 0;              // before any cut
+  std::vector<heads::VelaQuestionSlots> questions;  // request order
+  std::vector<std::size_t> real_options;            // per question: its option markers before any [ABS]
+  std::size_t state_tokens = 0;                     // before any cut
   std::size_t state_tokens_kept = 0;
 };
 

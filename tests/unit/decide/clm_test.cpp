@@ -12,9 +12,10 @@
 
 #include "api/request.h"
 #include "decide/contract_table.h"
-#include "decide/contracts/clm_heads.h"
 #include "decide/contracts/embedding_cache.h"
 #include "model/checkpoint/load_error.h"
+#include "model/heads/clm_head.h"
+#include "model/heads/unit_rows.h"
 #include "support/engine_runs.h"
 #include "support/fixtures.h"
 #include "support/reference_answers.h"
@@ -125,7 +126,7 @@ TEST(ClmReadout, AnswersFromScaledCosines) {
 
 TEST(ClmHeads, ProjectLikeTheTorchHeads) {
   const api::Json golden = api::Json::parse(std::ifstream(fixture_dir() / "heads.json"));
-  const ClmHeads heads = load_clm_heads(fixture_dir() / "clm_heads.safetensors", 64, false);
+  const heads::ClmHeads heads = heads::load_clm_heads(fixture_dir() / "clm_heads.safetensors", 64, false);
   std::vector<float> inputs;
   for (const auto& row : golden["inputs"]) {
     for (const auto& value : row) inputs.push_back(value.get<float>());
@@ -139,13 +140,13 @@ TEST(ClmHeads, ProjectLikeTheTorchHeads) {
       }
     }
   }
-  EXPECT_THROW(load_clm_heads(fixture_dir() / "clm_heads.safetensors", 32, false), checkpoint::LoadError);
-  EXPECT_THROW(load_clm_heads(fixture_dir() / "missing.safetensors", 64, false), checkpoint::LoadError);
+  EXPECT_THROW(heads::load_clm_heads(fixture_dir() / "clm_heads.safetensors", 32, false), checkpoint::LoadError);
+  EXPECT_THROW(heads::load_clm_heads(fixture_dir() / "missing.safetensors", 64, false), checkpoint::LoadError);
 }
 
 TEST(EmbeddingCacheMaths, UnitDotAndNormalisation) {
   std::vector<float> rows{3.0F, 4.0F, 0.0F, 0.0F};
-  l2_normalize_rows(rows, 2);
+  heads::l2_normalize_rows(rows, 2);
   EXPECT_FLOAT_EQ(rows[0], 0.6F);
   EXPECT_FLOAT_EQ(rows[1], 0.8F);
   EXPECT_EQ(rows[2], 0.0F);
