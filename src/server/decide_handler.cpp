@@ -5,6 +5,7 @@
 #include "api/response.h"
 
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -34,6 +35,9 @@ std::string format_milliseconds(double seconds) {
 }
 
 // Where an inference outcome meets the request waiting for it, on the connection's thread.
+// Items of one /v1/systemone/batch request in flight at once: a default batch's worth (16).
+constexpr size_t bulk_items_in_flight = 16;
+
 struct Waiter {
   explicit Waiter(asio::any_io_executor executor) : signal(std::move(executor)) {}
   asio::steady_timer signal;
@@ -286,12 +290,45 @@ asio::awaitable<Reply> DecideHandler::run_batch(tcp::socket& socket, std::string
   }
   if (!*parsed) co_return error_reply(parsed->error(), Route::batch);
 
+  // Items run concurrently, a window at a time, so the model's batcher packs them into shared
+  // forward passes; the window stays under the default queue (32) so one bulk request does not
+  // refuse its own items as overloaded. A connection's coroutines share one thread: no locking.
+  std::vector<BatchItem>& items = parsed->value();
+  struct Gathered {
+    explicit Gathered(asio::any_io_executor executor, size_t items) : all_answered(std::move(executor)), replies(items) {}
+    asio::steady_timer all_answered;
+    std::vector<Reply> replies;
+    size_t waiting = 0;
+  };
+  const asio::any_io_executor executor = co_await asio::this_coro::executor;
+  auto gathered = std::make_shared<Gathered>(executor, items.size());
+  for (size_t begin = 0; begin < items.size(); begin += bulk_items_in_flight) {
+    const size_t end = std::min(items.size(), begin + bulk_items_in_flight);
+    gathered->waiting = end - begin;
+    gathered->all_answered.expires_at(Clock::time_point::max());
+    for (size_t i = begin; i < end; ++i) {
+      asio::co_spawn(executor, batch_item(socket, items[i], request_id, deadline),
+                     [gathered, i](std::exception_ptr failure, Reply answered) {
+                       if (failure) {
+                         answered = error_reply(
+                             api::ApiError::make(api::ErrorCode::internal_error, "The batch item failed"),
+                             Route::systemone);
+                       }
+                       gathered->replies[i] = std::move(answered);
+                       if (--gathered->waiting == 0) gathered->all_answered.cancel();
+                     });
+    }
+    error_code ignored;
+    co_await gathered->all_answered.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    for (size_t i = begin; i < end; ++i) {
+      if (!gathered->replies[i].send) co_return gathered->replies[i];  // the client went away: the rest is not run
+    }
+  }
+
   Reply reply;
   reply.body = "{\"results\":[";
   bool first = true;
-  for (BatchItem& item : parsed->value()) {
-    Reply answered = co_await batch_item(socket, item, request_id, deadline);
-    if (!answered.send) co_return answered;  // the client went away: the rest is not run
+  for (const Reply& answered : gathered->replies) {
     // {"status":N, then the members of the reply's own object: {"model",…} or {"detail":…}.
     if (!first) reply.body += ',';
     first = false;

@@ -66,8 +66,9 @@ class DecideHandler {
   // a full model queue, prepare pool or upstream pool.
   Reply refusal(const api::ApiError& error, Route route) const;
 
-  // POST /v1/systemone/batch (§11.5): the body's items answered one after another, each as
-  // /v1/systemone would answer it alone (run locally, or forwarded to its model's pool), in order.
+  // POST /v1/systemone/batch (§11.5): the body's items answered each as /v1/systemone would answer
+  // it alone (run locally, or forwarded to its model's pool), run up to 16 at once so that a model's
+  // batcher packs them together, the results in the items' order.
   boost::asio::awaitable<Reply> run_batch(boost::asio::ip::tcp::socket& socket, std::string_view body,
                                           std::string_view request_id, Clock::time_point deadline);
 

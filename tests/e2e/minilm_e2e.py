@@ -97,6 +97,37 @@ def check_answered(line, body, response, problems):
             compare_answer(f"{where}/{key}", expected, got["answers"][key], problems)
 
 
+def check_bulk(server, lines, bodies, problems):
+    """/v1/systemone/batch: the reference answers in order, the items batched together by the model."""
+    answerable = [(line, body) for line, body in zip(lines, bodies) if not empty_noul_keys(body)][:32]
+    before = s1harness.request(server, "GET", "/metrics").body.decode()
+    response = s1harness.request(server, "POST", "/v1/systemone/batch",
+                                 json_body={"requests": [body for _, body in answerable]}, timeout=120.0)
+    if response.status != 200:
+        problems.append(f"bulk: status {response.status}: {response.body[:300]!r}")
+        return
+    results = response.json()["results"]
+    if len(results) != len(answerable):
+        problems.append(f"bulk: {len(results)} results for {len(answerable)} items")
+        return
+    for (line, body), result in zip(answerable, results):
+        where = f"bulk {line['id']}"
+        if result.get("status") != 200 or result.get("model") != "minilm":
+            problems.append(f"{where}: {str(result)[:300]}")
+            continue
+        if result.get("usage", {}).get("input_tokens") != line["input_tokens"]:
+            problems.append(f"{where}: input_tokens {result.get('usage')} vs reference {line['input_tokens']}")
+        for key, expected in line["answers"].items():
+            compare_answer(f"{where}/{key}", expected, result["answers"][key], problems)
+    after = s1harness.request(server, "GET", "/metrics").body.decode()
+    sample = 's1serve_batch_requests_{}{{model="minilm"}}'
+    requests = metric(after, sample.format("sum")) - metric(before, sample.format("sum"))
+    batches = metric(after, sample.format("count")) - metric(before, sample.format("count"))
+    if requests != len(answerable) or not batches < requests / 2:
+        problems.append(f"bulk: {requests} requests in {batches} batches; expected {len(answerable)} requests "
+                        "in batches of more than two on average")
+
+
 def check_served_by(server, problems):
     """/v1/models names the weights served: the SHA-256 prefix scripts/fetch-default-model verified."""
     with open(os.path.join(ROOT, "scripts", "default-model.sha256"), encoding="utf-8") as f:
@@ -143,6 +174,7 @@ def run(binary: str) -> int:
         if batched != served or batches is None or not batches < batched:
             problems.append(f"/metrics: {batched} requests in {batches} batches; expected {served} "
                             "requests, some batched together")
+        check_bulk(server, lines, bodies, problems)
         # The alias resolves to the same model.
         body = dict(lines[0]["request"], model="all-minilm-l6-v2")
         response = s1harness.request(server, "POST", "/v1/systemone", json_body=body, timeout=60.0)
