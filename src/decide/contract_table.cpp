@@ -14,6 +14,7 @@
 #include "decide/contracts/open_jev.h"
 #include "decide/contracts/readout_matrix.h"
 #include "decide/contracts/startlux.h"
+#include "decide/contracts/valen.h"
 #include "decide/contracts/vela_encoder.h"
 #include "decide/gguf_model.h"
 #include "model/checkpoint/config_reader.h"
@@ -92,10 +93,14 @@ LoadedModel load_directory_contract(const std::filesystem::path& dir, const std:
     const VelaSettings settings = read_vela_settings(reader);
     return LoadedModel{settings.name, settings.aliases, make_vela_engine(dir, settings)};
   }
+  if (contract == valen_contract) {
+    const ValenSettings settings = read_valen_settings(reader);
+    return LoadedModel{settings.name, settings.aliases, make_valen_engine(dir, settings)};
+  }
   reader.reject("contract", "'" + contract +
                                 "' is not a known contract (known: clm, cua-s1-text, d3, decider-2b, "
                                 "embedding-similarity, jemm, label-token, laya, lfm2-candidate-likelihood, open-jev, "
-                                "pplx-decider, startlux-instant, vela-0.3b)");
+                                "pplx-decider, startlux-instant, valen, vela-0.3b)");
 }
 
 // `load` with the loaders' errors as ModelLoadErrors naming the source.
