@@ -7,6 +7,7 @@
 #include "decide/contracts/decider.h"
 #include "decide/contracts/embedding_similarity.h"
 #include "decide/contracts/jemm.h"
+#include "decide/contracts/jev_vl.h"
 #include "decide/contracts/label_token.h"
 #include "decide/contracts/laya.h"
 #include "decide/contracts/lfm2_candidates.h"
@@ -93,14 +94,20 @@ LoadedModel load_directory_contract(const std::filesystem::path& dir, const std:
     const VelaSettings settings = read_vela_settings(reader);
     return LoadedModel{settings.name, settings.aliases, make_vela_engine(dir, settings)};
   }
+  if (contract == jev_vl_contract) {
+    const JevVlExport export_file = read_jev_vl_export(dir / jev_vl_export_file);
+    const JevVlSettings settings = read_jev_vl_settings(reader);
+    return LoadedModel{settings.name, settings.aliases, make_jev_vl_engine(dir, export_file, settings)};
+  }
   if (contract == valen_contract) {
     const ValenSettings settings = read_valen_settings(reader);
     return LoadedModel{settings.name, settings.aliases, make_valen_engine(dir, settings)};
   }
-  reader.reject("contract", "'" + contract +
-                                "' is not a known contract (known: clm, cua-s1-text, d3, decider-2b, "
-                                "embedding-similarity, jemm, label-token, laya, lfm2-candidate-likelihood, open-jev, "
-                                "pplx-decider, startlux-instant, valen, vela-0.3b)");
+  reader.reject("contract",
+                "'" + contract +
+                    "' is not a known contract (known: clm, cua-s1-text, d3, decider-2b, "
+                    "embedding-similarity, jemm, jev-vl, label-token, laya, lfm2-candidate-likelihood, open-jev, "
+                    "pplx-decider, startlux-instant, valen, vela-0.3b)");
 }
 
 // `load` with the loaders' errors as ModelLoadErrors naming the source.
