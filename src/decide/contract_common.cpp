@@ -30,6 +30,12 @@ backend::cpu::Precision read_precision(checkpoint::ConfigReader& decision_file, 
   return *parsed;
 }
 
+std::size_t read_context_tokens(checkpoint::ConfigReader& decision_file) {
+  const int64_t context = decision_file.optional<int64_t>("context_tokens", 0);
+  if (context < 0) decision_file.reject("context_tokens", "must not be negative");
+  return static_cast<std::size_t>(context);
+}
+
 LogitRounding read_logit_rounding(checkpoint::ConfigReader& decision_file, LogitRounding fallback) {
   const auto rounding = decision_file.optional<std::string>("logit_rounding");
   if (!rounding) return fallback;

@@ -30,6 +30,9 @@ backend::cpu::Precision default_linear_precision();
 // run is a load error naming the key.
 backend::cpu::Precision read_precision(checkpoint::ConfigReader& decision_file, backend::cpu::Precision fallback);
 
+// The optional "context_tokens" member (not negative); 0, the checkpoint's context length, when absent.
+std::size_t read_context_tokens(checkpoint::ConfigReader& decision_file);
+
 // How label logits reach the softmax: rounded to BF16 as a reference's BF16 LM head leaves them, or
 // kept as computed (to compare against an fp32 reference worker).
 enum class LogitRounding { bf16, none };

@@ -171,9 +171,10 @@ def add_text_model_keys(writer, config):
     writer.add_layer_norm_rms_eps(config["rms_norm_eps"])
 
 
-def write_tiny_qwen3(path, qtype=Q.BF16):
+def write_tiny_qwen3(path, qtype=Q.BF16, add_keys=None):
     """BF16 keeps the fixture's weights exactly; Q8_0 quantises every matrix with the gguf package
-    (as the converter's --outtype q8_0 does), keeping 1-D tensors in F32."""
+    (as the converter's --outtype q8_0 does), keeping 1-D tensors in F32. add_keys(writer) adds
+    metadata after the vocabulary (the decision fixtures' keys)."""
     source = FIXTURES / "tiny-qwen3-chat"
     config = json.loads((source / "config.json").read_text())
     arch = gguf.MODEL_ARCH.QWEN3
@@ -181,6 +182,8 @@ def write_tiny_qwen3(path, qtype=Q.BF16):
     add_text_model_keys(writer, config)
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_BF16 if qtype == Q.BF16 else gguf.LlamaFileType.MOSTLY_Q8_0)
     add_bpe_vocab(writer, source, config["vocab_size"], "qwen2")
+    if add_keys:
+        add_keys(writer)
     name_map = gguf.get_tensor_name_map(arch, config["num_hidden_layers"])
     for name, (dtype, shape, raw) in sorted(read_safetensors(source / "model.safetensors").items()):
         assert dtype == "BF16", (name, dtype)

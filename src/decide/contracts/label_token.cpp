@@ -31,9 +31,7 @@ LabelTokenSettings read_label_token_settings(checkpoint::ConfigReader& decision_
   settings.temperature = decision_file.optional<double>("temperature", 1.0);
   if (!(settings.temperature > 0.0)) decision_file.reject("temperature", "must be a number above 0");
   settings.precision = read_precision(decision_file, settings.precision);
-  const int64_t context = decision_file.optional<int64_t>("context_tokens", 0);
-  if (context < 0) decision_file.reject("context_tokens", "must not be negative");
-  settings.context_tokens = static_cast<std::size_t>(context);
+  settings.context_tokens = read_context_tokens(decision_file);
   decision_file.finish();
   return settings;
 }

@@ -73,6 +73,43 @@ TEST_F(GgufSource, ADecisionTypeNotImplementedNamesIt) {
               AllOf(HasSubstr("qwen3.decision.type"), HasSubstr("'kev'"), HasSubstr("not implement")));
 }
 
+TEST_F(GgufSource, AnUnknownDecisionTypeNamesIt) {
+  const std::string file = write({{"general.architecture", "qwen3"}, {"qwen3.decision.type", "sorting-hat"}});
+  EXPECT_THAT(load_error(file), AllOf(HasSubstr("qwen3.decision.type"), HasSubstr("'sorting-hat'"),
+                                      HasSubstr("not a decision type"), HasSubstr("lfm2-d1")));
+}
+
+TEST_F(GgufSource, ADecisionTypeWithoutItsSystemOneTemplateNamesTheKey) {
+  const std::string file =
+      write({{"general.architecture", "qwen3"}, {"qwen3.decision.type", "lev"}, {"tokenizer.chat_template", "x"}});
+  EXPECT_THAT(load_error(file), AllOf(HasSubstr("tokenizer.chat_template.systemone"), HasSubstr("missing")));
+}
+
+TEST_F(GgufSource, ADecisionTemperatureMustBeAPositiveNumber) {
+  const std::string file = write({{"general.architecture", "qwen3"},
+                                  {"qwen3.decision.type", "lev"},
+                                  {"qwen3.decision.temperature.choice", "warm"},
+                                  {"tokenizer.chat_template.systemone", "x"}});
+  EXPECT_THAT(load_error(file), AllOf(HasSubstr("qwen3.decision.temperature.choice"), HasSubstr("above 0")));
+}
+
+TEST_F(GgufSource, ADecisionTypeIsServedUnderItsDecisionFileButNotAnotherContract) {
+  const std::filesystem::path file = dir_ / "tiny-qwen3-openjev.gguf";
+  std::filesystem::copy_file(checkpoint::testing::source_dir() / "tests/fixtures/gguf/decision/tiny-qwen3-openjev.gguf",
+                             file);
+  const LoadedModel plain = load_model(file.string());
+  EXPECT_EQ(plain.name, "tiny-qwen3-openjev");
+  // Open-Jev's labels are the 52 letters.
+  EXPECT_EQ(plain.engine->info().max_choice_options, 52u);
+
+  std::ofstream(gguf_decision_file(file)) << R"({"contract": "openjev", "name": "renamed", "precision": "fp32"})";
+  EXPECT_EQ(load_model(file.string()).name, "renamed");
+
+  std::ofstream(gguf_decision_file(file)) << R"({"contract": "label-token"})";
+  EXPECT_THAT(load_error(file.string()),
+              AllOf(HasSubstr("tiny-qwen3-openjev.s1serve.json"), HasSubstr("'label-token'"), HasSubstr("openjev")));
+}
+
 TEST_F(GgufSource, AMissingChatTemplateNamesTheKey) {
   const std::string file = write({{"general.architecture", "lfm2"}});
   EXPECT_THAT(load_error(file), AllOf(HasSubstr(file), HasSubstr("tokenizer.chat_template"), HasSubstr("missing")));

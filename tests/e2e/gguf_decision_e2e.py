@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""End to end: a GGUF whose <arch>.decision.type names one of llama.cpp's decision types is served
+with that type's prompt, readout and maths.
+
+tests/fixtures/gguf/decision/tiny-qwen3-<type>.gguf (tools/reference/make_gguf_decision_fixtures.py)
+are the tiny Qwen3 GGUF with the decision keys of openjev, lev, nimble, pplx-decider and lfm2-d1;
+every request of tests/e2e/gguf_decision_requests.jsonl must get the answers and input_tokens that
+the Python reference of each type (tools/reference/gguf_decision_contract.py) recorded in
+expected.json; and more options than openjev's 52 letters is 400 too_many_options. (The load errors
+are in tests/unit/model/gguf_model_test.cpp.)
+
+    python3 tests/e2e/gguf_decision_e2e.py --binary build/s1serve
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
+sys.path.insert(0, HERE)
+
+import s1harness  # noqa: E402
+from gguf_e2e import post, read_jsonl  # noqa: E402
+from minilm_e2e import compare_answer  # noqa: E402
+
+FIXTURES = os.path.join(ROOT, "tests", "fixtures", "gguf", "decision")
+TYPES = ("openjev", "lev", "nimble", "pplx-decider", "lfm2-d1")
+
+
+def copy_with_decision_file(work, kind, decision):
+    path = os.path.join(work, f"tiny-qwen3-{kind}.gguf")
+    shutil.copyfile(os.path.join(FIXTURES, f"tiny-qwen3-{kind}.gguf"), path)
+    with open(os.path.join(work, f"tiny-qwen3-{kind}.s1serve.json"), "w") as f:
+        json.dump(decision, f)
+    return path
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    args = parser.parse_args()
+    problems = []
+    requests = read_jsonl(os.path.join(HERE, "gguf_decision_requests.jsonl"))
+    with open(os.path.join(FIXTURES, "expected.json"), encoding="utf-8") as f:
+        expected = json.load(f)
+    work = tempfile.mkdtemp(prefix="s1-gguf-decision-e2e-")
+    try:
+        served = []
+        for kind in TYPES:
+            served += ["--model", copy_with_decision_file(work, kind, {"precision": "fp32", "name": kind})]
+        with s1harness.Server(args.binary, served + ["--port", "0"], name="gguf-decision") as server:
+            for kind in TYPES:
+                for number, request in enumerate(requests):
+                    where = f"{kind} request {number}"
+                    body = dict(request, model=kind)
+                    response = post(server, body)
+                    if response.status != 200:
+                        problems.append(f"{where}: status {response.status}: {response.body[:300]!r}")
+                        continue
+                    shape = []
+                    s1harness.check_systemone_200(body, response, shape)
+                    problems += [f"{where}: {p}" for p in shape]
+                    got = response.json()
+                    reference = expected[kind][number]
+                    if got["usage"]["input_tokens"] != reference["input_tokens"]:
+                        problems.append(f"{where}: input_tokens {got['usage']['input_tokens']} vs "
+                                        f"{reference['input_tokens']}")
+                    for key, answer in reference["answers"].items():
+                        compare_answer(f"{where}/{key}", answer, got["answers"][key], problems)
+            letters = {f"option {i}": None for i in range(53)}
+            body = {"model": "openjev", "state": "x", "questions": {"q": {"type": "choice", "criteria": letters}}}
+            response = post(server, body)
+            if response.status != 400 or "too_many_options" not in response.body.decode("utf-8", "replace"):
+                problems.append(f"openjev with 53 options: status {response.status}: {response.body[:200]!r}")
+
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    for problem in problems:
+        print("FAIL:", problem)
+    print(f"gguf decision e2e: {len(TYPES)} types x {len(requests)} requests, {len(problems)} problems")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
