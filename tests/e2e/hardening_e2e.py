@@ -542,10 +542,12 @@ def test_access_log():
 
 
 def test_readyz_while_warming():
-    """The default model (minilm) from its first moment: /readyz is 503 with Retry-After: 1 while it
-    loads or warms (as /health says), /livez 200 all along, then /readyz 200 without Retry-After."""
+    """A model from its first moment: /readyz is 503 with Retry-After: 1 while it loads or warms (as
+    /health says), /livez 200 all along, then /readyz 200 without Retry-After. mock:slow's warm-up
+    takes 3 s, so the warming is seen however fast the machine (MiniLM's took milliseconds, and an
+    idle machine could be ready before the first probe)."""
     check = Checker()
-    server = h.Server(e.BINARY, ["--model", "minilm", "--port", "0"], name="readyz-warming")
+    server = h.Server(e.BINARY, ["--model", "mock:slow", "--port", "0"], name="readyz-warming")
     e.LOGS.append(server)
     try:
         server.start(wait_health=False)
