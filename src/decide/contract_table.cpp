@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "decide/contracts/clef.h"
 #include "decide/contracts/clm.h"
 #include "decide/contracts/cua_s1.h"
 #include "decide/contracts/decider.h"
@@ -60,6 +61,10 @@ LoadedModel load_directory_contract(const std::filesystem::path& dir, const std:
     const JemmSettings settings = read_jemm_settings(reader);
     return LoadedModel{settings.name, settings.aliases, make_jemm_engine(dir, settings)};
   }
+  if (contract == clef_contract) {
+    const ClefSettings settings = read_clef_settings(reader);
+    return LoadedModel{settings.name, settings.aliases, make_clef_engine(dir, settings)};
+  }
   if (contract == clm_contract) {
     const ClmSettings settings = read_clm_settings(reader);
     return LoadedModel{settings.name, settings.aliases, make_clm_engine(dir, settings)};
@@ -105,7 +110,7 @@ LoadedModel load_directory_contract(const std::filesystem::path& dir, const std:
   }
   reader.reject("contract",
                 "'" + contract +
-                    "' is not a known contract (known: clm, cua-s1-text, d3, decider-2b, "
+                    "' is not a known contract (known: clef, clm, cua-s1-text, d3, decider-2b, "
                     "embedding-similarity, jemm, jev-vl, label-token, laya, lfm2-candidate-likelihood, open-jev, "
                     "pplx-decider, startlux-instant, valen, vela-0.3b)");
 }

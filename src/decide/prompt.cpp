@@ -155,6 +155,12 @@ std::string python_sorted_json(const api::Json& value) {
   return out;
 }
 
+std::string python_sorted_compact_json(const api::Json& value) {
+  std::string out;
+  append_python_json(out, value, compact_separators, KeyOrder::sorted);
+  return out;
+}
+
 std::string python_escaped_string_body(std::string_view text) {
   std::string out;
   append_python_string(out, text);

@@ -24,6 +24,10 @@ std::string python_float_repr(double value);
 // members sorted by key (code point order), at any depth (what Open-Jev renders structured values with).
 std::string python_sorted_json(const api::Json& value);
 
+// Python's json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True): compact, every
+// object's members sorted by key at any depth (how Clef's encode_record renders values).
+std::string python_sorted_compact_json(const api::Json& value);
+
 // The body of a JSON string as Python's json.dumps(text, ensure_ascii=False)[1:-1] writes it: quotes,
 // backslashes and control characters escaped, everything else raw.
 std::string python_escaped_string_body(std::string_view text);
