@@ -28,10 +28,14 @@ confidence.
 
 Output lines as `s1serve validate --reference` reads them:
     {"request": …, "answers": {…}, "input_tokens": N}
+With --prompts, one line per request instead: {"request", "ids"}.
+
+Usage: python3 tools/reference/clef_contract.py --model-dir DIR [--max-length N] [--prompts] < requests.jsonl
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 
@@ -40,6 +44,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from code_readout_contract import answer, softmax
+from decider_io import answer_stdin
 
 QUESTION_TYPES = ("noul", "choice", "score")
 SYSTEM_PROMPT = ("Read the complete state and schema. Decide every field jointly. Each answer must be exactly one "
@@ -237,3 +242,18 @@ class ClefDecider:
         answers = {key: ordered_answer(question, question_logits)
                    for (key, question), question_logits in zip(request["questions"].items(), logits)}
         return {"request": request, "answers": answers, "input_tokens": len(ids)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Clef reference answers (JSON lines) for requests on stdin")
+    parser.add_argument("--model-dir", required=True)
+    parser.add_argument("--max-length", type=int, default=MAX_LENGTH)
+    parser.add_argument("--prompts", action="store_true")
+    args = parser.parse_args()
+    decider = ClefDecider(args.model_dir, args.max_length)
+    answer_stdin(decider.decide, lambda number, request: [{"request": number, "ids": decider.prompt(request)[0]}],
+                 args.prompts)
+
+
+if __name__ == "__main__":
+    main()
