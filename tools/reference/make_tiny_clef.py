@@ -27,13 +27,14 @@ import sys
 
 import torch
 from safetensors.torch import save_file
-from transformers import AutoTokenizer, Qwen3_5Config
+from transformers import AutoTokenizer
 from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5ForConditionalGeneration
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from clef_contract import ClefDecider, JointSchemaHead  # noqa: E402
 from fixture_files import copy_tokenizer, remove_files, save_checkpoint, write_json, write_jsonl  # noqa: E402
 from make_tiny_chat_models import perturb  # noqa: E402
+from make_tiny_d3 import build as build_backbone  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOKENIZER_DIR = os.path.join(REPO, "tests", "fixtures", "qwen-tiny-tokenizer", "qwen3_5")
@@ -66,17 +67,9 @@ REQUESTS = [
 
 
 def build(vocab: int) -> torch.nn.Module:
-    text = dict(vocab_size=vocab, hidden_size=32, intermediate_size=48, num_hidden_layers=8,
-                num_attention_heads=2, num_key_value_heads=1, head_dim=32, linear_conv_kernel_dim=4,
-                linear_key_head_dim=16, linear_value_head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4,
-                max_position_embeddings=4096, rms_norm_eps=1e-6, hidden_act="silu", tie_word_embeddings=False,
-                full_attention_interval=4,
-                rope_parameters={"rope_type": "default", "rope_theta": 10000000.0, "partial_rotary_factor": 0.25,
-                                 "mrope_section": [2, 1, 1]})
-    vision = dict(depth=1, hidden_size=16, intermediate_size=16, num_heads=2, out_hidden_size=32, patch_size=4,
-                  spatial_merge_size=2, temporal_patch_size=2, num_position_embeddings=16)
-    return Qwen3_5ForConditionalGeneration(
-        Qwen3_5Config(text_config=text, vision_config=vision, tie_word_embeddings=False))
+    """make_tiny_d3's hybrid shape (8 layers, hidden 32, untied, a tiny vision tower) as the
+    multimodal wrapper the release is, with its LM head."""
+    return Qwen3_5ForConditionalGeneration(build_backbone(vocab, 8).config)
 
 
 def random_head(seed: int) -> JointSchemaHead:

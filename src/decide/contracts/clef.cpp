@@ -30,18 +30,6 @@ std::string render(const api::Json& value) {
   return python_sorted_compact_json(value);
 }
 
-std::string_view type_name(api::QuestionType type) {
-  switch (type) {
-    case api::QuestionType::choice:
-      return "choice";
-    case api::QuestionType::noul:
-      return "noul";
-    case api::QuestionType::score:
-      return "score";
-  }
-  return "";
-}
-
 heads::JointQuestionType head_type(api::QuestionType type) {
   switch (type) {
     case api::QuestionType::choice:
@@ -102,7 +90,7 @@ api::Result<ClefPrompt> clef_prompt(const text::Tokenizer& tokenizer, const api:
   for (std::size_t index = 0; index < request.questions.size(); ++index) {
     const api::Question& question = request.questions[index];
     append(schema, tokens("\nFIELD " + std::to_string(index + 1) + "\nID: " + question.key +
-                          "\nTYPE: " + std::string(type_name(question.type)) + "\nINSTRUCTION: "));
+                          "\nTYPE: " + std::string(api::question_type_name(question.type)) + "\nINSTRUCTION: "));
     const bool unset = question.instructions.is_null() || (question.instructions.is_string() &&
                                                            question.instructions.get_ref<const std::string&>().empty());
     heads::JointQuestionLayout entry{head_type(question.type), {schema.size(), 0}, {}};
