@@ -92,6 +92,22 @@ TEST(Lfm2Gguf, LoadsTheSameModelAsItsSafetensorsDirectory) {
   EXPECT_EQ(from_gguf->lm_head().all_logits(last), from_directory->lm_head().all_logits(last));
 }
 
+// tests/fixtures/gguf/converted/tiny-lfm2-f32.gguf is tests/fixtures/tiny-lfm2 converted by llama.cpp's
+// own convert_hf_to_gguf.py --outtype f32 (tools/reference/make_gguf_converter_fixtures.py): BF16
+// weights widened exactly, so fp32 hidden rows and logits equal the safetensors directory's.
+TEST(Lfm2Gguf, LlamaCppsConversionGivesTheLogitsOfItsSafetensorsDirectory) {
+  const std::filesystem::path fixtures = fixture_root().parent_path().parent_path() / "fixtures";
+  const auto converted =
+      load_lfm2(fixtures / "gguf" / "converted" / "tiny-lfm2-f32.gguf", backend::cpu::Precision::fp32);
+  const auto from_directory = load_lfm2(fixtures / "tiny-lfm2", backend::cpu::Precision::fp32);
+  EXPECT_EQ(converted->info().vocab_size, from_directory->info().vocab_size);
+  const std::vector<int32_t> ids{3035, 12, 500, 7, 2999, 41, 3031, 8, 3033, 100, 200};
+  const std::vector<float> hidden = parity::full_hidden(*converted, ids);
+  EXPECT_EQ(hidden, parity::full_hidden(*from_directory, ids));
+  const auto last = std::span<const float>(hidden).last(converted->info().hidden_size);
+  EXPECT_EQ(converted->lm_head().all_logits(last), from_directory->lm_head().all_logits(last));
+}
+
 TEST(Lfm2Forward, RejectsBadCalls) {
   const auto model = load_lfm2(fixture_root() / "types_tied", backend::cpu::Precision::fp32);
   const auto other = load_lfm2(fixture_root() / "idxs_untied_bias", backend::cpu::Precision::fp32);

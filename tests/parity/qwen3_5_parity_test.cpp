@@ -188,21 +188,30 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, Qwen35Parity, ::testing::Values("tied8", "vl_
 // writes it (tools/reference/make_gguf_fixtures.py): its keys as config, its weights with the
 // converter's value changes, which loading undoes up to fp32 rounding (w + 1 - 1, log(exp(a))), so
 // hidden rows and logits match the safetensors directory within the fp32 parity tolerances.
-TEST(Qwen35Gguf, LoadsTheSameModelAsItsSafetensorsDirectory) {
+void expect_gguf_matches_its_directory(const std::string& gguf_name) {
   const std::filesystem::path fixtures = fixture_root().parent_path().parent_path() / "fixtures";
-  const auto from_gguf = load_qwen3_5(fixtures / "gguf" / "tiny-qwen35.gguf", backend::cpu::Precision::fp32);
+  const auto from_gguf = load_qwen3_5(fixtures / "gguf" / gguf_name, backend::cpu::Precision::fp32);
   const auto from_directory = load_qwen3_5(fixtures / "tiny-qwen3_5-chat", backend::cpu::Precision::fp32);
   EXPECT_EQ(from_gguf->info().vocab_size, from_directory->info().vocab_size);
   const std::vector<int32_t> ids{3030, 12, 500, 7, 2999, 41, 3031, 8, 3033, 100, 200, 300, 5, 6};
   const auto expected = run_alone(*from_directory, ids);
-  expect_hidden_near(run_alone(*from_gguf, ids), expected, "tiny-qwen35.gguf");
+  expect_hidden_near(run_alone(*from_gguf, ids), expected, gguf_name);
   const std::size_t hidden = from_gguf->info().hidden_size;
   const auto last = std::span<const float>(expected).last(hidden);
   const auto reference_logits = from_directory->lm_head().all_logits(last);
   const auto actual = run_alone(*from_gguf, ids);
   EXPECT_LE(max_abs_difference(from_gguf->lm_head().all_logits(std::span<const float>(actual).last(hidden)),
                                reference_logits),
-            logit_tolerance * logit_scale(reference_logits));
+            logit_tolerance * logit_scale(reference_logits))
+      << gguf_name;
+}
+
+TEST(Qwen35Gguf, LoadsTheSameModelAsItsSafetensorsDirectory) { expect_gguf_matches_its_directory("tiny-qwen35.gguf"); }
+
+// tests/fixtures/gguf/converted/tiny-qwen35-f32.gguf is the same directory converted by llama.cpp's own
+// convert_hf_to_gguf.py --outtype f32 --no-mtp (tools/reference/make_gguf_converter_fixtures.py).
+TEST(Qwen35Gguf, LlamaCppsConversionGivesTheLogitsOfItsSafetensorsDirectory) {
+  expect_gguf_matches_its_directory("converted/tiny-qwen35-f32.gguf");
 }
 
 TEST(Qwen35Prefix, BranchesAfterASharedPrefixEqualTheFullPrompts) {

@@ -122,6 +122,22 @@ TEST(Qwen3Gguf, LoadsTheSameModelAsItsSafetensorsDirectory) {
   }
 }
 
+// tests/fixtures/gguf/converted/tiny-qwen3-f32.gguf is tests/fixtures/tiny-qwen3-chat converted by
+// llama.cpp's own convert_hf_to_gguf.py --outtype f32 (tools/reference/make_gguf_converter_fixtures.py):
+// its BF16 weights widen exactly, so fp32 logits equal the safetensors directory's.
+TEST(Qwen3Gguf, LlamaCppsConversionGivesTheLogitsOfItsSafetensorsDirectory) {
+  const std::filesystem::path fixtures = fixture_root().parent_path().parent_path() / "fixtures";
+  const auto converted =
+      load_qwen3(fixtures / "gguf" / "converted" / "tiny-qwen3-f32.gguf", backend::cpu::Precision::fp32);
+  const auto from_directory = load_qwen3(fixtures / "tiny-qwen3-chat", backend::cpu::Precision::fp32);
+  EXPECT_EQ(converted->info().vocab_size, from_directory->info().vocab_size);
+  const std::vector<int32_t> ids{3030, 12, 500, 7, 2999, 41, 3031, 8, 3033};
+  const std::vector<float> hidden = full_hidden(*converted, ids);
+  EXPECT_EQ(hidden, full_hidden(*from_directory, ids));
+  const auto last = std::span<const float>(hidden).last(converted->info().hidden_size);
+  EXPECT_EQ(converted->lm_head().all_logits(last), from_directory->lm_head().all_logits(last));
+}
+
 // tiny-qwen3-q8_0.gguf: the same model with every matrix quantised to Q8_0 by the gguf package,
 // dequantised to fp32 at load. Q8_0 keeps each weight within half a step (max |w| of its block of
 // 32 / 127) of its value; through this random two-layer model that moves the last logits by 3.2 %

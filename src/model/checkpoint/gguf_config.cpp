@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "model/checkpoint/load_error.h"
@@ -141,6 +142,19 @@ void add_qwen35_keys(ConfigBuilder& builder) {
     const uint64_t head_dim = builder.config_uint("head_dim", "attention.key_length");
     if (head_dim == 0) file.fail_key(builder.prefix() + "attention.key_length", "must be positive");
     config["partial_rotary_factor"] = static_cast<double>(*dims) / static_cast<double>(head_dim);
+  }
+  // Newer converters list the gated-delta layers (true) explicitly; the list becomes layer_types,
+  // which the Qwen3.5 config checks against the layer count.
+  const std::string recurrent = builder.take("attention.recurrent_layers");
+  if (const GgufValue* value = file.find(recurrent)) {
+    const auto* array = std::get_if<GgufArray>(&value->value);
+    if (array == nullptr || array->element_type != GgufType::kBool)
+      file.fail_key(recurrent, "must be an array of bools");
+    std::vector<std::string> layer_types;
+    for (const GgufValue& item : array->items) {
+      layer_types.emplace_back(std::get<bool>(item.value) ? "linear_attention" : "full_attention");
+    }
+    config["layer_types"] = layer_types;
   }
   // _Qwen35MRopeMixin writes mrope_section padded with a fourth (temporal-only) zero.
   const std::string sections = builder.take("rope.dimension_sections");

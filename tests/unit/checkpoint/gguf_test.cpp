@@ -285,6 +285,11 @@ TEST(GgufConfig, RefusesArchitectureKeysItDoesNotKnow) {
                 b.key_u32("qwen3.attention.key_length", 64).key_u32("qwen3.attention.value_length", 32);
               }),
               HasSubstr("key 'qwen3.attention.value_length' must equal qwen3.attention.key_length"));
+  EXPECT_THAT(error_for([](GgufBytes& b) {
+                b.header(0, 2).key_string("general.architecture", "qwen35");
+                b.key_u32("qwen35.attention.recurrent_layers", 1);
+              }),
+              HasSubstr("key 'qwen35.attention.recurrent_layers' must be an array of bools"));
   EXPECT_THAT(error_for([](GgufBytes& b) { b.header(0, 1).key_string("general.architecture", "llama"); }),
               HasSubstr("only 'qwen3', 'qwen35' and 'lfm2' GGUF files load for now"));
 }
