@@ -3,7 +3,8 @@
 with that type's prompt, readout and maths.
 
 tests/fixtures/gguf/decision/tiny-qwen3-<type>.gguf (tools/reference/make_gguf_decision_fixtures.py)
-are the tiny Qwen3 GGUF with the decision keys of openjev, lev, nimble, pplx-decider and lfm2-d1;
+are the tiny Qwen3 GGUF with the decision keys of openjev, lev, nimble, pplx-decider and lfm2-d1,
+and tiny-lfm2-lfm2-d1.gguf lfm2-d1 on the LFM2 architecture as llama.cpp's converter writes it;
 every request of tests/e2e/gguf_decision_requests.jsonl must get the answers and input_tokens that
 the Python reference of each type (tools/reference/gguf_decision_contract.py) recorded in
 expected.json; and more options than openjev's 52 letters is 400 too_many_options. (The load errors
@@ -31,13 +32,15 @@ from gguf_e2e import post, read_jsonl  # noqa: E402
 from minilm_e2e import compare_answer  # noqa: E402
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "gguf", "decision")
-TYPES = ("openjev", "lev", "nimble", "pplx-decider", "lfm2-d1")
+# served name → (stand-in file stem, key of expected.json)
+STAND_INS = {kind: (f"tiny-qwen3-{kind}", kind) for kind in ("openjev", "lev", "nimble", "pplx-decider", "lfm2-d1")}
+STAND_INS["lfm2-lfm2-d1"] = ("tiny-lfm2-lfm2-d1", "lfm2/lfm2-d1")
 
 
-def copy_with_decision_file(work, kind, decision):
-    path = os.path.join(work, f"tiny-qwen3-{kind}.gguf")
-    shutil.copyfile(os.path.join(FIXTURES, f"tiny-qwen3-{kind}.gguf"), path)
-    with open(os.path.join(work, f"tiny-qwen3-{kind}.s1serve.json"), "w") as f:
+def copy_with_decision_file(work, stem, decision):
+    path = os.path.join(work, f"{stem}.gguf")
+    shutil.copyfile(os.path.join(FIXTURES, f"{stem}.gguf"), path)
+    with open(os.path.join(work, f"{stem}.s1serve.json"), "w") as f:
         json.dump(decision, f)
     return path
 
@@ -53,13 +56,13 @@ def main():
     work = tempfile.mkdtemp(prefix="s1-gguf-decision-e2e-")
     try:
         served = []
-        for kind in TYPES:
-            served += ["--model", copy_with_decision_file(work, kind, {"precision": "fp32", "name": kind})]
+        for name, (stem, _) in STAND_INS.items():
+            served += ["--model", copy_with_decision_file(work, stem, {"precision": "fp32", "name": name})]
         with s1harness.Server(args.binary, served + ["--port", "0"], name="gguf-decision") as server:
-            for kind in TYPES:
+            for name, (_, expected_key) in STAND_INS.items():
                 for number, request in enumerate(requests):
-                    where = f"{kind} request {number}"
-                    body = dict(request, model=kind)
+                    where = f"{name} request {number}"
+                    body = dict(request, model=name)
                     response = post(server, body)
                     if response.status != 200:
                         problems.append(f"{where}: status {response.status}: {response.body[:300]!r}")
@@ -68,7 +71,7 @@ def main():
                     s1harness.check_systemone_200(body, response, shape)
                     problems += [f"{where}: {p}" for p in shape]
                     got = response.json()
-                    reference = expected[kind][number]
+                    reference = expected[expected_key][number]
                     if got["usage"]["input_tokens"] != reference["input_tokens"]:
                         problems.append(f"{where}: input_tokens {got['usage']['input_tokens']} vs "
                                         f"{reference['input_tokens']}")
@@ -85,7 +88,7 @@ def main():
 
     for problem in problems:
         print("FAIL:", problem)
-    print(f"gguf decision e2e: {len(TYPES)} types x {len(requests)} requests, {len(problems)} problems")
+    print(f"gguf decision e2e: {len(STAND_INS)} stand-ins x {len(requests)} requests, {len(problems)} problems")
     return 1 if problems else 0
 
 

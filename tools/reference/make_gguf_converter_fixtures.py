@@ -11,8 +11,9 @@ run from there, never vendored here:
 One change to the converter's behaviour, made in the running process: get_vocab_base_pre() names
 the pre-tokeniser by hashing the tokenizer's output on a test text against the released models'
 hashes, and our tiny tokenizers (trained for the tests, with the released models' split patterns)
-are not among them, so it is told the name the real model's hash gives: qwen2 for Qwen3, qwen35 for
-Qwen3.5, lfm2 for LFM2. Qwen3.5 is converted with --no-mtp (the tiny fixture has no MTP layers).
+are not among them, so it is told the name of the split pattern each one has: qwen2 for Qwen3 and
+for LFM2 (tiny-lfm2 carries the tiny Qwen tokenizer, not LFM2's own, whose llama.cpp name is lfm2),
+qwen35 for Qwen3.5. Qwen3.5 is converted with --no-mtp (the tiny fixture has no MTP layers).
 
 Run:  python3 tools/reference/make_gguf_converter_fixtures.py [--sdist llama_cpp_python-0.3.36.tar.gz]
 """
@@ -31,7 +32,7 @@ VERSION = "0.3.36"
 MODELS = {
     "tiny-qwen3-chat": ("tiny-qwen3-f32.gguf", "qwen2", []),
     "tiny-qwen3_5-chat": ("tiny-qwen35-f32.gguf", "qwen35", ["--no-mtp"]),
-    "tiny-lfm2": ("tiny-lfm2-f32.gguf", "lfm2", []),
+    "tiny-lfm2": ("tiny-lfm2-f32.gguf", "qwen2", []),
 }
 
 # Runs the converter's __main__ with get_vocab_base_pre answering argv[2].

@@ -6,14 +6,20 @@ tiny-qwen3-<type>.gguf is tests/fixtures/gguf/tiny-qwen3.gguf (tests/fixtures/ti
 llama.cpp's names, BF16) plus the decision keys llama.cpp's server reads: qwen3.decision.type,
 qwen3.decision.temperature.* and a tokenizer.chat_template.systemone prompt written for the
 stand-in in the shape of that type's input (the real models' templates are in their own GGUFs).
-expected.jsonl: per type, per request, what tools/reference/gguf_decision_contract.py answers with
-the Transformers fp32 forward of tests/fixtures/tiny-qwen3-chat (the same weights).
+tiny-lfm2-lfm2-d1.gguf is the lfm2-d1 stand-in on LFM2's own architecture:
+tests/fixtures/gguf/converted/tiny-lfm2-f32.gguf (llama.cpp's converter's output for
+tests/fixtures/tiny-lfm2, tools/reference/make_gguf_converter_fixtures.py) with the same keys under
+lfm2.decision.*.
+expected.json: per stand-in, per request, what tools/reference/gguf_decision_contract.py answers
+with the Transformers fp32 forward of the directory the GGUF was made from (the same weights).
 
 Deterministic. Run:  python3 tools/reference/make_gguf_decision_fixtures.py
 """
 import json
 import pathlib
 import sys
+
+import gguf
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from gguf_decision_contract import GgufDecisionReference  # noqa: E402
@@ -61,13 +67,31 @@ TEMPERATURES = {
 }
 
 
-def decision_keys(kind):
+def decision_keys(kind, arch="qwen3"):
     def add(writer):
-        writer.add_string("qwen3.decision.type", kind)
+        writer.add_string(arch + ".decision.type", kind)
         for name, value in TEMPERATURES[kind].items():
-            writer.add_float32("qwen3.decision.temperature." + name, value)
+            writer.add_float32(arch + ".decision.temperature." + name, value)
         writer.add_string("tokenizer.chat_template.systemone", TEMPLATES[kind])
     return add
+
+
+def copy_gguf(source, target, add_keys):
+    """`source` rewritten by the gguf package with add_keys(writer) after its own metadata."""
+    reader = gguf.GGUFReader(str(source))
+    writer = gguf.GGUFWriter(str(target), arch=reader.fields["general.architecture"].contents())
+    for name, field in reader.fields.items():
+        if name.startswith("GGUF.") or name == "general.architecture":
+            continue
+        sub = field.types[-1] if field.types[0] == gguf.GGUFValueType.ARRAY else None
+        writer.add_key_value(name, field.contents(), field.types[0], sub)
+    add_keys(writer)
+    for tensor in reader.tensors:
+        writer.add_tensor(tensor.name, tensor.data, raw_shape=tensor.data.shape, raw_dtype=tensor.tensor_type)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
 
 
 def main():
@@ -79,6 +103,10 @@ def main():
         write_tiny_qwen3(path, add_keys=decision_keys(kind))
         reference = GgufDecisionReference(str(path), str(MODEL_DIR))
         expected[kind] = [reference.decide(request) for request in requests]
+    path = OUT / "tiny-lfm2-lfm2-d1.gguf"
+    copy_gguf(ROOT / "tests/fixtures/gguf/converted/tiny-lfm2-f32.gguf", path, decision_keys("lfm2-d1", "lfm2"))
+    reference = GgufDecisionReference(str(path), str(ROOT / "tests/fixtures/tiny-lfm2"))
+    expected["lfm2/lfm2-d1"] = [reference.decide(request) for request in requests]
     with open(OUT / "expected.json", "w", encoding="utf-8") as f:
         json.dump(expected, f, ensure_ascii=False, indent=1)
         f.write("\n")
