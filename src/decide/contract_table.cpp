@@ -17,6 +17,7 @@
 #include "decide/contracts/readout_matrix.h"
 #include "decide/contracts/startlux.h"
 #include "decide/contracts/valen.h"
+#include "decide/contracts/vela_decoder.h"
 #include "decide/contracts/vela_encoder.h"
 #include "decide/gguf_model.h"
 #include "model/checkpoint/config_reader.h"
@@ -104,6 +105,10 @@ LoadedModel load_directory_contract(const std::filesystem::path& dir, const std:
     const JevVlSettings settings = read_jev_vl_settings(reader);
     return LoadedModel{settings.name, settings.aliases, make_jev_vl_engine(dir, export_file, settings)};
   }
+  if (contract == vela_decoder_contract) {
+    const VelaDecoderSettings settings = read_vela_decoder_settings(reader);
+    return LoadedModel{settings.name, settings.aliases, make_vela_decoder_engine(dir, settings)};
+  }
   if (contract == valen_contract) {
     const ValenSettings settings = read_valen_settings(reader);
     return LoadedModel{settings.name, settings.aliases, make_valen_engine(dir, settings)};
@@ -112,7 +117,7 @@ LoadedModel load_directory_contract(const std::filesystem::path& dir, const std:
                 "'" + contract +
                     "' is not a known contract (known: clef, clm, cua-s1-text, d3, decider-2b, "
                     "embedding-similarity, jemm, jev-vl, label-token, laya, lfm2-candidate-likelihood, open-jev, "
-                    "pplx-decider, startlux-instant, valen, vela-0.3b)");
+                    "pplx-decider, startlux-instant, valen, vela-0.3b, vela-0.8b)");
 }
 
 // `load` with the loaders' errors as ModelLoadErrors naming the source.

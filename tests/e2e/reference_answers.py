@@ -85,6 +85,15 @@ def check_choice_only(server, name, problems):
                      "unsupported_question_type", f"choice + {kind}", problems)
 
 
+def check_span_and_set_refused(server, name, problems):
+    """Vela's span and set questions: 422 at the question's type, as the API refuses them for every model."""
+    for kind in ("span", "set"):
+        question = {"type": kind, "instructions": "Which spans are personal information?",
+                    "criteria": {"PERSON": "a person's name"}}
+        expect_error(server, {"model": name, "state": "Hi, I'm Tom", "questions": {"pii": question}}, 422, None,
+                     f"a {kind} question", problems, location=["body", "questions", "pii", "type"])
+
+
 def run_validate(binary, model_dir, reference, *gates, timeout=600):
     return subprocess.run([binary, "validate", "--model", model_dir, "--reference", reference, *gates],
                           capture_output=True, text=True, timeout=timeout)

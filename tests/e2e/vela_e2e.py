@@ -29,7 +29,8 @@ sys.path.insert(0, HERE)
 
 import s1harness  # noqa: E402
 from reference_answers import (  # noqa: E402
-    check_reference_request, check_validate_passes, contract_e2e_main, expect_error)
+    check_reference_request, check_span_and_set_refused, check_validate_passes, contract_e2e_main,
+    expect_error)
 
 MODEL_DIR = os.path.join(ROOT, "tests", "fixtures", "tiny-vela")
 TOLERANCE = 1e-5
@@ -41,11 +42,7 @@ def check_serving(binary, name, lines, problems):
             check_reference_request(server, dict(line["request"], model=name), line, f"request {number}",
                                     TOLERANCE, problems)
 
-        for kind in ("span", "set"):
-            question = {"type": kind, "instructions": "Which spans are personal information?",
-                        "criteria": {"PERSON": "a person's name"}}
-            expect_error(server, {"model": name, "state": "Hi, I'm Tom", "questions": {"pii": question}}, 422, None,
-                         f"a {kind} question", problems, location=["body", "questions", "pii", "type"])
+        check_span_and_set_refused(server, name, problems)
         many = {f"q{i}": {"type": "noul", "instructions": "Is it fine?"} for i in range(40)}
         expect_error(server, {"model": name, "state": "short", "questions": many}, 400, "max_tokens_exceeded",
                      "questions leaving no room for the state", problems)

@@ -73,6 +73,28 @@ def fit(lengths: list[int], room: int) -> list[int]:
     return kept
 
 
+def answer_of(temperature: dict, question: dict, logits: list[float]) -> dict:
+    """A System One answer from one question's logits in option order (the first real_options are real;
+    noul false then true) at the type's calibration.json temperature; what both Vela contracts answer."""
+    real = torch.tensor(logits[: question["real_options"]], dtype=torch.float64)
+    kind = question["type"]
+    p = torch.softmax(real / float(temperature.get(kind, 1.0)), dim=0).tolist()
+    if kind == "noul":
+        return {"type": "noul", "noul": p[1]}
+    probabilities = dict(zip(question["names"], p))
+    if kind == "choice":
+        ranked = sorted(p, reverse=True)
+        margin = 1.0 if len(p) == 1 else ranked[0] - ranked[1]
+        best = max(range(len(p)), key=lambda i: (p[i], -i))
+        return {"type": "choice", "choice": question["names"][best], "confidence": margin,
+                "probabilities": probabilities}
+    mean = sum(i * q for i, q in enumerate(p))
+    variance = sum(q * (i - mean) ** 2 for i, q in enumerate(p))
+    half = (len(p) - 1) / 2
+    confidence = min(1.0, max(0.0, 1.0 - variance / (half * half)))
+    return {"type": "score", "score": mean, "confidence": confidence, "probabilities": probabilities}
+
+
 class Reference:
     def __init__(self, directory: str):
         with open(os.path.join(directory, "config.json"), encoding="utf-8") as f:
@@ -160,23 +182,7 @@ class Reference:
             return out
 
     def answer(self, question, logits: list[float]) -> dict:
-        real = torch.tensor(logits[: question["real_options"]], dtype=torch.float64)
-        kind = question["type"]
-        p = torch.softmax(real / float(self.temperature.get(kind, 1.0)), dim=0).tolist()
-        if kind == "noul":
-            return {"type": "noul", "noul": p[1]}
-        probabilities = dict(zip(question["names"], p))
-        if kind == "choice":
-            ranked = sorted(p, reverse=True)
-            margin = 1.0 if len(p) == 1 else ranked[0] - ranked[1]
-            best = max(range(len(p)), key=lambda i: (p[i], -i))
-            return {"type": "choice", "choice": question["names"][best], "confidence": margin,
-                    "probabilities": probabilities}
-        mean = sum(i * q for i, q in enumerate(p))
-        variance = sum(q * (i - mean) ** 2 for i, q in enumerate(p))
-        half = (len(p) - 1) / 2
-        confidence = min(1.0, max(0.0, 1.0 - variance / (half * half)))
-        return {"type": "score", "score": mean, "confidence": confidence, "probabilities": probabilities}
+        return answer_of(self.temperature, question, logits)
 
 
 def main() -> None:
