@@ -114,8 +114,9 @@ class Tensor {
 
 // The arithmetic of a matrix product: fp32, or operands rounded to bf16 with fp32 accumulation.
 enum class Arithmetic { fp32, bf16 };
-// GELU is exact (erf), as torch's default; ReLU is max(x, 0).
-enum class Activation { none, gelu, relu };
+// GELU is exact (erf), as torch's default; gelu_tanh is torch's approximate="tanh" (the Qwen vision
+// towers' gelu_pytorch_tanh); ReLU is max(x, 0).
+enum class Activation { none, gelu, relu, gelu_tanh };
 
 // A weight matrix in the form a backend's matmul prefers, built once by Backend::pack_matmul; the
 // backend owns the layout, callers only the handle.
@@ -260,6 +261,10 @@ class Backend {
   // y[i] = table[ids[i]]: table [vocab, width] fp32 or bf16, ids i32, y [ids, width] fp32. An id
   // outside the table is std::out_of_range.
   virtual void embedding(const Tensor& table, const Tensor& ids, const Tensor& y) = 0;
+  // y[i] = Σ_t weights[i, t]·table[ids[i, t]] (torch's embedding_bag, mode sum, per-sample weights;
+  // an interpolated position grid): table [n, width] fp32 or bf16, ids [rows, taps] i32, weights
+  // [rows, taps] fp32, y [rows, width] fp32. An id outside the table is std::out_of_range.
+  virtual void embedding_bag(const Tensor& table, const Tensor& ids, const Tensor& weights, const Tensor& y) = 0;
   // y[i] = x[rows[i]]: x [n, width], y [rows, width] of x's dtype, rows i32.
   virtual void gather_rows(const Tensor& x, const Tensor& rows, const Tensor& y) = 0;
   // Softmax (or log-softmax) of the chosen rows of x [n, columns] fp32 into y [rows, columns] fp32;

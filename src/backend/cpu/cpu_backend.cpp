@@ -41,14 +41,21 @@ Precision precision_of(Arithmetic arithmetic) {
 
 class CpuMatrix final : public PackedMatrix {
  public:
-  CpuMatrix(PackedLinear linear, bool relu) : linear_(std::move(linear)), relu_(relu) {}
+  CpuMatrix(PackedLinear linear, backend::Activation after) : linear_(std::move(linear)), after_(after) {}
   [[nodiscard]] std::size_t in_features() const override { return linear_.in_features(); }
   [[nodiscard]] std::size_t out_features() const override { return linear_.out_features(); }
   PackedLinear linear_;
   // PackedLinear's epilogues are oneDNN's and our AMX kernel's GELU; ReLU (a small head's, never a
-  // hot path) runs on y after the product. It commutes with rounding to bf16.
-  bool relu_;
+  // hot path) runs on y after the product, which commutes with rounding to bf16. GELU-tanh (the
+  // vision towers' MLP) also runs after, on fp32 values (a bf16 y is rounded after it).
+  backend::Activation after_;
 };
+
+// torch's gelu(approximate="tanh") in fp32.
+float gelu_tanh(float x) {
+  constexpr float sqrt_2_over_pi = 0.7978845608028654F;
+  return 0.5F * x * (1.0F + std::tanh(sqrt_2_over_pi * (x + 0.044715F * x * x * x)));
+}
 
 void relu_in_place(const Tensor& y) {
   if (y.dtype() == DType::bf16) {
@@ -129,16 +136,24 @@ class CpuBackend final : public Backend {
     return std::make_unique<CpuMatrix>(
         PackedLinear(w, b, weight.dim(1), weight.dim(0), precision_of(arithmetic),
                      activation == backend::Activation::gelu ? cpu::Activation::gelu : cpu::Activation::none),
-        activation == backend::Activation::relu);
+        activation == backend::Activation::gelu ? backend::Activation::none : activation);
   }
 
   void matmul(const MatmulCall& call) override {
     const auto* packed = dynamic_cast<const CpuMatrix*>(call.weight);
     if (packed == nullptr) throw std::invalid_argument("backend op: the weight was not packed by this backend");
-    if (packed->relu_ && call.accumulate)
+    if (packed->after_ != backend::Activation::none && call.accumulate)
       throw std::invalid_argument("backend op: an accumulating matmul has no activation");
+    if (packed->after_ == backend::Activation::gelu_tanh) {
+      const bool y_bf16 = call.y.dtype() == DType::bf16;
+      const Tensor y = y_bf16 ? Tensor::empty(DType::fp32, {call.y.rows(), call.y.row_size()}) : call.y;
+      product(packed->linear_, MatmulCall{.x = call.x, .weight = call.weight, .accumulate = false, .y = y});
+      for (float& value : y.values<float>()) value = gelu_tanh(value);
+      if (y_bf16) convert_fp32_to_bf16(y.read_values<float>(), bf16_write(call.y));
+      return;
+    }
     product(packed->linear_, call);
-    if (packed->relu_) relu_in_place(call.y);
+    if (packed->after_ == backend::Activation::relu) relu_in_place(call.y);
   }
 
   void activate(backend::Activation activation, const Tensor& x, const Tensor& y) override {
@@ -321,6 +336,10 @@ class CpuBackend final : public Backend {
   }
   void gather_rows(const Tensor& x, const Tensor& rows, const Tensor& y) override {
     backend::reference::gather_rows(x, rows, y);
+  }
+  // A vision tower's position grid: four taps per patch, once per image, small beside its matmuls.
+  void embedding_bag(const Tensor& table, const Tensor& ids, const Tensor& weights, const Tensor& y) override {
+    backend::reference::embedding_bag(table, ids, weights, y);
   }
 
   void softmax_rows(const Tensor& x, const Tensor& rows, bool log, const Tensor& y) override {

@@ -28,6 +28,8 @@ double activated(Activation activation, double x) {
       return gelu(x);
     case Activation::relu:
       return x > 0.0 ? x : 0.0;
+    case Activation::gelu_tanh:
+      return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
   }
   return x;
 }
@@ -77,6 +79,9 @@ class ReferenceBackend final : public Backend {
   }
   void embedding(const Tensor& table, const Tensor& ids, const Tensor& y) override {
     reference::embedding(table, ids, y);
+  }
+  void embedding_bag(const Tensor& table, const Tensor& ids, const Tensor& weights, const Tensor& y) override {
+    reference::embedding_bag(table, ids, weights, y);
   }
   void gather_rows(const Tensor& x, const Tensor& rows, const Tensor& y) override {
     reference::gather_rows(x, rows, y);
@@ -380,6 +385,30 @@ void embedding(const Tensor& table, const Tensor& ids, const Tensor& y) {
       throw std::out_of_range("embedding: token id " + std::to_string(id) + " outside a table of " +
                               std::to_string(table.rows()) + " rows");
     for (std::size_t c = 0; c < width; ++c) store(y, i, c, load(table, static_cast<std::size_t>(id), c));
+  }
+}
+
+void embedding_bag(const Tensor& table, const Tensor& ids, const Tensor& weights, const Tensor& y) {
+  const std::size_t width = columns_of(table);
+  require(ids.rank() == 2 && ids.dtype() == DType::i32 && weights.dtype() == DType::fp32 && ids.contiguous() &&
+              weights.contiguous() && weights.elements() == ids.elements() && y.dtype() == DType::fp32 &&
+              y.rows() == ids.rows() && columns_of(y) == width,
+          "embedding_bag ids [rows, taps] i32, weights [rows, taps] fp32, y [rows, width] fp32");
+  const auto id = ids.read_values<std::int32_t>();
+  const auto w = weights.read_values<float>();
+  for (const std::int32_t row : id) {
+    if (row < 0 || static_cast<std::size_t>(row) >= table.rows())
+      throw std::out_of_range("embedding_bag: id " + std::to_string(row) + " outside a table of " +
+                              std::to_string(table.rows()) + " rows");
+  }
+  const std::size_t taps = ids.dim(1);
+  for (std::size_t i = 0; i < ids.rows(); ++i) {
+    for (std::size_t c = 0; c < width; ++c) {
+      double sum = 0.0;
+      for (std::size_t t = 0; t < taps; ++t)
+        sum += static_cast<double>(w[i * taps + t]) * load(table, static_cast<std::size_t>(id[i * taps + t]), c);
+      store(y, i, c, static_cast<float>(sum));
+    }
   }
 }
 

@@ -25,6 +25,7 @@ void short_conv(const ShortConvCall& call);
 void glu(const GluCall& call);
 void activate(Activation activation, const Tensor& x, const Tensor& y);
 void embedding(const Tensor& table, const Tensor& ids, const Tensor& y);
+void embedding_bag(const Tensor& table, const Tensor& ids, const Tensor& weights, const Tensor& y);
 void gather_rows(const Tensor& x, const Tensor& rows, const Tensor& y);
 void softmax_rows(const Tensor& x, const Tensor& rows, bool log, const Tensor& y);
 

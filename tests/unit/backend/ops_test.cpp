@@ -105,9 +105,10 @@ OpCase matmul_case(std::size_t m, std::size_t k, std::size_t n, Arithmetic arith
   std::string name = "matmul_" + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n) + "_" +
                      (arithmetic == Arithmetic::bf16 ? "bf16" : "fp32") + "_x" + std::string(dtype_name(x_dtype)) +
                      "_y" + std::string(dtype_name(y_dtype)) +
-                     (activation == Activation::gelu   ? "_gelu"
-                      : activation == Activation::relu ? "_relu"
-                                                       : "") +
+                     (activation == Activation::gelu        ? "_gelu"
+                      : activation == Activation::relu      ? "_relu"
+                      : activation == Activation::gelu_tanh ? "_gelu_tanh"
+                                                            : "") +
                      (bias ? "_bias" : "") + (accumulate ? "_accumulate" : "");
   return {name, bf16 ? bf16_tolerance : fp32_tolerance,
           [=](Backend& backend, Inputs& inputs) {
@@ -307,7 +308,9 @@ OpCase glu_case(GluCall::Kind kind, std::size_t rows, std::size_t width, DType x
 }
 
 OpCase activate_case(Activation activation, std::size_t rows, std::size_t width, bool in_place) {
-  const std::string name = std::string(activation == Activation::gelu ? "activate_gelu_" : "activate_relu_") +
+  const std::string name = std::string(activation == Activation::gelu        ? "activate_gelu_"
+                                       : activation == Activation::gelu_tanh ? "activate_gelu_tanh_"
+                                                                             : "activate_relu_") +
                            std::to_string(rows) + "x" + std::to_string(width) + (in_place ? "_in_place" : "");
   return {name, fp32_tolerance, [=](Backend& backend, Inputs& inputs) {
             const Tensor x = inputs.normal({rows, width}, 3.0F);
@@ -323,6 +326,19 @@ OpCase embedding_case(DType table_dtype) {
             static const std::vector<std::int32_t> ids{3, 0, 49, 3, 17};
             const Tensor y = Tensor::empty(DType::fp32, {ids.size(), 24});
             backend.embedding(table, Tensor::of(std::span<const std::int32_t>(ids)), y);
+            return Outputs{floats(y)};
+          }};
+}
+
+OpCase embedding_bag_case(DType table_dtype) {
+  return {"embedding_bag_" + std::string(dtype_name(table_dtype)), fp32_tolerance,
+          [=](Backend& backend, Inputs& inputs) {
+            const Tensor table = inputs.normal({36, 20}, 1.0F, table_dtype);
+            // Four taps per row, as a bilinear position grid reads them, with a repeated id.
+            static const std::vector<std::int32_t> ids{0, 1, 6, 7, 35, 35, 29, 30, 3, 9, 3, 9};
+            const Tensor weights = inputs.normal({3, 4}, 1.0F);
+            const Tensor y = Tensor::empty(DType::fp32, {3, 20});
+            backend.embedding_bag(table, Tensor::of(std::span<const std::int32_t>(ids)).reshape({3, 4}), weights, y);
             return Outputs{floats(y)};
           }};
 }
@@ -365,6 +381,8 @@ std::vector<OpCase> op_cases() {
   cases.push_back(matmul_case(19, 40, 24, Arithmetic::bf16, fp32, bf16, Activation::gelu, true, false));
   cases.push_back(matmul_case(19, 40, 24, Arithmetic::fp32, fp32, fp32, Activation::relu, true, false));
   cases.push_back(matmul_case(19, 40, 24, Arithmetic::bf16, fp32, bf16, Activation::relu, true, false));
+  cases.push_back(matmul_case(19, 40, 24, Arithmetic::fp32, fp32, fp32, Activation::gelu_tanh, true, false));
+  cases.push_back(matmul_case(19, 40, 24, Arithmetic::bf16, fp32, bf16, Activation::gelu_tanh, true, false));
   cases.push_back(matmul_case(19, 40, 24, Arithmetic::bf16, bf16, fp32, Activation::none, true, true));
   cases.push_back(matmul_case(19, 40, 24, Arithmetic::bf16, bf16, bf16, Activation::none, false, false));
   // Norms: odd widths and a width of one, tiny and large values, a long sequence, bf16 outputs,
@@ -463,12 +481,14 @@ std::vector<OpCase> op_cases() {
     cases.push_back(glu_case(kind, 1, 4099, fp32, fp32, true));
   }
   // Activations off a matmul's epilogue: odd widths, in place as CLM's heads run them.
-  for (const auto activation : {Activation::gelu, Activation::relu}) {
+  for (const auto activation : {Activation::gelu, Activation::relu, Activation::gelu_tanh}) {
     cases.push_back(activate_case(activation, 3, 37, false));
     cases.push_back(activate_case(activation, 2, 1025, true));
   }
   cases.push_back(embedding_case(fp32));
   cases.push_back(embedding_case(bf16));
+  cases.push_back(embedding_bag_case(fp32));
+  cases.push_back(embedding_bag_case(bf16));
   cases.push_back(gather_rows_case());
   cases.push_back(softmax_case(5, 11, false, false));
   cases.push_back(softmax_case(3, 1000, true, false));
