@@ -1,0 +1,150 @@
+// Qwen3.5 vision tower vs Transformers' Qwen3_5VisionModel on tiny random checkpoints
+// (tools/reference/make_qwen3_5_vision_fixtures.py → tests/parity/qwen3_5_vision/): the merger's
+// features for 1–4 images of different grids in one packed batch, on every backend; each image's
+// features again when it runs alone (attention must not cross images); strict config errors.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/checkpoint/checkpoint.h"
+#include "model/checkpoint/config_reader.h"
+#include "model/checkpoint/load_error.h"
+#include "model/qwen3_5_vision/config.h"
+#include "model/qwen3_5_vision/vision_tower.h"
+
+namespace s1::qwen3_5_vision {
+namespace {
+
+// fp32 engine vs fp32 Transformers: |Δ| ≤ 1e-4 × the largest |reference feature| of the case, fixed
+// before comparing.
+constexpr double feature_tolerance = 1e-4;
+// The same image alone vs inside the packed batch (both ours): only summation order may differ.
+constexpr double alone_tolerance = 1e-5;
+
+std::filesystem::path case_dir(const std::string& name) {
+  const char* source = std::getenv("S1SERVE_SOURCE_DIR");
+  return std::filesystem::path(source != nullptr ? source : S1SERVE_SOURCE_DIR_FALLBACK) / "tests" / "parity" /
+         "qwen3_5_vision" / name;
+}
+
+struct Reference {
+  std::vector<float> pixel_values;
+  std::size_t patch_values = 0;
+  std::vector<Grid> grids;
+  std::vector<float> features;
+  std::size_t out_hidden = 0;
+};
+
+Reference read_reference(const std::string& name) {
+  const checkpoint::Checkpoint file = checkpoint::Checkpoint::open(case_dir(name) / "reference.safetensors");
+  Reference r;
+  const checkpoint::TensorView& pixels = file.get("pixel_values");
+  r.pixel_values = checkpoint::to_float(pixels);
+  r.patch_values = static_cast<std::size_t>(pixels.shape[1]);
+  const checkpoint::TensorView& grid = file.get("grid_thw");
+  const auto* values = reinterpret_cast<const int64_t*>(grid.bytes.data());
+  for (int64_t i = 0; i < grid.shape[0]; ++i) r.grids.push_back({values[3 * i], values[3 * i + 1], values[3 * i + 2]});
+  const checkpoint::TensorView& features = file.get("features");
+  r.features = checkpoint::to_float(features);
+  r.out_hidden = static_cast<std::size_t>(features.shape[1]);
+  return r;
+}
+
+backend::Tensor pixels_of(std::span<const float> values, std::size_t width) {
+  return backend::Tensor::of(values).reshape({values.size() / width, width});
+}
+
+class VisionParity : public testing::TestWithParam<std::tuple<std::string, std::string>> {};
+
+TEST_P(VisionParity, MatchesTransformers) {
+  const auto& [case_name, backend_name] = GetParam();
+  const auto entry = std::ranges::find(backend::backends(), backend_name, &backend::BackendEntry::name);
+  ASSERT_NE(entry, backend::backends().end());
+  if (!entry->available()) GTEST_SKIP() << backend_name << " is not available here";
+  const std::unique_ptr<backend::Backend> be = entry->create();
+  const VisionTower tower = VisionTower::load(case_dir(case_name), *be);
+  const Reference r = read_reference(case_name);
+
+  const backend::Tensor features = tower.forward(pixels_of(r.pixel_values, r.patch_values), r.grids);
+  ASSERT_EQ(features.rows() * features.row_size(), r.features.size());
+  ASSERT_EQ(features.row_size(), r.out_hidden);
+  const auto ours = features.read_values<float>();
+  double scale = 0.0, worst = 0.0;
+  for (const float v : r.features) scale = std::max(scale, std::fabs(static_cast<double>(v)));
+  for (std::size_t i = 0; i < ours.size(); ++i) worst = std::max(worst, std::fabs(double{ours[i]} - r.features[i]));
+  EXPECT_LE(worst, feature_tolerance * scale) << "max |Δ| " << worst << " at scale " << scale;
+
+  // Each image alone gives its rows of the batch.
+  const int64_t merge = tower.config().spatial_merge_size;
+  std::size_t patch_offset = 0, row_offset = 0;
+  for (const Grid& grid : r.grids) {
+    const auto patches = static_cast<std::size_t>(grid.t * grid.h * grid.w);
+    const Grid one[] = {grid};
+    const backend::Tensor alone = tower.forward(
+        pixels_of(std::span(r.pixel_values).subspan(patch_offset * r.patch_values, patches * r.patch_values),
+                  r.patch_values),
+        one);
+    const auto alone_values = alone.read_values<float>();
+    for (std::size_t i = 0; i < alone_values.size(); ++i) {
+      ASSERT_NEAR(alone_values[i], ours[row_offset * r.out_hidden + i], alone_tolerance * scale);
+    }
+    patch_offset += patches;
+    row_offset += patches / static_cast<std::size_t>(merge * merge);
+  }
+}
+
+std::vector<std::string> backend_names() {
+  std::vector<std::string> names;
+  for (const backend::BackendEntry& entry : backend::backends()) names.emplace_back(entry.name);
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(TinyCheckpoints, VisionParity,
+                         testing::Combine(testing::Values("two_blocks", "exact_gelu", "merge3"),
+                                          testing::ValuesIn(backend_names())),
+                         [](const auto& test) { return std::get<0>(test.param) + "_" + std::get<1>(test.param); });
+
+TEST(VisionTower, RefusesGridsThatAreNotWholeMergeWindows) {
+  const std::unique_ptr<backend::Backend> be = backend::create_backend("reference");
+  const VisionTower tower = VisionTower::load(case_dir("two_blocks"), *be);
+  const std::vector<float> pixels(static_cast<std::size_t>(3 * tower.config().patch_values()), 0.0F);
+  const Grid odd[] = {{1, 1, 3}};
+  EXPECT_THROW((void)tower.forward(pixels_of(pixels, static_cast<std::size_t>(tower.config().patch_values())), odd),
+               std::invalid_argument);
+  const Grid too_many[] = {{1, 2, 2}};
+  EXPECT_THROW(
+      (void)tower.forward(pixels_of(pixels, static_cast<std::size_t>(tower.config().patch_values())), too_many),
+      std::invalid_argument);
+}
+
+VisionConfig read(const char* json) {
+  return read_vision_config(checkpoint::ConfigReader(nlohmann::ordered_json::parse(json), "config.json"));
+}
+
+TEST(VisionConfig, ReadsTheWrapperAndRefusesWhatItDoesNotImplement) {
+  const VisionConfig config = read(R"({"model_type": "qwen3_5", "vision_config": {"depth": 24, "hidden_size": 1024}})");
+  EXPECT_EQ(config.depth, 24);
+  EXPECT_EQ(config.hidden_size, 1024);
+  EXPECT_EQ(config.num_position_embeddings, 2304);
+  EXPECT_TRUE(config.tanh_gelu);
+  for (const char* json : {R"({"model_type": "qwen3_5_vision", "hidden_act": "silu"})",
+                           R"({"model_type": "qwen3_5_vision", "in_channels": 4})",
+                           R"({"model_type": "qwen3_5_vision", "rope_parameters": {"rope_type": "default"}})",
+                           R"({"model_type": "qwen3_5_vision", "deepstack_visual_indexes": [8, 16]})",
+                           R"({"model_type": "qwen3_5_vision", "hidden_size": 48, "num_heads": 8})",
+                           R"({"model_type": "qwen3_5_vision", "window_size": 112})"}) {
+    SCOPED_TRACE(json);
+    EXPECT_THROW((void)read(json), checkpoint::LoadError);
+  }
+}
+
+}  // namespace
+}  // namespace s1::qwen3_5_vision

@@ -1,0 +1,86 @@
+"""Write the Qwen3.5 vision tower parity fixtures.
+
+    python3 tools/reference/make_qwen3_5_vision_fixtures.py [--out tests/parity/qwen3_5_vision]
+
+Each case directory holds a tiny random Qwen3_5ForConditionalGeneration checkpoint, reduced to what
+the vision tower reads: config.json (the whole wrapper config) and model.safetensors with the
+model.visual.* tensors (fp32), and reference.safetensors:
+  pixel_values  f32 [patches, 3 * temporal * patch^2]  random inputs, images concatenated
+  grid_thw      i64 [images, 3]
+  features      f32 [patches / merge^2, out_hidden]   Qwen3_5VisionModel's pooler_output (the merger)
+Cases differ in depth, width, heads, head size, patch, merge (2 and 3), temporal patch (2 and 1),
+position grid, activation, rope theta and image grids (1-4 images, square and not).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+import torch
+from safetensors.torch import save_file
+from transformers import Qwen3_5Config, Qwen3_5ForConditionalGeneration
+
+TEXT = dict(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+            num_key_value_heads=1, head_dim=8, linear_key_head_dim=8, linear_value_head_dim=8,
+            linear_num_key_heads=1, linear_num_value_heads=2, layer_types=["full_attention"])
+
+CASES = {
+    "two_blocks": dict(vision=dict(depth=2, hidden_size=32, num_heads=2, intermediate_size=48, patch_size=8,
+                                   spatial_merge_size=2, temporal_patch_size=2, out_hidden_size=24,
+                                   num_position_embeddings=16),
+                       grids=[[1, 4, 6], [1, 2, 2], [1, 8, 4]]),
+    "exact_gelu": dict(vision=dict(depth=1, hidden_size=48, num_heads=4, intermediate_size=40, patch_size=4,
+                                   spatial_merge_size=2, temporal_patch_size=2, out_hidden_size=40,
+                                   num_position_embeddings=36, hidden_act="gelu",
+                                   rope_parameters={"rope_type": "axial", "rope_theta": 500.0}),
+                       grids=[[1, 2, 2], [1, 6, 4], [1, 2, 10], [1, 4, 4]]),
+    "merge3": dict(vision=dict(depth=3, hidden_size=32, num_heads=2, intermediate_size=48, patch_size=6,
+                               spatial_merge_size=3, temporal_patch_size=1, out_hidden_size=32,
+                               num_position_embeddings=25),
+                   grids=[[1, 6, 9]]),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", default="tests/parity/qwen3_5_vision")
+    args = parser.parse_args()
+    for seed, (name, case) in enumerate(CASES.items()):
+        torch.manual_seed(100 + seed)
+        config = Qwen3_5Config(text_config=TEXT, vision_config=case["vision"])
+        config._attn_implementation = "eager"
+        model = Qwen3_5ForConditionalGeneration(config).eval()
+        # Random (not initial) norms and biases, so that a dropped bias or norm weight shows; sharper
+        # queries and keys and a larger position table, so that attention is far from uniform and a
+        # wrong rotary or position grid moves the features by their own order.
+        with torch.no_grad():
+            for key, tensor in model.model.visual.named_parameters():
+                if key.endswith("bias") or "norm" in key:
+                    tensor.copy_(torch.randn_like(tensor) * 0.5 + (1.0 if key.endswith("weight") else 0.0))
+                elif key.endswith("attn.qkv.weight"):
+                    tensor.mul_(10.0)
+                elif key.endswith("pos_embed.weight"):
+                    tensor.mul_(25.0)
+        visual = model.model.visual
+        vision = config.vision_config
+        grid = torch.tensor(case["grids"], dtype=torch.int64)
+        patches = int((grid[:, 0] * grid[:, 1] * grid[:, 2]).sum())
+        width = vision.in_channels * vision.temporal_patch_size * vision.patch_size**2
+        pixel_values = torch.randn(patches, width)
+        with torch.no_grad():
+            features = visual(pixel_values, grid_thw=grid).pooler_output
+
+        folder = os.path.join(args.out, name)
+        os.makedirs(folder, exist_ok=True)
+        config.save_pretrained(folder)
+        weights = {k: v.contiguous() for k, v in model.state_dict().items() if k.startswith("model.visual.")}
+        save_file(weights, os.path.join(folder, "model.safetensors"))
+        save_file({"pixel_values": pixel_values.contiguous(), "grid_thw": grid,
+                   "features": features.contiguous()}, os.path.join(folder, "reference.safetensors"))
+        print(name, tuple(features.shape), float(features.abs().max()))
+
+
+if __name__ == "__main__":
+    main()
