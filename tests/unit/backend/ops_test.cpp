@@ -384,6 +384,11 @@ std::vector<OpCase> op_cases() {
   cases.push_back(matmul_case(19, 40, 24, Arithmetic::fp32, fp32, fp32, Activation::gelu_tanh, true, false));
   cases.push_back(matmul_case(19, 40, 24, Arithmetic::bf16, fp32, bf16, Activation::gelu_tanh, true, false));
   cases.push_back(matmul_case(19, 40, 24, Arithmetic::bf16, bf16, fp32, Activation::none, true, true));
+  cases.push_back(matmul_case(19, 40, 24, Arithmetic::bf16, fp32, fp32, Activation::none, true, true));
+  cases.push_back(matmul_case(19, 40, 24, Arithmetic::bf16, fp32, fp32, Activation::gelu_tanh, true, false));
+  cases.push_back(matmul_case(19, 40, 24, Arithmetic::bf16, fp32, fp32, Activation::gelu, true, false));
+  cases.push_back(matmul_case(3, 128, 128, Arithmetic::bf16, fp32, fp32, Activation::gelu, true, false));
+  cases.push_back(matmul_case(57, 384, 32, Arithmetic::bf16, fp32, fp32, Activation::none, true, true));
   cases.push_back(matmul_case(19, 40, 24, Arithmetic::bf16, bf16, bf16, Activation::none, false, false));
   // Norms: odd widths and a width of one, tiny and large values, a long sequence, bf16 outputs,
   // LayerNorm's Add & Norm over an offset mean, in place.
