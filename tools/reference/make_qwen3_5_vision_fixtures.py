@@ -8,6 +8,8 @@ model.visual.* tensors (fp32), and reference.safetensors:
   pixel_values  f32 [patches, 3 * temporal * patch^2]  random inputs, images concatenated
   grid_thw      i64 [images, 3]
   features      f32 [patches / merge^2, out_hidden]   Qwen3_5VisionModel's pooler_output (the merger)
+and mrope.json: prompts with 0-3 images (token ids with the image pads already expanded, their
+grids) and the 3-D positions and rope delta Qwen3_5Model.get_rope_index gives them.
 Cases differ in depth, width, heads, head size, patch, merge (2 and 3), temporal patch (2 and 1),
 position grid, activation, rope theta and image grids (1-4 images, square and not).
 """
@@ -80,6 +82,45 @@ def main() -> None:
         save_file({"pixel_values": pixel_values.contiguous(), "grid_thw": grid,
                    "features": features.contiguous()}, os.path.join(folder, "reference.safetensors"))
         print(name, tuple(features.shape), float(features.abs().max()))
+    write_mrope(args.out)
+
+
+IMAGE, START, END = 248056, 248053, 248054
+# (token ids before expansion with one IMAGE per image, image grids, merge size)
+PROMPTS = [
+    ([1, 2, 3, 4], [], 2),
+    ([7, START, IMAGE, END, 9, 10], [[1, 4, 6]], 2),
+    ([START, IMAGE, END, 5, START, IMAGE, END, 6, 7], [[1, 2, 2], [1, 8, 4]], 2),
+    ([3, START, IMAGE, END], [[1, 6, 2]], 2),
+    ([1, START, IMAGE, END, START, IMAGE, END, START, IMAGE, END, 2], [[1, 6, 9], [1, 3, 3], [1, 12, 3]], 3),
+]
+
+
+def write_mrope(out: str) -> None:
+    cases = []
+    for ids, grids, merge in PROMPTS:
+        config = Qwen3_5Config(text_config=TEXT, vision_config=dict(depth=1, hidden_size=16, num_heads=1,
+                                                                     intermediate_size=16, out_hidden_size=16,
+                                                                     spatial_merge_size=merge))
+        model = Qwen3_5ForConditionalGeneration(config).model
+        expanded = []
+        image = 0
+        for token in ids:
+            if token == IMAGE:
+                t, h, w = grids[image]
+                expanded += [IMAGE] * (t * h * w // merge**2)
+                image += 1
+            else:
+                expanded.append(token)
+        input_ids = torch.tensor([expanded])
+        types = (input_ids == IMAGE).int()
+        grid = torch.tensor(grids, dtype=torch.int64) if grids else None
+        positions, delta = model.get_rope_index(input_ids, types, image_grid_thw=grid)
+        cases.append({"ids": ids, "grids": grids, "merge": merge, "expanded": expanded,
+                      "positions": positions[:, 0].tolist(), "delta": int(delta[0, 0])})
+    with open(os.path.join(out, "mrope.json"), "w") as f:
+        json.dump({"image_token_id": IMAGE, "cases": cases}, f)
+        f.write("\n")
 
 
 if __name__ == "__main__":
