@@ -213,20 +213,21 @@ def ordered_answer(question: dict, sorted_logits: list[float]) -> dict:
 
 
 class ClefDecider:
-    def __init__(self, model_dir: str, max_length: int = MAX_LENGTH):
+    def __init__(self, model_dir: str, max_length: int = MAX_LENGTH, dtype=torch.float32):
         from safetensors.torch import load_file
         from transformers import AutoTokenizer
         from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5ForConditionalGeneration
 
         self.max_length = max_length
         self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
-        model = Qwen3_5ForConditionalGeneration.from_pretrained(model_dir, dtype=torch.float32).eval()
+        model = Qwen3_5ForConditionalGeneration.from_pretrained(model_dir, dtype=dtype).eval()
         self.text_model = model.model.language_model
-        self.lm_head = model.lm_head.weight.detach().float()
+        self.lm_head = model.lm_head.weight.detach()
         with open(f"{model_dir}/joint_head_config.json") as f:
             self.head = JointSchemaHead(**json.load(f)).eval()
         self.head.load_state_dict({k: v.float() for k, v in load_file(f"{model_dir}/joint_head.safetensors").items()},
                                   strict=True)
+        self.head.to(dtype)
 
     def prompt(self, request: dict):
         return encode(self.tokenizer, request, self.max_length)

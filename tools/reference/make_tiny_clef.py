@@ -1,6 +1,7 @@
 """Write the tiny Clef stand-in, its prompt goldens and its reference answers.
 
     /work/.venv-ref/bin/python tools/reference/make_tiny_clef.py
+    /work/.venv-ref/bin/python tools/reference/make_tiny_clef.py --scaled DIR LAYERS   # benchmark stand-in
 
 tests/fixtures/tiny-clef gets a Clef release's layout scaled down: a random
 Qwen3_5ForConditionalGeneration (config.json + model.safetensors: text weights under
@@ -93,7 +94,37 @@ def random_head(seed: int) -> JointSchemaHead:
     return head
 
 
+def write_scaled(out: str, layers: int) -> None:
+    """A Clef-flash-shaped stand-in for benchmarks (not a fixture): the 9B's layer shapes (hidden
+    4096, MLP 12288, 16/4 attention heads of 256, 16/32 GDN heads of 128, full attention every 4th
+    layer) for `layers` of its 32 layers, the released head configuration (121.8M), the tiny
+    tokenizer's vocabulary (the head reads LM-head rows, never the full vocabulary), BF16."""
+    os.makedirs(out, exist_ok=True)
+    copy_tokenizer(TOKENIZER_DIR, out)
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    config = build_backbone(len(tokenizer), layers).config
+    config.text_config.update(dict(hidden_size=4096, intermediate_size=12288, num_attention_heads=16,
+                                   num_key_value_heads=4, head_dim=256, linear_key_head_dim=128,
+                                   linear_value_head_dim=128, linear_num_key_heads=16, linear_num_value_heads=32))
+    config.text_config.rope_parameters["mrope_section"] = [11, 11, 10]
+    config.vision_config.out_hidden_size = 4096
+    torch.manual_seed(71)
+    torch.set_default_dtype(torch.bfloat16)
+    save_checkpoint(Qwen3_5ForConditionalGeneration(config), out)
+    torch.set_default_dtype(torch.float32)
+    head_config = dict(HEAD_CONFIG, hidden_size=4096, width=1024, heads=16, feedforward=4096)
+    head = JointSchemaHead(**head_config)
+    save_file({k: v.to(torch.bfloat16).contiguous() for k, v in head.state_dict().items()},
+              os.path.join(out, "joint_head.safetensors"))
+    write_json(os.path.join(out, "joint_head_config.json"), head_config)
+    write_json(os.path.join(out, "s1serve.json"), {"contract": "clef", "name": "scaled-clef-flash", "precision": "bf16"})
+    print(f"wrote {out}")
+
+
 def main() -> None:
+    if len(sys.argv) == 4 and sys.argv[1] == "--scaled":
+        write_scaled(sys.argv[2], int(sys.argv[3]))
+        return
     os.makedirs(OUT, exist_ok=True)
     remove_files(OUT, ("config.json", "model.safetensors", "generation_config.json", "joint_head.safetensors"))
     copy_tokenizer(TOKENIZER_DIR, OUT)
