@@ -3,8 +3,9 @@
     /work/.venv-ref/bin/python tools/reference/vela_contract.py tests/fixtures/tiny-vela
 
 Reads <dir>/requests.jsonl (System One request bodies) and writes, per request:
-  packing.jsonl   the sequence's token ids, each question's [Q] position, option marker positions
-                  ([ABS] last), real option count and pool range, and the state tokens before/after the cut;
+  packing.jsonl   the (first) sequence's token ids, each question's [Q] position, option marker positions
+                  ([ABS] last), real option count and pool range, the state tokens before/after the cut,
+                  and the token ids of every sequence ("windows": one, or the windows over a cut part);
   heads.jsonl     the marker head's raw fp32 logits per question ([ABS] included);
   expected.jsonl  {"request", "answers", "input_tokens"} as the e2e tests and `s1serve validate` read them.
 
@@ -12,8 +13,9 @@ Independent of s1serve: HF `tokenizers` for text (the file's marker entries drop
 does), Transformers' ModernBertModel for the encoder, the marker head written out in torch from the
 formula vllm-sr documents for its MarkerHead (heads/marker.py), float64 softmax and confidences.
 The layout follows vllm-sr's encoder_layout.py (<bos> ([Q] q ([O] option)* [ABS]?)* [SEP_SCHEMA]
-([SEG_role] part)* <eos>); the state mapping, option spellings for noul/score, the cut of over-long
-parts and the confidences are s1serve's documented choices (docs/models/vela-2.0-0.3b.md).
+([SEG_role] part)* <eos>), its cut of over-long parts (layout.py fit, every part read) and its windows
+over a cut part the questions read alone (a one-part state), logits averaged; the state mapping, option
+spellings for noul/score and the confidences are s1serve's documented choices (docs/models/vela-2.0-0.3b.md).
 """
 
 from __future__ import annotations
@@ -60,17 +62,18 @@ def parts_of(state) -> list[tuple[str, str]]:
     return [("user", python_text(state))]
 
 
-def fit(lengths: list[int], room: int) -> list[int]:
-    if sum(lengths) <= room:
-        return list(lengths)
-    cap = max(c for c in range(max(lengths) + 1) if sum(min(n, c) for n in lengths) <= room)
-    kept = [min(n, cap) for n in lengths]
-    left = room - sum(kept)
-    for i, n in enumerate(lengths):
-        if n > cap and left > 0:
-            kept[i] += 1
-            left -= 1
-    return kept
+def fit(lengths: list[int], fixed: int, room: int) -> list[int] | None:
+    """vllm-sr's truncation (families/vela2/layout.py fit) when every question reads every part: each part
+    in order cut by what is over, keeping a budget of at least one token; None when nothing fits."""
+    budget = list(lengths)
+
+    def over():
+        return fixed + sum(budget) - room
+
+    for i, length in enumerate(budget):
+        if over() > 0:
+            budget[i] = max(1, length - over())
+    return None if over() > 0 else budget
 
 
 def answer_of(temperature: dict, question: dict, logits: list[float]) -> dict:
@@ -142,20 +145,36 @@ class Reference:
         ids.append(markers["[SEP_SCHEMA]"])
         parts = parts_of(request["state"])
         part_ids = [self.tokens(text) for _, text in parts]
-        overhead = len(ids) + len(parts) + 1
         state_tokens = sum(len(p) for p in part_ids)
-        if overhead > self.max_length or (overhead == self.max_length and state_tokens > 0):
+        budget = fit([len(p) for p in part_ids], len(ids) + len(parts) + 1, self.max_length)
+        if budget is None:
             return None
-        kept = fit([len(p) for p in part_ids], self.max_length - overhead)
-        pool_begin = len(ids)
-        for (role, _), tokens, keep in zip(parts, part_ids, kept):
-            ids.append(markers[f"[SEG_{role}]"])
-            ids += tokens[:keep]
-        pool_end = len(ids)
-        ids.append(self.config["eos_token_id"])
-        for question in questions:
-            question["pool"] = [pool_begin, pool_end]
-        return {"ids": ids, "questions": questions, "state_tokens": state_tokens, "state_tokens_kept": sum(kept)}
+
+        def assemble(texts):
+            sequence = list(ids)
+            pool_begin = len(sequence)
+            for (role, _), tokens in zip(parts, texts):
+                sequence.append(markers[f"[SEG_{role}]"])
+                sequence += tokens
+            pool = [pool_begin, len(sequence)]
+            sequence.append(self.config["eos_token_id"])
+            return {"ids": sequence, "questions": [dict(q, pool=pool) for q in questions],
+                    "state_tokens": state_tokens, "state_tokens_kept": sum(len(t) for t in texts)}
+
+        kept = [tokens[:keep] for tokens, keep in zip(part_ids, budget)]
+        # encoder_layout.py: a cut part that every question reads alone is read in windows instead.
+        if len(parts) != 1 or len(kept[0]) >= len(part_ids[0]):
+            return [assemble(kept)]
+        total, length = len(part_ids[0]), len(kept[0])
+        overlap = min(self.config["window_overlap"], length // 4)
+        stride = max(1, length - overlap)
+        windows = []
+        for start in range(0, max(1, total - overlap), stride):
+            end = min(total, start + length)
+            windows.append(assemble([part_ids[0][start:end]]))
+            if end >= total:
+                break
+        return windows
 
     def logits(self, packed) -> list[list[float]]:
         with torch.no_grad():
@@ -192,19 +211,23 @@ def main() -> None:
         requests = [json.loads(line) for line in f if line.strip()]
     packing, heads, expected = [], [], []
     for request in requests:
-        packed = reference.pack(request)
-        if packed is None:
+        sequences = reference.pack(request)
+        if sequences is None:
             continue  # over-long questions: refused, checked by the tests directly
-        logits = reference.logits(packed)
-        packing.append({"request": request, **packed})
+        # Option logits averaged over the windows in float32, as the package averages them.
+        windows = [reference.logits(packed) for packed in sequences]
+        logits = [torch.tensor([window[q] for window in windows], dtype=torch.float32).mean(0).tolist()
+                  for q in range(len(windows[0]))]
+        packing.append({"request": request, **sequences[0], "windows": [packed["ids"] for packed in sequences]})
         heads.append({"logits": logits})
-        answers = {q["key"]: reference.answer(q, values) for q, values in zip(packed["questions"], logits)}
-        expected.append({"request": request, "answers": answers, "input_tokens": len(packed["ids"])})
+        answers = {q["key"]: reference.answer(q, values) for q, values in zip(sequences[0]["questions"], logits)}
+        expected.append({"request": request, "answers": answers,
+                         "input_tokens": sum(len(packed["ids"]) for packed in sequences)})
     for name, lines in (("packing.jsonl", packing), ("heads.jsonl", heads), ("expected.jsonl", expected)):
         with open(os.path.join(directory, name), "w", encoding="utf-8") as f:
             for line in lines:
                 f.write(json.dumps(line, ensure_ascii=False) + "\n")
-    print(f"{len(expected)} requests answered ({math.fsum(len(p['ids']) for p in packing):.0f} tokens)")
+    print(f"{len(expected)} requests answered ({math.fsum(e['input_tokens'] for e in expected):.0f} tokens)")
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from tokenizers import Tokenizer
 from transformers import AutoModelForCausalLM
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vela_contract import answer_of, parts_of, python_text  # noqa: E402
+from vela_contract import answer_of, fit, parts_of, python_text  # noqa: E402
 
 PARTS_HEAD = "Context:\n"
 SEGMENT_CLOSE = "\n</segment>\n"
@@ -93,18 +93,12 @@ class Reference:
                            "real_options": len(options)})
         overhead = len(self.ids(PARTS_HEAD)) + sum(len(self.ids(f'<segment role="{role}">\n')) +
                                                   len(self.ids(SEGMENT_CLOSE)) for role, _ in parts)
-        budget = max(MIN_PART_BUDGET, self.max_length - overhead)
         texts = [self.ids(text) for _, text in parts]
         state_tokens = sum(len(t) for t in texts)
-
-        def over():
-            return 3 + len(parts) + schema + sum(len(t) for t in texts) - budget
-
-        for i, text in enumerate(texts):
-            if over() > 0:
-                texts[i] = text[: max(1, len(text) - over())]
-        if over() > 0:
+        budget = fit([len(t) for t in texts], 3 + len(parts) + schema, max(MIN_PART_BUDGET, self.max_length - overhead))
+        if budget is None:
             return None
+        texts = [text[:keep] for text, keep in zip(texts, budget)]
         prefix = self.ids(PARTS_HEAD)
         for (role, _), text in zip(parts, texts):
             prefix += self.ids(f'<segment role="{role}">\n') + text + self.ids(SEGMENT_CLOSE)

@@ -117,23 +117,18 @@ api::Result<VelaTree> vela_render_tree(const text::Tokenizer& tokenizer, const a
     texts.push_back(ids(part.text));
     tree.state_tokens += texts.back().size();
   }
-  // The runtime's truncation when every part is read: cut the parts in order by what is over.
-  const std::size_t budget = std::max(min_part_budget, max_length > overhead ? max_length - overhead : 0);
-  const std::size_t fixed = 3 + parts.size();
-  const auto over = [&] {
-    std::size_t total = fixed + schema;
-    for (const auto& text : texts) total += text.size();
-    return total > budget ? total - budget : 0;
-  };
-  for (auto& text : texts) {
-    if (over() == 0) break;
-    text.resize(std::max<std::size_t>(1, text.size() > over() ? text.size() - over() : 0));
-  }
-  if (over() > 0) {
+  // The runtime's truncation with every part read, against its floor for the parts' budget.
+  const std::size_t room = std::max(min_part_budget, max_length > overhead ? max_length - overhead : 0);
+  std::vector<std::size_t> lengths;
+  for (const auto& text : texts) lengths.push_back(text.size());
+  const std::size_t fixed = 3 + parts.size() + schema;
+  const std::optional<std::vector<std::size_t>> budget = vela_fit_parts(lengths, fixed, room);
+  if (!budget) {
     return api::ApiError::make(api::ErrorCode::max_tokens_exceeded,
-                               "The questions alone need " + std::to_string(over()) +
-                                   " tokens more than this model reads (" + std::to_string(max_length) + ")");
+                               "The questions of this request leave no room for the state in this model's " +
+                                   std::to_string(max_length) + " tokens");
   }
+  for (std::size_t i = 0; i < texts.size(); ++i) texts[i].resize(std::min(texts[i].size(), (*budget)[i]));
   tree.prefix = ids(parts_head);
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const std::vector<int32_t> open = ids(segment_open(parts[i].role));

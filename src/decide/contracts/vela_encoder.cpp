@@ -21,8 +21,8 @@ namespace {
 constexpr std::string_view encoder_prefix = "encoder.";
 
 // The vela2-unified marker names, as config.json's "markers" and "marker_ids" spell them.
-constexpr std::array<std::string_view, 8> marker_names = {
-    "[Q]", "[O]", "[ABS]", "[SEP_SCHEMA]", "[SEG_user]", "[SEG_answer]", "[E]", "[SEG_context]"};
+constexpr std::array<std::string_view, 8> marker_names = {"[Q]",        "[O]",          "[ABS]", "[SEP_SCHEMA]",
+                                                          "[SEG_user]", "[SEG_answer]", "[E]",   "[SEG_context]"};
 
 // State members and the part each becomes, in sequence order.
 constexpr std::array<std::pair<std::string_view, std::string_view>, 3> state_parts = {
@@ -49,38 +49,6 @@ double read_temperature(checkpoint::ConfigReader& reader, std::string_view type)
   return value;
 }
 
-// The largest per-part length cap that fits `room`, then the leftover tokens one each to the cut
-// parts in order: every part keeps its head and the longest lose the most.
-std::vector<std::size_t> fit_parts(std::span<const std::size_t> lengths, std::size_t room) {
-  std::vector<std::size_t> kept(lengths.begin(), lengths.end());
-  std::size_t total = 0;
-  for (const std::size_t length : lengths) total += length;
-  if (total <= room) return kept;
-  const auto fitted = [&](std::size_t cap) {
-    std::size_t sum = 0;
-    for (const std::size_t length : lengths) sum += std::min(length, cap);
-    return sum;
-  };
-  std::size_t low = 0, high = *std::max_element(lengths.begin(), lengths.end());
-  while (low < high) {
-    const std::size_t middle = (low + high + 1) / 2;
-    if (fitted(middle) <= room) {
-      low = middle;
-    } else {
-      high = middle - 1;
-    }
-  }
-  std::size_t left = room - fitted(low);
-  for (std::size_t i = 0; i < lengths.size(); ++i) {
-    kept[i] = std::min(lengths[i], low);
-    if (lengths[i] > low && left > 0) {
-      ++kept[i];
-      --left;
-    }
-  }
-  return kept;
-}
-
 // The package tokenizer without its marker entries, so that text never produces a marker id (as
 // vllm-sr's own runtime loads it).
 text::Tokenizer tokenizer_without_markers(const std::filesystem::path& file, std::span<const std::string> markers) {
@@ -97,8 +65,9 @@ text::Tokenizer tokenizer_without_markers(const std::filesystem::path& file, std
   if (auto added = spec.find("added_tokens"); added != spec.end() && added->is_array()) {
     api::Json kept = api::Json::array();
     for (const api::Json& token : *added) {
-      const bool marker = token.is_object() && token.contains("content") && token["content"].is_string() &&
-                          std::find(markers.begin(), markers.end(), token["content"].get<std::string>()) != markers.end();
+      const bool marker =
+          token.is_object() && token.contains("content") && token["content"].is_string() &&
+          std::find(markers.begin(), markers.end(), token["content"].get<std::string>()) != markers.end();
       if (!marker) kept.push_back(token);
     }
     *added = std::move(kept);
@@ -177,11 +146,11 @@ VelaPackage read_vela_package(const std::filesystem::path& config_file) {
   (void)token("pad_token_id");  // execution is unpadded
   const int64_t max_length = reader.required<int64_t>("max_length");
   if (max_length < 4) reader.reject("max_length", "must be at least 4");
-  package.max_length =
-      static_cast<std::size_t>(std::min<int64_t>(max_length, package.encoder.max_position_embeddings));
-  // window_overlap: the package reads an over-long labelled part in windows; s1serve cuts the
-  // parts instead (docs/models/vela-2.0-0.3b.md).
-  reader.ignore({"architectures", "auto_map", "transformers_version", "torch_dtype", "model_name", "window_overlap"});
+  package.max_length = static_cast<std::size_t>(std::min<int64_t>(max_length, package.encoder.max_position_embeddings));
+  const int64_t overlap = reader.optional<int64_t>("window_overlap", 512);
+  if (overlap < 0) reader.reject("window_overlap", "must not be negative");
+  package.window_overlap = static_cast<std::size_t>(overlap);
+  reader.ignore({"architectures", "auto_map", "transformers_version", "torch_dtype", "model_name"});
   reader.finish();
   return package;
 }
@@ -208,6 +177,21 @@ VelaCalibration read_vela_calibration(const std::filesystem::path& calibration_f
   return calibration;
 }
 
+std::optional<std::vector<std::size_t>> vela_fit_parts(std::span<const std::size_t> lengths, std::size_t fixed,
+                                                       std::size_t room) {
+  std::vector<std::size_t> budget(lengths.begin(), lengths.end());
+  const auto over = [&] {
+    std::size_t total = fixed;
+    for (const std::size_t length : budget) total += length;
+    return total > room ? total - room : 0;
+  };
+  for (std::size_t& length : budget) {
+    if (over() > 0) length = std::max<std::size_t>(1, length > over() ? length - over() : 0);
+  }
+  if (over() > 0) return std::nullopt;
+  return budget;
+}
+
 std::vector<VelaPart> vela_parts(const api::Json& state) {
   const auto is_part = [](const auto& member) {
     return std::any_of(state_parts.begin(), state_parts.end(),
@@ -232,7 +216,8 @@ std::vector<std::string> vela_option_texts(const api::Question& question) {
   std::vector<std::string> texts;
   switch (question.type) {
     case api::QuestionType::choice:
-      for (const api::ChoiceOption& option : question.options) texts.push_back(option_text(option.name, option.description));
+      for (const api::ChoiceOption& option : question.options)
+        texts.push_back(option_text(option.name, option.description));
       break;
     case api::QuestionType::noul:
       texts.push_back(option_text("false", question.noul_false));
@@ -247,11 +232,11 @@ std::vector<std::string> vela_option_texts(const api::Question& question) {
   return texts;
 }
 
-api::Result<VelaSequence> vela_pack_request(const text::Tokenizer& tokenizer, const VelaPackage& package,
-                                            const std::set<api::QuestionType>& abstain_types,
-                                            const api::DecisionRequest& request) {
-  VelaSequence sequence;
-  std::vector<int32_t>& ids = sequence.ids;
+api::Result<std::vector<VelaSequence>> vela_pack_request(const text::Tokenizer& tokenizer, const VelaPackage& package,
+                                                         const std::set<api::QuestionType>& abstain_types,
+                                                         const api::DecisionRequest& request) {
+  VelaSequence schema;
+  std::vector<int32_t>& ids = schema.ids;
   ids.push_back(package.bos);
   for (const api::Question& question : request.questions) {
     heads::VelaQuestionSlots slots;
@@ -272,8 +257,8 @@ api::Result<VelaSequence> vela_pack_request(const text::Tokenizer& tokenizer, co
       slots.options.push_back(ids.size());
       ids.push_back(package.markers.abstain);
     }
-    sequence.questions.push_back(std::move(slots));
-    sequence.real_options.push_back(options.size());
+    schema.questions.push_back(std::move(slots));
+    schema.real_options.push_back(options.size());
   }
   ids.push_back(package.markers.sep_schema);
 
@@ -283,32 +268,53 @@ api::Result<VelaSequence> vela_pack_request(const text::Tokenizer& tokenizer, co
   for (const VelaPart& part : parts) {
     part_ids.push_back(encode_without_special_tokens(tokenizer, part.text));
     lengths.push_back(part_ids.back().size());
-    sequence.state_tokens += lengths.back();
+    schema.state_tokens += lengths.back();
   }
-  const std::size_t overhead = ids.size() + parts.size() + 1;  // a segment marker per part, <eos>
-  if (overhead > package.max_length || (overhead == package.max_length && sequence.state_tokens > 0)) {
+  const std::size_t fixed = ids.size() + parts.size() + 1;  // a segment marker per part, <eos>
+  const std::optional<std::vector<std::size_t>> budget = vela_fit_parts(lengths, fixed, package.max_length);
+  if (!budget) {
     return api::ApiError::make(api::ErrorCode::max_tokens_exceeded,
-                               "The questions and options of this request take " + std::to_string(overhead) +
+                               "The questions and options of this request take " + std::to_string(fixed) +
                                    " of this model's " + std::to_string(package.max_length) +
                                    " sequence tokens and leave no room for the state");
   }
-  const std::vector<std::size_t> kept = fit_parts(lengths, package.max_length - overhead);
-  const std::size_t pool_begin = ids.size();
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    const std::string& role = parts[i].role;
-    ids.push_back(role == "user" ? package.markers.seg_user
-                  : role == "context" ? package.markers.seg_context
-                                      : package.markers.seg_answer);
-    ids.insert(ids.end(), part_ids[i].begin(), part_ids[i].begin() + static_cast<std::ptrdiff_t>(kept[i]));
-    sequence.state_tokens_kept += kept[i];
+  // One sequence of the schema and the parts' token ranges [begin, end).
+  const auto assemble = [&](const std::vector<std::pair<std::size_t, std::size_t>>& ranges) {
+    VelaSequence sequence = schema;
+    const std::size_t pool_begin = sequence.ids.size();
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      const std::string& role = parts[i].role;
+      sequence.ids.push_back(role == "user"      ? package.markers.seg_user
+                             : role == "context" ? package.markers.seg_context
+                                                 : package.markers.seg_answer);
+      const auto [begin, end] = ranges[i];
+      sequence.ids.insert(sequence.ids.end(), part_ids[i].begin() + static_cast<std::ptrdiff_t>(begin),
+                          part_ids[i].begin() + static_cast<std::ptrdiff_t>(end));
+      sequence.state_tokens_kept += end - begin;
+    }
+    const std::size_t pool_end = sequence.ids.size();
+    sequence.ids.push_back(package.eos);
+    for (heads::VelaQuestionSlots& slots : sequence.questions) {
+      slots.pool_begin = pool_begin;
+      slots.pool_end = pool_end;
+    }
+    return sequence;
+  };
+  std::vector<std::pair<std::size_t, std::size_t>> kept;
+  for (std::size_t i = 0; i < parts.size(); ++i) kept.emplace_back(0, std::min(lengths[i], (*budget)[i]));
+  // The package reads a cut part in overlapping windows of the kept length when every question reads
+  // that one part (a one-part state here); the windows replace the cut sequence.
+  if (parts.size() != 1 || kept[0].second >= lengths[0]) return std::vector<VelaSequence>{assemble(kept)};
+  const std::size_t total = lengths[0], length = kept[0].second;
+  const std::size_t overlap = std::min(package.window_overlap, length / 4);
+  const std::size_t stride = std::max<std::size_t>(1, length - overlap);
+  std::vector<VelaSequence> windows;
+  for (std::size_t start = 0; start < std::max<std::size_t>(1, total - overlap); start += stride) {
+    const std::size_t end = std::min(total, start + length);
+    windows.push_back(assemble({{start, end}}));
+    if (end >= total) break;
   }
-  const std::size_t pool_end = ids.size();
-  ids.push_back(package.eos);
-  for (heads::VelaQuestionSlots& slots : sequence.questions) {
-    slots.pool_begin = pool_begin;
-    slots.pool_end = pool_end;
-  }
-  return sequence;
+  return windows;
 }
 
 double top2_margin_confidence(std::span<const double> probabilities) {
@@ -343,15 +349,18 @@ api::Result<api::Answer> vela_answer(api::QuestionType type, std::span<const flo
                                      const VelaCalibration& calibration) {
   std::vector<double> scores(option_logits.begin(), option_logits.end());
   if (type == api::QuestionType::noul) {
-    if (scores.size() != 2) return api::ApiError::make(api::ErrorCode::internal_error, "a noul question needs two logits");
+    if (scores.size() != 2)
+      return api::ApiError::make(api::ErrorCode::internal_error, "a noul question needs two logits");
     const std::vector<double> p = softmax(scores, calibration.noul);  // (false, true)
-    if (p.empty()) return api::ApiError::make(api::ErrorCode::internal_error, "The model produced a non-finite label score");
+    if (p.empty())
+      return api::ApiError::make(api::ErrorCode::internal_error, "The model produced a non-finite label score");
     double p_true = p[1];
     if (calibration.noul_calibration) {
       const double clamped = std::clamp(p_true, 1e-12, 1.0 - 1e-12);
       const double logit = std::log(clamped) - std::log1p(-clamped);
-      p_true = 1.0 / (1.0 + std::exp(-(logit / calibration.noul_calibration->temperature +
-                                       calibration.noul_calibration->bias)));
+      p_true =
+          1.0 /
+          (1.0 + std::exp(-(logit / calibration.noul_calibration->temperature + calibration.noul_calibration->bias)));
     }
     api::Answer answer;
     answer.type = type;
@@ -370,8 +379,8 @@ namespace {
 
 class VelaPlan : public runtime::Plan {
  public:
-  VelaSequence sequence;
-  std::vector<bool> noul;  // per question
+  std::vector<VelaSequence> sequences;  // one, or the windows over a cut one-part state
+  std::vector<bool> noul;               // per question
 };
 
 class VelaEngine : public runtime::Engine {
@@ -392,26 +401,41 @@ class VelaEngine : public runtime::Engine {
 
   api::Result<std::unique_ptr<runtime::Plan>> prepare(const api::DecisionRequest& request,
                                                       const runtime::PrepareLimits& limits) const override {
-    auto sequence = vela_pack_request(tokenizer_, package_, settings_.abstain_types, request);
-    if (!sequence) return sequence.error();
+    auto sequences = vela_pack_request(tokenizer_, package_, settings_.abstain_types, request);
+    if (!sequences) return sequences.error();
     auto plan = std::make_unique<VelaPlan>();
-    plan->sequence = std::move(sequence.value());
-    plan->input_tokens = static_cast<int64_t>(plan->sequence.ids.size());
-    for (const api::Question& question : request.questions) plan->noul.push_back(question.type == api::QuestionType::noul);
+    plan->sequences = std::move(sequences.value());
+    for (const VelaSequence& sequence : plan->sequences)
+      plan->input_tokens += static_cast<int64_t>(sequence.ids.size());
+    for (const api::Question& question : request.questions)
+      plan->noul.push_back(question.type == api::QuestionType::noul);
     if (auto error = check_request_budget(plan->input_tokens, limits.token_budget)) return *error;
     return std::unique_ptr<runtime::Plan>(std::move(plan));
   }
 
   api::Result<runtime::RawOutputs> run(runtime::Plan& base_plan) override {
     const auto& plan = static_cast<const VelaPlan&>(base_plan);
-    const std::span<const int32_t> sequences[] = {plan.sequence.ids};
-    const std::span<const float> hidden = encoder_.forward(sequences);
+    // Each window's option logits, then their mean, in fp32 as the package averages them.
+    std::vector<std::vector<float>> logits;
+    for (const VelaSequence& sequence : plan.sequences) {
+      const std::span<const int32_t> sequences[] = {sequence.ids};
+      const std::vector<std::vector<float>> window =
+          head_.option_logits(encoder_.forward(sequences), sequence.questions);
+      if (logits.empty()) {
+        logits = window;
+        continue;
+      }
+      for (std::size_t q = 0; q < logits.size(); ++q) {
+        for (std::size_t i = 0; i < logits[q].size(); ++i) logits[q][i] += window[q][i];
+      }
+    }
+    const auto windows = static_cast<float>(plan.sequences.size());
     runtime::RawOutputs raw;
-    const std::vector<std::vector<float>> logits = head_.option_logits(hidden, plan.sequence.questions);
     for (std::size_t q = 0; q < logits.size(); ++q) {
+      for (float& logit : logits[q]) logit /= windows;
       // The real options only: an [ABS] logit never enters the distribution.
       std::vector<double> scores(logits[q].begin(),
-                                 logits[q].begin() + static_cast<std::ptrdiff_t>(plan.sequence.real_options[q]));
+                                 logits[q].begin() + static_cast<std::ptrdiff_t>(plan.sequences[0].real_options[q]));
       // The runtime's label order for noul is (true, false); the markers are (false, true).
       if (plan.noul[q]) std::reverse(scores.begin(), scores.end());
       raw.label_scores.push_back(std::move(scores));
@@ -448,7 +472,8 @@ class VelaEngine : public runtime::Engine {
 
 }  // namespace
 
-std::unique_ptr<runtime::Engine> make_vela_engine(const std::filesystem::path& model_dir, const VelaSettings& settings) {
+std::unique_ptr<runtime::Engine> make_vela_engine(const std::filesystem::path& model_dir,
+                                                  const VelaSettings& settings) {
   return std::make_unique<VelaEngine>(model_dir, settings);
 }
 

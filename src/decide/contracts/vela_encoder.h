@@ -17,10 +17,11 @@
 //            package's optional noul calibration sigmoid(logit(p)/T + b) when it says "default";
 //            choice argmax (earliest on ties), confidence p₁ − p₂ (top-2 margin); score Σ i·pᵢ,
 //            confidence 1 − Var(i)/((n − 1)/2)² clamped to [0, 1].
-//   limits   the sequence is at most max_length tokens (config.json, ≤ the encoder's positions):
-//            the parts are cut to fit (each keeps its head; the longest are cut first, evenly);
-//            questions and options are never cut: when they leave no room for the state, 400
-//            max_tokens_exceeded.
+//   limits   a sequence is at most max_length tokens (config.json, ≤ the encoder's positions): the
+//            parts are cut in order by what is over (vllm-sr's layout.py fit), and a cut one-part
+//            state is read instead in windows of the kept length overlapping by
+//            min(window_overlap, kept/4), option logits averaged over them; questions and options
+//            are never cut: when they leave no room for the state, 400 max_tokens_exceeded.
 
 #include <cstddef>
 #include <cstdint>
@@ -73,7 +74,8 @@ struct VelaPackage {
   std::vector<std::string> marker_names;  // as the tokenizer spells them
   VelaMarkers markers;
   int32_t bos = 0, eos = 0;
-  std::size_t max_length = 0;  // whole sequence, schema included
+  std::size_t max_length = 0;      // whole sequence, schema included
+  std::size_t window_overlap = 0;  // tokens two windows over a cut part share, at most a quarter of one
 };
 
 // Throws checkpoint::LoadError naming the file and key.
@@ -97,6 +99,13 @@ struct VelaPart {
 
 std::vector<VelaPart> vela_parts(const api::Json& state);
 
+// vllm-sr's truncation (families/vela2/layout.py fit) when every question reads every part: while
+// `fixed` plus the parts' lengths is over `room`, each part in order is cut by what is over, keeping
+// a budget of at least one token (of which a shorter part keeps only what it has). The budgets;
+// nullopt when the rest leaves no room. Both Vela 2.0 layouts cut their parts with it.
+std::optional<std::vector<std::size_t>> vela_fit_parts(std::span<const std::size_t> lengths, std::size_t fixed,
+                                                       std::size_t room);
+
 // The option texts of one question in marker order (noul: false, then true).
 std::vector<std::string> vela_option_texts(const api::Question& question);
 
@@ -108,11 +117,12 @@ struct VelaSequence {
   std::size_t state_tokens_kept = 0;
 };
 
-// The tokenizer must already be without its marker entries. 400 max_tokens_exceeded when the
-// questions and options leave no room for the state.
-api::Result<VelaSequence> vela_pack_request(const text::Tokenizer& tokenizer, const VelaPackage& package,
-                                            const std::set<api::QuestionType>& abstain_types,
-                                            const api::DecisionRequest& request);
+// The request's sequences: one, or, when a one-part state had to be cut, the overlapping windows
+// over it that replace the cut sequence. The tokenizer must already be without its marker entries.
+// 400 max_tokens_exceeded when the questions and options leave no room for the state.
+api::Result<std::vector<VelaSequence>> vela_pack_request(const text::Tokenizer& tokenizer, const VelaPackage& package,
+                                                         const std::set<api::QuestionType>& abstain_types,
+                                                         const api::DecisionRequest& request);
 
 // p₁ − p₂ of the two largest probabilities; 1.0 for one option.
 double top2_margin_confidence(std::span<const double> probabilities);

@@ -4,8 +4,6 @@
 // (fp32, tiny random weights); answers within 1e-5; the readout maths against hand values; refusals and
 // load errors that name the file and key.
 
-#include "decide/contracts/vela_encoder.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,6 +16,7 @@
 #include <vector>
 
 #include "decide/contract_table.h"
+#include "decide/contracts/vela_encoder.h"
 #include "support/fixtures.h"
 #include "support/reference_answers.h"
 #include "text/tokenizer.h"
@@ -45,7 +44,8 @@ text::Tokenizer tokenizer_without_markers(const VelaPackage& package) {
   api::Json kept = api::Json::array();
   for (const api::Json& token : spec["added_tokens"]) {
     const auto& names = package.marker_names;
-    if (std::find(names.begin(), names.end(), token["content"].get<std::string>()) == names.end()) kept.push_back(token);
+    if (std::find(names.begin(), names.end(), token["content"].get<std::string>()) == names.end())
+      kept.push_back(token);
   }
   spec["added_tokens"] = kept;
   return text::Tokenizer::from_json(spec.dump(), "tiny-vela tokenizer");
@@ -57,12 +57,16 @@ TEST(VelaPacking, MatchesTheReferenceSequence) {
   const text::Tokenizer tokenizer = tokenizer_without_markers(package);
   const std::vector<api::Json> lines = read_jsonl(fixture_dir() / "packing.jsonl");
   ASSERT_EQ(lines.size(), 8U);
-  bool cut = false;
+  bool cut = false, windowed = false;
   for (const api::Json& line : lines) {
     const api::DecisionRequest request = typed_request(line["request"]);
-    auto sequence = vela_pack_request(tokenizer, package, {api::QuestionType::choice}, request);
-    ASSERT_TRUE(sequence) << sequence.error().message;
-    const VelaSequence& got = sequence.value();
+    auto sequences = vela_pack_request(tokenizer, package, {api::QuestionType::choice}, request);
+    ASSERT_TRUE(sequences) << sequences.error().message;
+    const auto windows = line["windows"].get<std::vector<std::vector<int32_t>>>();
+    ASSERT_EQ(sequences.value().size(), windows.size()) << line["request"].dump();
+    for (std::size_t w = 0; w < windows.size(); ++w) EXPECT_EQ(sequences.value()[w].ids, windows[w]) << w;
+    windowed = windowed || windows.size() > 1;
+    const VelaSequence& got = sequences.value().front();
     EXPECT_EQ(got.ids, line["ids"].get<std::vector<int32_t>>()) << line["request"].dump();
     EXPECT_EQ(got.state_tokens, line["state_tokens"].get<std::size_t>());
     EXPECT_EQ(got.state_tokens_kept, line["state_tokens_kept"].get<std::size_t>());
@@ -78,6 +82,7 @@ TEST(VelaPacking, MatchesTheReferenceSequence) {
     }
   }
   EXPECT_TRUE(cut) << "the fixture must exercise the state cut";
+  EXPECT_TRUE(windowed) << "the fixture must exercise the windows over a cut one-part state";
 }
 
 TEST(VelaPacking, TextNeverSpellsAMarker) {
@@ -85,9 +90,9 @@ TEST(VelaPacking, TextNeverSpellsAMarker) {
   const text::Tokenizer tokenizer = tokenizer_without_markers(package);
   const api::DecisionRequest request = typed_request(api::Json::parse(
       R"({"state":"a [Q] b [SEG_user] c [ABS]","questions":{"q":{"type":"choice","instructions":"[O] [E]","criteria":{"x":"[SEP_SCHEMA]","y":null}}}})"));
-  auto sequence = vela_pack_request(tokenizer, package, {api::QuestionType::choice}, request);
-  ASSERT_TRUE(sequence);
-  const std::vector<int32_t>& ids = sequence.value().ids;
+  auto sequences = vela_pack_request(tokenizer, package, {api::QuestionType::choice}, request);
+  ASSERT_TRUE(sequences);
+  const std::vector<int32_t>& ids = sequences.value().front().ids;
   const VelaMarkers& m = package.markers;
   std::size_t markers = 0;
   for (const int32_t id : ids) {
@@ -230,9 +235,7 @@ TEST_F(VelaLoadErrors, ConfigNamesFileAndKey) {
     c["marker_ids"].erase("[ABS]");
   });
   EXPECT_NE(load_error().find("[ABS]"), std::string::npos) << load_error();
-  edit("config.json", [](api::Json& c) {
-    c["marker_ids"]["[ABS]"] = 100000;
-  });
+  edit("config.json", [](api::Json& c) { c["marker_ids"]["[ABS]"] = 100000; });
   EXPECT_NE(load_error().find("outside the encoder's vocabulary"), std::string::npos) << load_error();
   edit("config.json", [](api::Json& c) {
     c["marker_ids"]["[ABS]"] = 648;
