@@ -59,7 +59,10 @@ std::string serialize_system_one_response(const DecisionRequest& request, const 
   }
   out += "},\"usage\":{\"input_tokens\":";
   out += std::to_string(result.input_tokens);
-  out += ",\"output_tokens\":0}}";
+  out += ",\"output_tokens\":0";
+  // Only when a cached prefix was reused (contract §11), so that other answers keep their bytes.
+  if (result.cached_tokens > 0) out += ",\"cached_tokens\":" + std::to_string(result.cached_tokens);
+  out += "}}";
   return out;
 }
 

@@ -146,6 +146,7 @@ int serve(const ServeFlags& flags) {
       std::string release_date =
           registry::release_date_or_build(model.release_date ? model.release_date : loaded.engine->info().release_date);
       runtime::RunnerOptions runner_options{model.queue_capacity.value_or(config.queue_capacity), model.batch};
+      if (model.prefix_cache_bytes) runner_options.prefix_cache_bytes = *model.prefix_cache_bytes;
       server::Metrics* sink = metrics.get();
       runtime::RunnerObserver observer;
       observer.on_batch = [sink, labels = server::Metrics::render_labels({{"model", name}})](size_t requests,

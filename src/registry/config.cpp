@@ -133,6 +133,8 @@ ModelConfig read_model(const Json& entry, const std::filesystem::path& path, con
       model.queue_capacity = read_number<size_t>(value, path, member, 1, 1'000'000);
     } else if (key == "batch") {
       model.batch = read_batch(value, path, member);
+    } else if (key == "prefix_cache") {
+      model.prefix_cache_bytes = read_number<size_t>(value, path, member, 0, size_t{1} << 40);
     } else if (key == "upstream") {
       model.upstream = read_upstream(value, path, member);
     } else {

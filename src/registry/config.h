@@ -39,6 +39,7 @@ struct ModelConfig {
   std::optional<std::string> release_date;  // "YYYY-MM-DD", shown in /v1/models
   std::optional<size_t> queue_capacity;  // the server-wide default when absent
   runtime::BatchLimits batch;  // "batch": {"max_requests", "max_tokens", "max_wait_us"}
+  std::optional<size_t> prefix_cache_bytes;  // "prefix_cache"; RunnerOptions' default when absent
   std::optional<UpstreamConfig> upstream;  // set: served by a pool of upstream workers
 };
 

@@ -2,6 +2,8 @@
 
 namespace s1::runtime {
 
+bool Engine::use_prefix_cache(PrefixCache& /*cache*/) { return false; }
+
 std::vector<api::Result<RawOutputs>> Engine::run_batch(std::span<Plan* const> plans) {
   std::vector<api::Result<RawOutputs>> outputs;
   outputs.reserve(plans.size());

@@ -14,6 +14,8 @@
 
 namespace s1::runtime {
 
+class PrefixCache;
+
 struct PrepareLimits {
   int64_t token_budget = 65536;  // per request, checked against input_tokens before any compute
 };
@@ -51,6 +53,12 @@ class Engine {
   // rendering, tokenisation and the token budget (400 max_tokens_exceeded).
   virtual api::Result<std::unique_ptr<Plan>> prepare(const api::DecisionRequest& request,
                                                       const PrepareLimits& limits) const = 0;
+
+  // Called once before the runner starts: the model's cache of shared-prefix memories, which run and
+  // run_batch then use on the executor thread (setting each plan's cached_tokens). An engine that
+  // reuses decoder prefixes keeps it and returns true; the default declines it (encoders keep their
+  // own candidate caches).
+  virtual bool use_prefix_cache(PrefixCache& cache);
 
   // The executor thread only: the forward pass. Throws only for faults the model cannot recover from.
   virtual api::Result<RawOutputs> run(Plan& plan) = 0;

@@ -39,7 +39,12 @@ ModelRunner::ModelRunner(std::string name, std::unique_ptr<Engine> engine, Runne
       engine_(std::move(engine)),
       info_(engine_->info()),
       options_(options),
-      observer_(std::move(observer)) {}
+      observer_(std::move(observer)) {
+  if (options_.prefix_cache_bytes > 0) {
+    prefix_cache_ = std::make_unique<PrefixCache>(options_.prefix_cache_bytes);
+    if (!engine_->use_prefix_cache(*prefix_cache_)) prefix_cache_.reset();
+  }
+}
 
 ModelRunner::~ModelRunner() { stop(); }
 
@@ -200,6 +205,7 @@ std::vector<JobOutcome> ModelRunner::execute(const std::vector<std::shared_ptr<J
   for (size_t i = 0; i < batch.size(); ++i) {
     JobOutcome& outcome = outcomes[i];
     outcome.queue_seconds = seconds_between(batch[i]->enqueued_at(), started);
+    outcome.cached_tokens = batch[i]->plan().cached_tokens;
     if (outputs.size() != batch.size()) {
       outcome.answers = api::ApiError::make(api::ErrorCode::internal_error, "Inference failed");
     } else if (!outputs[i]) {

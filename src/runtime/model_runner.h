@@ -3,6 +3,7 @@
 // Work that is abandoned (deadline passed, client gone) before it starts is dropped, never run.
 
 #include "runtime/engine.h"
+#include "runtime/prefix_cache.h"
 
 #include <atomic>
 #include <chrono>
@@ -26,6 +27,7 @@ struct JobOutcome {
   api::Result<std::vector<api::Answer>> answers = api::ApiError{};
   double queue_seconds = 0.0;
   double inference_seconds = 0.0;
+  int64_t cached_tokens = 0;  // the plan's input tokens reused from the prefix cache
 };
 
 // Shared by the request that submitted it and the executor; exactly one of them answers the client.
@@ -72,6 +74,8 @@ struct RunnerOptions {
   // run ends, before its answers are delivered.
   size_t queue_capacity = 32;
   BatchLimits batch;
+  // Bytes of decoder prefix memories kept across requests, for engines that reuse them; 0: none.
+  size_t prefix_cache_bytes = 256 * 1024 * 1024;
 };
 
 // Retry-After for a full queue: the ceiling of the seconds until the running request's slot frees,
@@ -104,6 +108,8 @@ class ModelRunner {
   std::string failure_reason() const;
   size_t queue_depth() const;
   size_t queue_capacity() const { return options_.queue_capacity; }
+  // The model's prefix cache; nullptr when its engine reuses no prefixes or the capacity is 0.
+  const PrefixCache* prefix_cache() const { return prefix_cache_.get(); }
 
   // Step 12 of the check order: 503 overloaded when the queue is full (Retry-After from the measured
   // drain rate), 503 model_unavailable when the model is not ready.
@@ -132,6 +138,7 @@ class ModelRunner {
   ModelInfo info_;
   RunnerOptions options_;
   RunnerObserver observer_;
+  std::unique_ptr<PrefixCache> prefix_cache_;
   std::atomic<ModelState> state_{ModelState::loading};
 
   mutable std::mutex mutex_;

@@ -192,7 +192,6 @@ asio::awaitable<Reply> DecideHandler::run_locally(tcp::socket& socket, Route rou
   Prepared& plan = *prepared;
   if (!plan) co_return error_reply(plan.error(), route);
   const int64_t input_tokens = (*plan)->input_tokens;
-  const int64_t cached_tokens = (*plan)->cached_tokens;
 
   const asio::any_io_executor executor = co_await asio::this_coro::executor;
   auto waiter = std::make_shared<Waiter>(executor);
@@ -261,7 +260,7 @@ asio::awaitable<Reply> DecideHandler::run_locally(tcp::socket& socket, Route rou
   result.model = served->name;
   result.answers = std::move(outcome.answers.value());
   result.input_tokens = input_tokens;
-  result.cached_tokens = cached_tokens;
+  result.cached_tokens = outcome.cached_tokens;
   metrics_.add_counter("s1serve_input_tokens_total", {{"model", served->name}}, static_cast<double>(input_tokens));
   for (const api::Question& question : request->questions) {
     metrics_.add_counter("s1serve_questions_total",

@@ -831,6 +831,19 @@ Reply HttpServer::Impl::status_reply(Route route, std::string_view path) const {
                         static_cast<double>(runner.queue_capacity()));
       metrics.set_gauge("s1serve_model_ready", {{"model", model->name}},
                         runner.state() == runtime::ModelState::ready ? 1.0 : 0.0);
+      // Totals the cache keeps, read when scraped.
+      if (const runtime::PrefixCache* cache = runner.prefix_cache()) {
+        const runtime::PrefixCache::Stats stats = cache->stats();
+        const auto set = [&](const char* series, double value) {
+          metrics.set_gauge(series, {{"model", model->name}}, value);
+        };
+        set("s1serve_prefix_cache_hits_total", static_cast<double>(stats.hits));
+        set("s1serve_prefix_cache_misses_total", static_cast<double>(stats.misses));
+        set("s1serve_prefix_cache_evictions_total", static_cast<double>(stats.evictions));
+        set("s1serve_prefix_cache_entries", static_cast<double>(stats.entries));
+        set("s1serve_prefix_cache_bytes", static_cast<double>(stats.bytes));
+        set("s1serve_prefix_cache_capacity_bytes", static_cast<double>(stats.capacity_bytes));
+      }
     }
     metrics.set_gauge(Series{"s1serve_in_flight_requests", ""}, static_cast<double>(in_flight.load()));
     // A total the log sink keeps, read when scraped like the gauge above.

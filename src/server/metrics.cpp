@@ -38,6 +38,12 @@ constexpr FamilySpec known_families[] = {
     {"s1serve_in_flight_requests", "gauge", "Requests being handled now"},
     {"s1serve_upstream_replica_healthy", "gauge", "1 when the upstream replica answered its last health poll"},
     {"s1serve_log_lines_dropped_total", "counter", "Log lines dropped because stderr did not keep up"},
+    {"s1serve_prefix_cache_hits_total", "counter", "Requests whose state prefix (or part of it) was cached"},
+    {"s1serve_prefix_cache_misses_total", "counter", "Prefix cache look-ups that found nothing"},
+    {"s1serve_prefix_cache_evictions_total", "counter", "Prefixes dropped from the cache to fit its bytes"},
+    {"s1serve_prefix_cache_entries", "gauge", "Prefixes in the cache"},
+    {"s1serve_prefix_cache_bytes", "gauge", "Bytes of the cached prefix memories"},
+    {"s1serve_prefix_cache_capacity_bytes", "gauge", "The prefix cache's capacity (prefix_cache)"},
 };
 
 std::string escape_label_value(const std::string& value) {

@@ -484,7 +484,15 @@ def check_systemone_200(request_json, response, problems):
     if not isinstance(body["model"], str):
         problems.append("model is not a string")
     usage = body["usage"]
-    if not isinstance(usage, dict) or list(usage.keys()) != ["input_tokens", "output_tokens"]:
+    members = ["input_tokens", "output_tokens"]
+    # A reused cached prefix adds cached_tokens after output_tokens (contract §11).
+    if isinstance(usage, dict) and "cached_tokens" in usage:
+        members.append("cached_tokens")
+        cached = usage["cached_tokens"]
+        if not (isinstance(cached, int) and not isinstance(cached, bool)
+                and 1 <= cached <= usage.get("input_tokens", 0)):
+            problems.append(f"cached_tokens {cached!r} is not an integer in [1, input_tokens]")
+    if not isinstance(usage, dict) or list(usage.keys()) != members:
         problems.append(f"usage members {list(usage.keys()) if isinstance(usage, dict) else usage!r}")
     else:
         if not (isinstance(usage["input_tokens"], int) and not isinstance(usage["input_tokens"], bool)

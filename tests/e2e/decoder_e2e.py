@@ -48,6 +48,26 @@ def post(server, body):
     return s1harness.request(server, "POST", "/v1/systemone", json_body=body, timeout=60.0)
 
 
+def check_prefix_cache(family, server, name, multi, first, repeated, problems):
+    """The repeated request's state prefix came from the prefix cache: counted, answers unchanged;
+    two of its questions with the same state reuse it too and answer as they did among five."""
+    cached = repeated["usage"].get("cached_tokens", 0)
+    if not 0 < cached < repeated["usage"]["input_tokens"]:
+        problems.append(f"{family}: repeated request's usage {repeated['usage']}, expected cached_tokens")
+    if repeated["answers"] != first["answers"]:
+        problems.append(f"{family}: answers changed with the cached prefix: {repeated['answers']} vs {first['answers']}")
+    keys = list(multi["questions"])[:2]
+    fewer = post(server, dict(multi, model=name, questions={k: multi["questions"][k] for k in keys})).json()
+    if not fewer["usage"].get("cached_tokens", 0) > 0:
+        problems.append(f"{family}: same state, other questions: usage {fewer['usage']}, expected cached_tokens")
+    for key in keys:
+        compare_answer(f"{family} cached prefix/{key}", first["answers"][key], fewer["answers"][key], problems)
+    metrics = s1harness.request(server, "GET", "/metrics").body.decode()
+    hits = [line for line in metrics.splitlines() if line.startswith(f's1serve_prefix_cache_hits_total{{model="{name}"}}')]
+    if not hits or not float(hits[0].split()[-1]) >= 2:
+        problems.append(f"{family}: /metrics prefix cache hits {hits}, expected at least 2")
+
+
 def check_family(binary, family, problems):
     model_dir = os.path.join(ROOT, "tests", "fixtures", f"tiny-{family}-chat")
     name = json.load(open(os.path.join(model_dir, "s1serve.json")))["name"]
@@ -74,7 +94,10 @@ def check_family(binary, family, problems):
 
         # Prefix sharing: the five questions of the multi-question request asked one at a time cost more.
         multi = next(r for r in requests if len(r["questions"]) >= 5)
-        together = post(server, dict(multi, model=name)).json()["usage"]["input_tokens"]
+        first = post(server, dict(multi, model=name)).json()
+        repeated = post(server, dict(multi, model=name)).json()
+        together = repeated["usage"]["input_tokens"]
+        check_prefix_cache(family, server, name, multi, first, repeated, problems)
         alone = sum(post(server, dict(multi, model=name, questions={k: q}))
                     .json()["usage"]["input_tokens"] for k, q in multi["questions"].items())
         if not together < alone:

@@ -67,7 +67,7 @@ class CuaS1Plan : public runtime::Plan {
   SharedPrefixPrompts prompts;  // one per question
 };
 
-class CuaS1Engine : public runtime::Engine {
+class CuaS1Engine : public PrefixReusingEngine {
  public:
   CuaS1Engine(const std::filesystem::path& model_dir, CuaS1Settings settings)
       : settings_(std::move(settings)),
@@ -115,7 +115,7 @@ class CuaS1Engine : public runtime::Engine {
   api::Result<runtime::RawOutputs> run(runtime::Plan& base_plan) override {
     const auto& plan = static_cast<const CuaS1Plan&>(base_plan);
     runtime::RawOutputs raw;
-    for (const auto& row : last_token_hidden_rows(*decoder_, plan.prompts)) {
+    for (const auto& row : last_token_hidden_rows(*decoder_, plan.prompts, prefix_cache(), &base_plan.cached_tokens)) {
       raw.label_scores.push_back(decoder_->lm_head().gather_logits(row, letter_ids_));
     }
     return raw;

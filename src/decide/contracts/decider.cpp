@@ -275,7 +275,7 @@ class DeciderPlan : public runtime::Plan {
   std::vector<std::size_t> label_counts;  // per row
 };
 
-class DeciderEngine : public runtime::Engine {
+class DeciderEngine : public PrefixReusingEngine {
  public:
   DeciderEngine(const std::filesystem::path& model_dir, DeciderSettings settings)
       : settings_(std::move(settings)),
@@ -361,7 +361,7 @@ class DeciderEngine : public runtime::Engine {
 
   api::Result<runtime::RawOutputs> run(runtime::Plan& base_plan) override {
     const auto& plan = static_cast<const DeciderPlan&>(base_plan);
-    const auto hidden_rows = last_token_hidden_rows(*decoder_, plan.prompts);
+    const auto hidden_rows = last_token_hidden_rows(*decoder_, plan.prompts, prefix_cache(), &base_plan.cached_tokens);
     runtime::RawOutputs raw;  // one entry per row
     for (std::size_t r = 0; r < hidden_rows.size(); ++r) {
       const std::span<const int32_t> labels(settings_.label_token_ids.data(), plan.label_counts[r]);

@@ -215,7 +215,7 @@ class JemmPlan : public runtime::Plan {
   SharedPrefixPrompts prompts;  // one per question
 };
 
-class JemmEngine : public runtime::Engine {
+class JemmEngine : public PrefixReusingEngine {
  public:
   JemmEngine(const std::filesystem::path& model_dir, JemmSettings settings)
       : settings_(std::move(settings)),
@@ -273,7 +273,7 @@ class JemmEngine : public runtime::Engine {
     const auto& plan = static_cast<const JemmPlan&>(base_plan);
     const decoder::OutputMatrix& head = label_head_ ? *label_head_ : decoder_->lm_head();
     runtime::RawOutputs raw;
-    for (const auto& row : last_token_hidden_rows(*decoder_, plan.prompts)) {
+    for (const auto& row : last_token_hidden_rows(*decoder_, plan.prompts, prefix_cache(), &base_plan.cached_tokens)) {
       raw.label_scores.push_back(head.gather_logits(row, head_rows_));
     }
     return raw;

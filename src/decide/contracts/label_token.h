@@ -28,6 +28,7 @@
 #include "model/checkpoint/config_reader.h"
 #include "model/decoder/causal_decoder.h"
 #include "runtime/engine.h"
+#include "runtime/prefix_cache.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 
@@ -95,13 +96,34 @@ api::Result<SharedPrefixPrompts> encode_question_prompts(
     std::size_t context_tokens, std::size_t granularity, int64_t token_budget);
 
 // Runs the prefix once and every suffix branched from it as one batch; the final-norm hidden row at
-// each suffix's last token, in suffix order.
+// each suffix's last token, in suffix order. With a `cache`, the longest cached part of the prefix
+// is reused (the rest runs as one extension, and the whole prefix is cached for later requests); a
+// single prompt without a shared prefix branches from the longest cached part of it that leaves at
+// least its last token. *cached_tokens gets the number of tokens reused.
 std::vector<std::vector<float>> last_token_hidden_rows(decoder::CausalDecoder& decoder,
-                                                       const SharedPrefixPrompts& prompts);
+                                                       const SharedPrefixPrompts& prompts,
+                                                       runtime::PrefixCache* cache = nullptr,
+                                                       int64_t* cached_tokens = nullptr);
 // Every suffix branched from an existing `prefix` state (nullptr: the empty sequence) as one batch, for
 // contracts that branch again from the same state later; rows as above.
 std::vector<std::vector<float>> last_token_hidden_rows(decoder::CausalDecoder& decoder,
                                                        const memory::SequenceMemory* prefix,
                                                        const std::vector<std::vector<int32_t>>& suffixes);
+
+// A decoder contract that reuses shared prefixes across requests: it keeps the runtime's cache.
+class PrefixReusingEngine : public runtime::Engine {
+ public:
+  bool use_prefix_cache(runtime::PrefixCache& cache) final {
+    prefix_cache_ = &cache;
+    return true;
+  }
+
+ protected:
+  // nullptr until the runtime hands one over (a contract used without a runner caches nothing).
+  [[nodiscard]] runtime::PrefixCache* prefix_cache() const { return prefix_cache_; }
+
+ private:
+  runtime::PrefixCache* prefix_cache_ = nullptr;
+};
 
 }  // namespace s1::decide

@@ -101,5 +101,14 @@ TEST_F(ConfigFile, ModelReleaseDateMustBeADate) {
   EXPECT_THROW(read(R"({"models": [{"source": "mock:ramp", "release_date": null}]})"), ConfigError);
 }
 
+TEST_F(ConfigFile, ModelPrefixCacheIsBytes) {
+  EXPECT_FALSE(read(R"({"models": [{"source": "mock:ramp"}]})").models.at(0).prefix_cache_bytes);
+  EXPECT_EQ(read(R"({"models": [{"source": "mock:ramp", "prefix_cache": 0}]})").models.at(0).prefix_cache_bytes, 0U);
+  EXPECT_EQ(read(R"({"models": [{"source": "mock:ramp", "prefix_cache": 1048576}]})").models.at(0).prefix_cache_bytes,
+            1048576U);
+  EXPECT_THROW(read(R"({"models": [{"source": "mock:ramp", "prefix_cache": -1}]})"), ConfigError);
+  EXPECT_THROW(read(R"({"models": [{"source": "mock:ramp", "prefix_cache": "1G"}]})"), ConfigError);
+}
+
 }  // namespace
 }  // namespace s1::registry
