@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../unit/support/scratch_directory.h"
 #include "model/checkpoint/checkpoint.h"
 #include "model/decoder/causal_decoder.h"
 
@@ -277,20 +278,6 @@ inline void expect_bad_calls_rejected(decoder::CausalDecoder& model, decoder::Ca
   expect_rejected(foreign.get(), {good, {}});
 }
 
-// A TEST_F fixture's own empty directory dir_ (named after the suite, the test and the run's seed, so
-// concurrent runs do not meet), removed after the test.
-class ScratchDirectoryTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const ::testing::UnitTest& run = *::testing::UnitTest::GetInstance();
-    dir_ = std::filesystem::temp_directory_path() /
-           ("s1_" + std::string(run.current_test_info()->test_suite_name()) + "_" + std::to_string(run.random_seed()) +
-            "_" + run.current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  std::filesystem::path dir_;
-};
+using test::ScratchDirectoryTest;
 
 }  // namespace s1::parity

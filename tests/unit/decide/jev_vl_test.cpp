@@ -14,6 +14,7 @@
 #include "model/heads/verbalizer_rows.h"
 #include "support/engine_runs.h"
 #include "support/fixtures.h"
+#include "support/scratch_directory.h"
 #include "text/tokenizer.h"
 
 namespace s1::decide {
@@ -21,6 +22,7 @@ namespace {
 
 using test::question_named;
 using test::read_jsonl;
+using test::ScratchDirectoryTest;
 
 std::filesystem::path fixture_dir() { return test::fixture_dir("tiny-jev-vl"); }
 
@@ -119,17 +121,13 @@ TEST(JevVlHead, RowsAccumulateInDouble) {
                checkpoint::LoadError);
 }
 
-class JevVlExportFile : public ::testing::Test {
+class JevVlExportFile : public ScratchDirectoryTest {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("s1serve-jev-vl-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
+    ScratchDirectoryTest::SetUp();
     std::ifstream in(fixture_dir() / jev_vl_export_file);
     base_ = api::Json::parse(in);
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   std::string error_of(const api::Json& content) const {
     const auto path = dir_ / jev_vl_export_file;
@@ -142,7 +140,6 @@ class JevVlExportFile : public ::testing::Test {
     return "";
   }
 
-  std::filesystem::path dir_;
   api::Json base_;
 };
 

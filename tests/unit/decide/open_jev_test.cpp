@@ -16,6 +16,7 @@
 #include "model/checkpoint/load_error.h"
 #include "support/engine_runs.h"
 #include "support/fixtures.h"
+#include "support/scratch_directory.h"
 #include "text/tokenizer.h"
 
 namespace s1::decide {
@@ -23,6 +24,7 @@ namespace {
 
 using test::read_jsonl;
 using test::question_named;
+using test::ScratchDirectoryTest;
 
 std::filesystem::path fixture_dir() { return test::fixture_dir("tiny-open-jev"); }
 
@@ -158,17 +160,13 @@ TEST(OpenJevAnswers, CalibratedSoftmaxOverEveryCandidate) {
   EXPECT_THROW((void)open_jev_label_scores(api::QuestionType::noul, two), std::invalid_argument);
 }
 
-class OpenJevExportFile : public ::testing::Test {
+class OpenJevExportFile : public ScratchDirectoryTest {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("s1serve-open-jev-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
+    ScratchDirectoryTest::SetUp();
     std::ifstream in(fixture_dir() / open_jev_export_file);
     base_ = api::Json::parse(in);
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   std::filesystem::path write(const api::Json& content) const {
     const auto path = dir_ / open_jev_export_file;
@@ -184,7 +182,6 @@ class OpenJevExportFile : public ::testing::Test {
     return "";
   }
 
-  std::filesystem::path dir_;
   api::Json base_;
 };
 
