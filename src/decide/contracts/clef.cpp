@@ -22,7 +22,7 @@ constexpr std::string_view noul_true_description = "The proposition is true or t
 constexpr std::string_view noul_false_description = "The proposition is false or the answer is no.";
 constexpr std::string_view suffix_text =
     "\n<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nJOINT SCHEMA DECISIONS:";
-// Below this no record with one question fits (the fixed pieces alone take about 50 tokens).
+// The prefix and suffix alone take dozens of tokens: a smaller limit can hold no record.
 constexpr int64_t min_max_length = 64;
 
 std::string render(const api::Json& value) {
