@@ -28,8 +28,9 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
 sys.path.insert(0, HERE)
 
 import s1harness  # noqa: E402
-from gguf_e2e import post, read_jsonl  # noqa: E402
-from minilm_e2e import compare_answer  # noqa: E402
+from gguf_e2e import post  # noqa: E402
+from minilm_e2e import TOLERANCE  # noqa: E402
+from reference_answers import check_reference_request, read_jsonl  # noqa: E402
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "gguf", "decision")
 # served name → (stand-in file stem, key of expected.json)
@@ -61,22 +62,8 @@ def main():
         with s1harness.Server(args.binary, served + ["--port", "0"], name="gguf-decision") as server:
             for name, (_, expected_key) in STAND_INS.items():
                 for number, request in enumerate(requests):
-                    where = f"{name} request {number}"
-                    body = dict(request, model=name)
-                    response = post(server, body)
-                    if response.status != 200:
-                        problems.append(f"{where}: status {response.status}: {response.body[:300]!r}")
-                        continue
-                    shape = []
-                    s1harness.check_systemone_200(body, response, shape)
-                    problems += [f"{where}: {p}" for p in shape]
-                    got = response.json()
-                    reference = expected[expected_key][number]
-                    if got["usage"]["input_tokens"] != reference["input_tokens"]:
-                        problems.append(f"{where}: input_tokens {got['usage']['input_tokens']} vs "
-                                        f"{reference['input_tokens']}")
-                    for key, answer in reference["answers"].items():
-                        compare_answer(f"{where}/{key}", answer, got["answers"][key], problems)
+                    check_reference_request(server, dict(request, model=name), expected[expected_key][number],
+                                            f"{name} request {number}", TOLERANCE, problems)
             letters = {f"option {i}": None for i in range(53)}
             body = {"model": "openjev", "state": "x", "questions": {"q": {"type": "choice", "criteria": letters}}}
             response = post(server, body)
