@@ -18,6 +18,7 @@
 #include "model/heads/joint_schema_head.h"
 #include "support/fixtures.h"
 #include "support/reference_answers.h"
+#include "support/scratch_directory.h"
 #include "text/tokenizer.h"
 
 namespace s1::decide {
@@ -42,32 +43,24 @@ std::vector<api::DecisionRequest> fixture_requests() {
   return requests;
 }
 
-class FixtureCopy {
- public:
-  FixtureCopy() : dir_(std::filesystem::temp_directory_path() / ("s1-clef-" + std::to_string(counter_++))) {
-    std::filesystem::remove_all(dir_);
-    std::filesystem::copy(tiny_clef(), dir_);
+// Each damaged copy of the fixture in its own folder of the test's scratch directory.
+class ClefPackageTest : public test::ScratchDirectoryTest {
+ protected:
+  std::string load_error(const std::function<void(const std::filesystem::path&)>& damage) {
+    const std::filesystem::path copy = dir_ / std::to_string(copies_++);
+    std::filesystem::copy(tiny_clef(), copy);
+    damage(copy);
+    try {
+      (void)load_model(copy.string());
+    } catch (const ModelLoadError& error) {
+      return error.what();
+    }
+    return "loaded";
   }
-  ~FixtureCopy() { std::filesystem::remove_all(dir_); }
-  FixtureCopy(const FixtureCopy&) = delete;
-  FixtureCopy& operator=(const FixtureCopy&) = delete;
-  const std::filesystem::path& dir() const { return dir_; }
 
  private:
-  static inline int counter_ = 0;
-  std::filesystem::path dir_;
+  int copies_ = 0;
 };
-
-std::string load_error(const std::function<void(const std::filesystem::path&)>& damage) {
-  const FixtureCopy copy;
-  damage(copy.dir());
-  try {
-    (void)load_model(copy.dir().string());
-  } catch (const ModelLoadError& error) {
-    return error.what();
-  }
-  return "loaded";
-}
 
 void edit_json(const std::filesystem::path& file, const std::function<void(api::Json&)>& edit) {
   api::Json value = read_json(file);
@@ -166,7 +159,7 @@ TEST(ClefEngine, AnswersAsTheReference) {
   EXPECT_EQ(info.max_choice_options, 255U);
 }
 
-TEST(ClefEngine, RefusesBadHeadFilesNamingTheKey) {
+TEST_F(ClefPackageTest, RefusesBadHeadFilesNamingTheKey) {
   const std::string config = std::string(clef_head_config_file);
   EXPECT_NE(load_error([&](const auto& dir) {
               edit_json(dir / config, [](api::Json& c) { c["hidden_size"] = 48; });
