@@ -51,11 +51,16 @@ CpuFeatures detect() {
   const bool osxsave = bit(leaf1.ecx, 27);
   if (!osxsave) return f;
   const std::uint64_t xcr0 = read_xcr0();
+  constexpr std::uint64_t avx_state = (1U << 1) | (1U << 2);
   constexpr std::uint64_t avx512_state = (1U << 1) | (1U << 2) | (1U << 5) | (1U << 6) | (1U << 7);
   constexpr std::uint64_t amx_state = (1U << 17) | (1U << 18);
+  f.os_saves_avx = (xcr0 & avx_state) == avx_state;
   f.os_saves_avx512 = (xcr0 & avx512_state) == avx512_state;
+  f.fma = bit(leaf1.ecx, 12);
+  f.f16c = bit(leaf1.ecx, 29);
 
   const CpuidRegisters leaf7 = cpuid(7, 0);
+  f.avx2 = bit(leaf7.ebx, 5);
   f.avx512f = bit(leaf7.ebx, 16);
   f.avx512bw = bit(leaf7.ebx, 30);
   f.avx512vl = bit(leaf7.ebx, 31);
@@ -66,13 +71,16 @@ CpuFeatures detect() {
   return f;
 }
 
-// S1SERVE_CPU_ISA caps what the variants may use, so that every CPU class's path (AVX-512 without
-// BF16, AVX2-only …) can be run and tested on a machine that has more. It only removes features.
+// S1SERVE_CPU_ISA caps what the variants may use, so that every CPU class's path (AVX2-only, AVX-512
+// without BF16 …) can be run and tested on a machine that has more. It only removes features.
 CpuFeatures capped(CpuFeatures f) {
   const char* setting = std::getenv("S1SERVE_CPU_ISA");
   if (setting == nullptr || *setting == '\0') return f;
   const std::string_view cap = setting;
   if (cap == "portable") {
+    f.avx2 = f.fma = f.f16c = false;
+    f.avx512f = f.avx512bw = f.avx512vl = f.avx512_bf16 = f.amx_tile = f.amx_bf16 = false;
+  } else if (cap == "avx2") {
     f.avx512f = f.avx512bw = f.avx512vl = f.avx512_bf16 = f.amx_tile = f.amx_bf16 = false;
   } else if (cap == "avx512") {
     f.avx512_bf16 = f.amx_tile = f.amx_bf16 = false;
@@ -80,7 +88,7 @@ CpuFeatures capped(CpuFeatures f) {
     f.amx_tile = f.amx_bf16 = false;
   } else if (cap != "amx_bf16") {
     // Start-up configuration is strict (DESIGN.md section 4): a misspelt cap must not run silently.
-    std::fprintf(stderr, "S1SERVE_CPU_ISA=%s: expected portable, avx512, avx512_bf16 or amx_bf16\n", setting);
+    std::fprintf(stderr, "S1SERVE_CPU_ISA=%s: expected portable, avx2, avx512, avx512_bf16 or amx_bf16\n", setting);
     std::exit(2);
   }
   return f;

@@ -4,6 +4,10 @@ namespace s1::backend::cpu {
 
 // What this CPU and OS let us run, read once from CPUID/XGETBV on first use.
 struct CpuFeatures {
+  bool avx2 = false;
+  bool fma = false;
+  bool f16c = false;
+  bool os_saves_avx = false;  // XCR0 has SSE and AVX (YMM) state enabled
   bool avx512f = false;
   bool avx512bw = false;
   bool avx512vl = false;
@@ -13,7 +17,9 @@ struct CpuFeatures {
   bool os_saves_avx512 = false;  // XCR0 has opmask, ZMM_Hi256 and Hi16_ZMM state enabled
   bool os_allows_amx = false;    // XCR0 has XTILECFG/XTILEDATA and the tile permission was granted
 
-  // The baseline every optimised x86 variant here needs (AVX-512 F+BW+VL, OS-enabled).
+  // The AVX2 class: AVX2 + FMA + F16C, OS-enabled (Haswell and later, AMD Zen 1 and later).
+  [[nodiscard]] bool avx2_fma() const { return avx2 && fma && f16c && os_saves_avx; }
+  // The baseline every AVX-512 variant here needs (AVX-512 F+BW+VL, OS-enabled).
   [[nodiscard]] bool avx512() const { return avx512f && avx512bw && avx512vl && os_saves_avx512; }
   [[nodiscard]] bool avx512_with_bf16() const { return avx512() && avx512_bf16; }
   [[nodiscard]] bool amx_with_bf16() const { return avx512() && amx_tile && amx_bf16 && os_allows_amx; }

@@ -20,6 +20,7 @@
 #include "backend/cpu/rows_to_bf16.h"
 #include "backend/cpu/softmax.h"
 #include "backend/cpu/variants.h"
+#include "backend/cpu/x86/avx2.h"
 #include "backend/cpu/x86/decoder.h"
 #include "backend/cpu/x86/gated_delta_avx512.h"
 #include "backend/cpu/x86/x86.h"
@@ -27,48 +28,57 @@
 namespace s1::backend::cpu {
 namespace {
 
-constexpr std::array<Variant<LayerNormFn>, 2> layer_norm_variants{{
+constexpr std::array<Variant<LayerNormFn>, 3> layer_norm_variants{{
     {"avx512", Isa::avx512, &x86::layer_norm_avx512},
+    {"avx2", Isa::avx2, &x86::layer_norm_avx2},
     {"reference", Isa::portable, &reference::layer_norm},
 }};
-constexpr std::array<Variant<GeluFn>, 2> gelu_variants{{
+constexpr std::array<Variant<GeluFn>, 3> gelu_variants{{
     {"avx512", Isa::avx512, &x86::gelu_avx512},
+    {"avx2", Isa::avx2, &x86::gelu_avx2},
     {"reference", Isa::portable, &reference::gelu},
 }};
-constexpr std::array<Variant<SoftmaxFn>, 2> softmax_variants{{
+constexpr std::array<Variant<SoftmaxFn>, 3> softmax_variants{{
     {"avx512", Isa::avx512, &x86::softmax_avx512},
+    {"avx2", Isa::avx2, &x86::softmax_avx2},
     {"reference", Isa::portable, &reference::softmax},
 }};
 constexpr std::array<Variant<ConvertFp32ToBf16Fn>, 2> convert_variants{{
     {"avx512_bf16", Isa::avx512_bf16, &x86::convert_fp32_to_bf16_avx512_bf16},
     {"reference", Isa::portable, &reference::convert_fp32_to_bf16},
 }};
-constexpr std::array<Variant<AttentionHeadFn>, 3> attention_head_variants{{
+constexpr std::array<Variant<AttentionHeadFn>, 4> attention_head_variants{{
     {"amx_bf16", Isa::amx_bf16, &x86::attention_head_amx_bf16, true},
     {"avx512", Isa::avx512, &x86::attention_head_avx512},
+    {"avx2", Isa::avx2, &x86::attention_head_avx2},
     {"reference", Isa::portable, &reference::attention_head},
 }};
-constexpr std::array<Variant<CachedAttentionHeadFn>, 3> cached_attention_head_variants{{
+constexpr std::array<Variant<CachedAttentionHeadFn>, 4> cached_attention_head_variants{{
     {"amx_bf16", Isa::amx_bf16, &x86::cached_attention_head_amx_bf16, true},
     {"avx512", Isa::avx512, &x86::cached_attention_head_avx512},
+    {"avx2", Isa::avx2, &x86::cached_attention_head_avx2},
     {"reference", Isa::portable, &reference::cached_attention_head},
 }};
-constexpr std::array<Variant<RmsNormFn>, 2> rms_norm_variants{{
+constexpr std::array<Variant<RmsNormFn>, 3> rms_norm_variants{{
     {"avx512", Isa::avx512, &x86::rms_norm_avx512},
+    {"avx2", Isa::avx2, &x86::rms_norm_avx2},
     {"reference", Isa::portable, &reference::rms_norm},
 }};
-constexpr std::array<Variant<GeluMulFn>, 2> gelu_mul_variants{{
+constexpr std::array<Variant<GeluMulFn>, 3> gelu_mul_variants{{
     {"avx512", Isa::avx512, &x86::gelu_mul_avx512},
+    {"avx2", Isa::avx2, &x86::gelu_mul_avx2},
     {"reference", Isa::portable, &reference::gelu_mul},
 }};
 
-constexpr std::array<Variant<GeluMulBf16Fn>, 2> gelu_mul_bf16_variants{{
+constexpr std::array<Variant<GeluMulBf16Fn>, 3> gelu_mul_bf16_variants{{
     {"avx512", Isa::avx512, &x86::gelu_mul_bf16_avx512},
+    {"avx2", Isa::avx2, &x86::gelu_mul_bf16_avx2},
     {"reference", Isa::portable, &reference::gelu_mul_bf16},
 }};
 
-constexpr std::array<Variant<SiluMulFn>, 2> silu_mul_variants{{
+constexpr std::array<Variant<SiluMulFn>, 3> silu_mul_variants{{
     {"avx512", Isa::avx512, &x86::silu_mul_avx512},
+    {"avx2", Isa::avx2, &x86::silu_mul_avx2},
     {"reference", Isa::portable, &reference::silu_mul},
 }};
 constexpr std::array<Variant<GatedDeltaHeadFn>, 2> gated_delta_head_variants{{
@@ -115,6 +125,8 @@ bool isa_supported(Isa isa) {
   switch (isa) {
     case Isa::portable:
       return true;
+    case Isa::avx2:
+      return cpu.avx2_fma();
     case Isa::avx512:
       return cpu.avx512();
     case Isa::avx512_bf16:
@@ -129,6 +141,8 @@ std::string_view isa_name(Isa isa) {
   switch (isa) {
     case Isa::portable:
       return "portable";
+    case Isa::avx2:
+      return "avx2";
     case Isa::avx512:
       return "avx512";
     case Isa::avx512_bf16:

@@ -14,7 +14,7 @@
 
 namespace s1::backend::cpu {
 
-enum class Isa { portable, avx512, avx512_bf16, amx_bf16 };
+enum class Isa { portable, avx2, avx512, avx512_bf16, amx_bf16 };
 
 [[nodiscard]] bool isa_supported(Isa isa);
 [[nodiscard]] std::string_view isa_name(Isa isa);
@@ -83,6 +83,24 @@ struct AttentionHeadTask {
     std::size_t end = causal ? i + 1 : length;
     if (window == 0) return {0, end};
     return {i > window ? i - window : 0, std::min(end, i + window + 1)};
+  }
+  // The keys any query row of [i0, i0 + rows) (< length) attends to, first rounded down to a multiple of
+  // `align` (a kernel's key block): the union of their visible_keys.
+  [[nodiscard]] KeyRange block_keys(std::size_t i0, std::size_t rows, std::size_t align) const {
+    std::size_t end = causal ? std::min(length, i0 + rows) : length;
+    if (window == 0) return {0, end};
+    return {(i0 > window ? i0 - window : 0) / align * align, std::min(end, i0 + rows + window)};
+  }
+  // Writes zeros to the output rows [max(length, query_begin), query_stop()): the padding past the
+  // valid tokens, in out or out_bf16.
+  void zero_rows_past_length() const {
+    for (std::size_t i = std::max(length, query_begin); i < query_stop(); ++i) {
+      if (out_bf16 != nullptr) {
+        std::fill_n(out_bf16 + i * out_stride, head_dim, Bf16Bits{0});
+      } else {
+        std::fill_n(out + i * out_stride, head_dim, 0.0F);
+      }
+    }
   }
 };
 using AttentionHeadFn = void(const AttentionHeadTask& task);

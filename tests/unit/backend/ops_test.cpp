@@ -1,6 +1,6 @@
 // The one op test of the backend seam (after ggml's test-backend-ops): one table of op cases, each
 // run on every registered backend and compared with the reference backend's result. ctest runs
-// this binary once per CPU class (S1SERVE_CPU_ISA = portable, avx512, avx512_bf16, amx_bf16, with
+// this binary once per CPU class (S1SERVE_CPU_ISA = portable, avx2, avx512, avx512_bf16, amx_bf16, with
 // oneDNN capped to match), so every CPU variant of every op is covered; a class this CPU lacks is
 // skipped with a message. A backend added later joins by its row in backend/registry.cpp.
 //
@@ -517,7 +517,8 @@ std::string cpu_class() {
 
 bool cpu_class_runs() {
   const std::string cap = cpu_class();
-  for (const auto isa : {cpu::Isa::portable, cpu::Isa::avx512, cpu::Isa::avx512_bf16, cpu::Isa::amx_bf16}) {
+  for (const auto isa :
+       {cpu::Isa::portable, cpu::Isa::avx2, cpu::Isa::avx512, cpu::Isa::avx512_bf16, cpu::Isa::amx_bf16}) {
     if (cap == cpu::isa_name(isa)) return cpu::isa_supported(isa);
   }
   return true;

@@ -92,12 +92,7 @@ void attention_head_avx512(const AttentionHeadTask& bf16_or_fp32_task) {
 
     // Keys this block can see, [begin, end), widened to whole vectors (padding keys are zero, then
     // masked); a sliding window narrows both ends.
-    std::size_t end = task.causal ? std::min(length, i0 + rows) : length;
-    std::size_t begin = 0;
-    if (task.window != 0) {
-      end = std::min(end, i0 + rows + task.window);
-      begin = (i0 > task.window ? i0 - task.window : 0) / 16 * 16;
-    }
+    const auto [begin, end] = task.block_keys(i0, rows, 16);
     const std::size_t end_padded = (end + 15) / 16 * 16;
     score_blocks(scratch.queries.data(), keys_transposed, padded, d, begin, end_padded, scores);
 
@@ -127,13 +122,7 @@ void attention_head_avx512(const AttentionHeadTask& bf16_or_fp32_task) {
                                         std::span(task.out_bf16 + (i0 + r) * task.out_stride, d));
     }
   }
-  for (std::size_t i = std::max(length, task.query_begin); i < task.query_stop(); ++i) {
-    if (task.out_bf16 != nullptr) {
-      std::fill_n(task.out_bf16 + i * task.out_stride, d, Bf16Bits{0});
-    } else {
-      std::fill_n(task.out + i * task.out_stride, d, 0.0F);
-    }
-  }
+  task.zero_rows_past_length();
 }
 
 }  // namespace s1::backend::cpu::x86
