@@ -32,28 +32,34 @@ from tokenizers import Tokenizer
 from transformers import ModernBertConfig, ModernBertModel
 
 PARTS = (("request", "user"), ("source", "context"), ("answer", "answer"))
-ABSTAIN_TYPES = {"choice"}
+ABSTAIN_TYPES = {"choice", "noul"}
 
 
 def python_text(value) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def option_text(name: str, description) -> str:
-    if description is None or description == "":
-        return name
-    return f"{name}: {python_text(description)}"
+NOUL_DEFAULTS = ("No. The statement or question is not satisfied.", "Yes. The statement or question is satisfied.")
+
+
+def named_options(question: dict) -> tuple[list[str], list[tuple[str, str]]]:
+    """(label names, (name, description) per option) as vllm-sr's request.py reads System One: choice its
+    criteria (null: ""), noul no/yes with the criteria's false/true texts or the defaults, score the level
+    texts with no description."""
+    kind, criteria = question["type"], question.get("criteria")
+    if kind == "choice":
+        return list(criteria), [(k, "" if v is None else python_text(v)) for k, v in criteria.items()]
+    if kind == "score":
+        return [str(i) for i in range(len(criteria))], [(python_text(level), "") for level in criteria]
+    criteria = criteria or {}
+    return ["false", "true"], [(name, default if criteria.get(key) is None else python_text(criteria[key]))
+                               for name, key, default in zip(("no", "yes"), ("false", "true"), NOUL_DEFAULTS)]
 
 
 def options_of(question: dict) -> tuple[list[str], list[str]]:
-    """(label names, option texts) in marker order; noul false then true."""
-    kind, criteria = question["type"], question.get("criteria")
-    if kind == "choice":
-        return list(criteria), [option_text(name, description) for name, description in criteria.items()]
-    if kind == "score":
-        return [str(i) for i in range(len(criteria))], [option_text(str(i), level) for i, level in enumerate(criteria)]
-    criteria = criteria or {}
-    return ["false", "true"], [option_text("false", criteria.get("false")), option_text("true", criteria.get("true"))]
+    """(label names, option texts) in marker order: "name" or "name: description"."""
+    names, options = named_options(question)
+    return names, [name if not description else f"{name}: {description}" for name, description in options]
 
 
 def parts_of(state) -> list[tuple[str, str]]:
@@ -81,7 +87,8 @@ def answer_of(temperature: dict, question: dict, logits: list[float]) -> dict:
     noul false then true) at the type's calibration.json temperature; what both Vela contracts answer."""
     real = torch.tensor(logits[: question["real_options"]], dtype=torch.float64)
     kind = question["type"]
-    p = torch.softmax(real / float(temperature.get(kind, 1.0)), dim=0).tolist()
+    # A noul question is read as a two-option choice, at the choice temperature.
+    p = torch.softmax(real / float(temperature.get("choice" if kind == "noul" else kind, 1.0)), dim=0).tolist()
     if kind == "noul":
         return {"type": "noul", "noul": p[1]}
     probabilities = dict(zip(question["names"], p))
@@ -93,8 +100,7 @@ def answer_of(temperature: dict, question: dict, logits: list[float]) -> dict:
                 "probabilities": probabilities}
     mean = sum(i * q for i, q in enumerate(p))
     variance = sum(q * (i - mean) ** 2 for i, q in enumerate(p))
-    half = (len(p) - 1) / 2
-    confidence = min(1.0, max(0.0, 1.0 - variance / (half * half)))
+    confidence = min(1.0, max(0.0, 1.0 - variance / ((len(p) ** 2 - 1) / 12)))
     return {"type": "score", "score": mean, "confidence": confidence, "probabilities": probabilities}
 
 

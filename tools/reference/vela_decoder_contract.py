@@ -30,7 +30,7 @@ from tokenizers import Tokenizer
 from transformers import AutoModelForCausalLM
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vela_contract import answer_of, fit, parts_of, python_text  # noqa: E402
+from vela_contract import answer_of, fit, named_options, parts_of, python_text  # noqa: E402
 
 PARTS_HEAD = "Context:\n"
 SEGMENT_CLOSE = "\n</segment>\n"
@@ -47,17 +47,6 @@ def option_block(key: str, description: str) -> str:
     body = json.dumps({"key": key, "description": description}, sort_keys=True, ensure_ascii=False,
                       separators=(",", ":"))
     return f"\n<option>\n{body}\n</option>"
-
-
-def options_of(question: dict) -> tuple[list[str], list[tuple[str, str]], bool]:
-    """(label names, (key, description) per option, whether [ABS] follows)."""
-    kind, criteria = question["type"], question.get("criteria")
-    if kind == "choice":
-        return list(criteria), [(k, text_of(v)) for k, v in criteria.items()], True
-    if kind == "score":
-        return [str(i) for i in range(len(criteria))], [(str(i), text_of(v)) for i, v in enumerate(criteria)], False
-    criteria = criteria or {}
-    return ["false", "true"], [("false", text_of(criteria.get("false"))), ("true", text_of(criteria.get("true")))], False
 
 
 class Reference:
@@ -80,15 +69,17 @@ class Reference:
         target = ", ".join(role for role, _ in parts)
         blocks, schema = [], 0
         for key, question in request["questions"].items():
-            names, options, abstain = options_of(question)
-            head = (f"\n\nTask type: {question['type']}\nTarget: {target}\nQuestion:\n"
+            names, options = named_options(question)
+            abstain = question["type"] != "score"
+            kind = "score" if question["type"] == "score" else "choice"  # noul reads as a choice
+            head = (f"\n\nTask type: {kind}\nTarget: {target}\nQuestion:\n"
                     f"{text_of(question.get('instructions'))}\nOptions:")
             ids, ends = self.ids(head), []
             for option in options + ([ABSTAIN] if abstain else []):
                 ids += self.ids(option_block(*option))
                 ends.append(len(ids) - 1)
             ids += self.ids(SUFFIX)
-            schema += 1 + len(ids) + len(ends) + int(abstain)
+            schema += 1 + len(ids) + len(options) + int(abstain)
             blocks.append({"key": key, "type": question["type"], "names": names, "ids": ids, "endpoints": ends,
                            "real_options": len(options)})
         overhead = len(self.ids(PARTS_HEAD)) + sum(len(self.ids(f'<segment role="{role}">\n')) +

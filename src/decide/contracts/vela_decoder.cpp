@@ -34,18 +34,6 @@ std::string option_piece(std::string_view key, const std::string& description) {
 
 std::string segment_open(std::string_view role) { return "<segment role=\"" + std::string(role) + "\">\n"; }
 
-std::string type_name(api::QuestionType type) {
-  switch (type) {
-    case api::QuestionType::choice:
-      return "choice";
-    case api::QuestionType::score:
-      return "score";
-    case api::QuestionType::noul:
-      break;
-  }
-  return "noul";
-}
-
 }  // namespace
 
 VelaDecoderSettings read_vela_decoder_settings(checkpoint::ConfigReader& decision_file) {
@@ -62,24 +50,14 @@ VelaDecoderSettings read_vela_decoder_settings(checkpoint::ConfigReader& decisio
 std::vector<std::string> vela_block_pieces(const api::Question& question, const std::vector<std::string>& roles) {
   std::string target;
   for (const std::string& role : roles) target += (target.empty() ? "" : ", ") + role;
-  std::vector<std::string> pieces{"\n\nTask type: " + type_name(question.type) + "\nTarget: " + target +
-                                  "\nQuestion:\n" + text_of(question.instructions) + "\nOptions:"};
-  switch (question.type) {
-    case api::QuestionType::choice:
-      for (const api::ChoiceOption& option : question.options) {
-        pieces.push_back(option_piece(option.name, text_of(option.description)));
-      }
-      pieces.push_back(option_piece(abstain_key, std::string(abstain_description)));
-      break;
-    case api::QuestionType::noul:
-      pieces.push_back(option_piece("false", text_of(question.noul_false)));
-      pieces.push_back(option_piece("true", text_of(question.noul_true)));
-      break;
-    case api::QuestionType::score:
-      for (std::size_t i = 0; i < question.levels.size(); ++i) {
-        pieces.push_back(option_piece(std::to_string(i), text_of(question.levels[i])));
-      }
-      break;
+  // The runtime reads a noul question as a two-option choice.
+  const std::string type = question.type == api::QuestionType::score ? "score" : "choice";
+  std::vector<std::string> pieces{"\n\nTask type: " + type + "\nTarget: " + target + "\nQuestion:\n" +
+                                  text_of(question.instructions) + "\nOptions:"};
+  for (const auto& [name, description] : vela_named_options(question))
+    pieces.push_back(option_piece(name, description));
+  if (question.type != api::QuestionType::score) {
+    pieces.push_back(option_piece(abstain_key, std::string(abstain_description)));
   }
   pieces.emplace_back(single_suffix);
   return pieces;
@@ -104,9 +82,9 @@ api::Result<VelaTree> vela_render_tree(const text::Tokenizer& tokenizer, const a
       block.tokens.insert(block.tokens.end(), piece.begin(), piece.end());
       if (p > 0 && p + 1 < pieces.size()) block.endpoints.push_back(block.tokens.size() - 1);
     }
-    block.real_options = question.type == api::QuestionType::choice ? question.options.size() : block.endpoints.size();
+    block.real_options = vela_named_options(question).size();
     const bool abstains = block.endpoints.size() > block.real_options;
-    schema += 1 + block.tokens.size() + block.endpoints.size() + (abstains ? 1 : 0);
+    schema += 1 + block.tokens.size() + block.real_options + (abstains ? 1 : 0);
     tree.blocks.push_back(std::move(block));
   }
 

@@ -8,13 +8,14 @@
 //            as the 0.3B contract maps them: request/source/answer → user/context/answer, else one
 //            user part); run ONCE as the tree's prefix.
 //   block    per question, continuing from the parts alone (a prefix fork):
-//            "\n\nTask type: T\nTarget: R1, R2\nQuestion:\nQ\nOptions:", per option
-//            "\n<option>\n" + {"description":…,"key":…} (sorted keys, compact) + "\n</option>", the
-//            abstain option ("[ABS]", "None of the shown options applies.") for choice, and
+//            "\n\nTask type: T\nTarget: R1, R2\nQuestion:\nQ\nOptions:" (noul reads as a choice),
+//            per option of vela_named_options "\n<option>\n" + {"description":…,"key":…} (sorted
+//            keys, compact) + "\n</option>", the abstain option ("[ABS]", "None of the shown options
+//            applies.") for choice and noul, and
 //            "\n\nSelect the single option best supported by the context and instructions.\nDecision:".
 //   readout  heads::CandidateHead at each option's last token against the block's last token; the
 //            [ABS] logit stays out of the distribution; answers as the 0.3B contract gives them
-//            (calibration.json temperatures, top-2 margin, 1 − normalised variance, noul p(true)).
+//            (calibration.json temperatures, top-2 margin, 1 − normalised variance, noul p(yes)).
 //   limits   max_length (s1serve.json, default 16,384, ≤ the decoder's positions) over the parts
 //            plus every block; the parts are cut in order by what is over (each keeps ≥ 1 token);
 //            questions alone over it: 400 max_tokens_exceeded.

@@ -28,14 +28,6 @@ constexpr std::array<std::string_view, 8> marker_names = {"[Q]",        "[O]",  
 constexpr std::array<std::pair<std::string_view, std::string_view>, 3> state_parts = {
     {{"request", "user"}, {"source", "context"}, {"answer", "answer"}}};
 
-bool no_description(const api::Json& value) {
-  return value.is_null() || (value.is_string() && value.get<std::string>().empty());
-}
-
-std::string option_text(const std::string& name, const api::Json& description) {
-  return no_description(description) ? name : name + ": " + python_text(description);
-}
-
 std::optional<api::QuestionType> parse_question_type(std::string_view name) {
   if (name == "choice") return api::QuestionType::choice;
   if (name == "noul") return api::QuestionType::noul;
@@ -212,22 +204,31 @@ std::vector<VelaPart> vela_parts(const api::Json& state) {
   return {{"user", python_text(state)}};
 }
 
-std::vector<std::string> vela_option_texts(const api::Question& question) {
-  std::vector<std::string> texts;
+std::vector<std::pair<std::string, std::string>> vela_named_options(const api::Question& question) {
+  const auto text = [](const api::Json& value, std::string_view fallback) {
+    return value.is_null() ? std::string(fallback) : python_text(value);
+  };
+  std::vector<std::pair<std::string, std::string>> options;
   switch (question.type) {
     case api::QuestionType::choice:
       for (const api::ChoiceOption& option : question.options)
-        texts.push_back(option_text(option.name, option.description));
+        options.emplace_back(option.name, text(option.description, ""));
       break;
     case api::QuestionType::noul:
-      texts.push_back(option_text("false", question.noul_false));
-      texts.push_back(option_text("true", question.noul_true));
+      options.emplace_back("no", text(question.noul_false, vela_noul_default_no));
+      options.emplace_back("yes", text(question.noul_true, vela_noul_default_yes));
       break;
     case api::QuestionType::score:
-      for (std::size_t i = 0; i < question.levels.size(); ++i) {
-        texts.push_back(option_text(std::to_string(i), question.levels[i]));
-      }
+      for (const api::Json& level : question.levels) options.emplace_back(python_text(level), "");
       break;
+  }
+  return options;
+}
+
+std::vector<std::string> vela_option_texts(const api::Question& question) {
+  std::vector<std::string> texts;
+  for (const auto& [name, description] : vela_named_options(question)) {
+    texts.push_back(description.empty() ? name : name + ": " + description);
   }
   return texts;
 }
@@ -341,8 +342,9 @@ double variance_confidence(std::span<const double> probabilities) {
     const double distance = static_cast<double>(i) - mean;
     variance += probabilities[i] * distance * distance;
   }
-  const double half_range = (static_cast<double>(n) - 1.0) / 2.0;
-  return std::clamp(1.0 - variance / (half_range * half_range), 0.0, 1.0);
+  // The variance of a uniform distribution over the n levels.
+  const double uniform = (static_cast<double>(n) * static_cast<double>(n) - 1.0) / 12.0;
+  return std::clamp(1.0 - variance / uniform, 0.0, 1.0);
 }
 
 api::Result<api::Answer> vela_answer(api::QuestionType type, std::span<const float> option_logits,
@@ -351,7 +353,7 @@ api::Result<api::Answer> vela_answer(api::QuestionType type, std::span<const flo
   if (type == api::QuestionType::noul) {
     if (scores.size() != 2)
       return api::ApiError::make(api::ErrorCode::internal_error, "a noul question needs two logits");
-    const std::vector<double> p = softmax(scores, calibration.noul);  // (false, true)
+    const std::vector<double> p = softmax(scores, calibration.choice);  // (no, yes)
     if (p.empty())
       return api::ApiError::make(api::ErrorCode::internal_error, "The model produced a non-finite label score");
     double p_true = p[1];

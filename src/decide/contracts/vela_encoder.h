@@ -9,14 +9,15 @@
 //   parts    a state object whose members are all among "request", "source", "answer" becomes the
 //            parts user, context and answer (in that order); any other state is one user part
 //            (a string as-is, else Python's json.dumps). Every question pools over all parts.
-//   options  choice "name" or "name: description"; noul "false[: text]", "true[: text]"; score
-//            "i[: level]" for level i. [ABS] follows the options of the types in "abstain_types"
-//            (default: choice); its logit never enters the distribution.
+//   options  "name" or "name: description" of vela_named_options (noul "no: …", "yes: …"; score the
+//            level texts). [ABS] follows the options of the types in "abstain_types" (default:
+//            choice and noul, as the runtime's reader); its logit never enters the distribution.
 //   readout  model/heads/vela_readout.h per option marker; p = softmax(logits / T) over the real options in
-//            float64, T per type from calibration.json (absent: 1.0); noul p(true), with the
+//            float64, T per type from calibration.json (absent: 1.0; noul reads as a choice at the choice
+//            temperature); noul p(yes), with the
 //            package's optional noul calibration sigmoid(logit(p)/T + b) when it says "default";
 //            choice argmax (earliest on ties), confidence p₁ − p₂ (top-2 margin); score Σ i·pᵢ,
-//            confidence 1 − Var(i)/((n − 1)/2)² clamped to [0, 1].
+//            confidence 1 − Var(i)/((n² − 1)/12) clamped to [0, 1].
 //   limits   a sequence is at most max_length tokens (config.json, ≤ the encoder's positions): the
 //            parts are cut in order by what is over (vllm-sr's layout.py fit), and a cut one-part
 //            state is read instead in windows of the kept length overlapping by
@@ -32,6 +33,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "api/errors.h"
@@ -53,7 +55,7 @@ struct VelaSettings {
   std::vector<std::string> aliases;
   std::string description = "Vela 2.0 0.3B: ModernBERT marker encoder with cosine decision readouts (vllm-sr)";
   backend::cpu::Precision precision = backend::cpu::Precision::fp32;
-  std::set<api::QuestionType> abstain_types{api::QuestionType::choice};
+  std::set<api::QuestionType> abstain_types{api::QuestionType::choice, api::QuestionType::noul};
 };
 
 // Reads this contract's members of an s1serve.json whose "contract" member was already read (name,
@@ -106,7 +108,16 @@ std::vector<VelaPart> vela_parts(const api::Json& state);
 std::optional<std::vector<std::size_t>> vela_fit_parts(std::span<const std::size_t> lengths, std::size_t fixed,
                                                        std::size_t room);
 
-// The option texts of one question in marker order (noul: false, then true).
+inline constexpr std::string_view vela_noul_default_no = "No. The statement or question is not satisfied.";
+inline constexpr std::string_view vela_noul_default_yes = "Yes. The statement or question is satisfied.";
+
+// A question's options as (name, description) the way vllm-sr's runtime reads System One for the
+// Vela 2.0 packages (families/vela2/request.py): choice its criteria (null → ""); noul "no" and
+// "yes" described by the criteria's false and true texts or the defaults above; score one option
+// per level named by its text, no description.
+std::vector<std::pair<std::string, std::string>> vela_named_options(const api::Question& question);
+
+// The 0.3B option texts in marker order: "name" or "name: description".
 std::vector<std::string> vela_option_texts(const api::Question& question);
 
 struct VelaSequence {
@@ -126,7 +137,8 @@ api::Result<std::vector<VelaSequence>> vela_pack_request(const text::Tokenizer& 
 
 // p₁ − p₂ of the two largest probabilities; 1.0 for one option.
 double top2_margin_confidence(std::span<const double> probabilities);
-// 1 − Var(i)/((n − 1)/2)², the variance of the level index under p, clamped to [0, 1].
+// 1 − Var(i)/((n² − 1)/12), the variance of the level index under p over a uniform one's, clamped
+// to [0, 1].
 double variance_confidence(std::span<const double> probabilities);
 
 // The answer from one question's real option logits in marker order (noul: false, true).

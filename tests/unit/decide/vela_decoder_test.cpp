@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -68,16 +70,21 @@ TEST(VelaDecoderPrompt, BlockTextsAsTheLayoutSpellsThem) {
   EXPECT_EQ(pieces[3],
             "\n<option>\n{\"description\":\"None of the shown options applies.\",\"key\":\"[ABS]\"}\n</option>");
   EXPECT_EQ(pieces[4], "\n\nSelect the single option best supported by the context and instructions.\nDecision:");
+  // noul reads as a two-option choice with the runtime's default texts, [ABS] included.
   const std::vector<std::string> noul = vela_block_pieces(
       test::single_question(R"({"type": "noul", "instructions": "Ok?", "criteria": {"true": "yes"}})"), {"user"});
-  ASSERT_EQ(noul.size(), 4U);  // no [ABS]
-  EXPECT_EQ(noul[0], "\n\nTask type: noul\nTarget: user\nQuestion:\nOk?\nOptions:");
-  EXPECT_EQ(noul[1], "\n<option>\n{\"description\":\"\",\"key\":\"false\"}\n</option>");
-  EXPECT_EQ(noul[2], "\n<option>\n{\"description\":\"yes\",\"key\":\"true\"}\n</option>");
+  ASSERT_EQ(noul.size(), 5U);
+  EXPECT_EQ(noul[0], "\n\nTask type: choice\nTarget: user\nQuestion:\nOk?\nOptions:");
+  EXPECT_EQ(
+      noul[1],
+      "\n<option>\n{\"description\":\"No. The statement or question is not satisfied.\",\"key\":\"no\"}\n</option>");
+  EXPECT_EQ(noul[2], "\n<option>\n{\"description\":\"yes\",\"key\":\"yes\"}\n</option>");
+  // score: the levels name the options, with no description and no [ABS].
   const std::vector<std::string> score = vela_block_pieces(
       test::single_question(R"({"type": "score", "instructions": {"k": 1}, "criteria": ["low", "high"]})"), {"user"});
+  ASSERT_EQ(score.size(), 4U);
   EXPECT_EQ(score[0], "\n\nTask type: score\nTarget: user\nQuestion:\n{\"k\": 1}\nOptions:");
-  EXPECT_EQ(score[2], "\n<option>\n{\"description\":\"high\",\"key\":\"1\"}\n</option>");
+  EXPECT_EQ(score[2], "\n<option>\n{\"description\":\"\",\"key\":\"high\"}\n</option>");
 }
 
 // A safetensors file of fp32 tensors, for hand-sized heads.
@@ -130,7 +137,8 @@ TEST(VelaCandidateHead, NormsThenBilinearPlusGeluMlp) {
   EXPECT_THROW(heads::CandidateHead(weights, "other.", 2), checkpoint::LoadError);
 }
 
-// Declared before comparing: the hybrid family's fp32 gate on logits (1e-4 × the logit scale).
+// Declared before comparing: the hybrid family's fp32 gate on logits, 1e-4 × the logit scale (the
+// largest |logit| of the question, at least 1), and 1e-4 on probabilities.
 constexpr double tolerance = 1e-4;
 
 TEST(VelaDecoderEngine, OneTreeAnswersLikeTheReferenceRunBlockByBlock) {
@@ -153,7 +161,9 @@ TEST(VelaDecoderEngine, OneTreeAnswersLikeTheReferenceRunBlockByBlock) {
       const auto expected = heads[n]["logits"][q].get<std::vector<double>>();
       const std::vector<double>& got = raw.value().label_scores[q];
       ASSERT_LE(got.size(), expected.size()) << n << " " << q;
-      for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expected[i], tolerance) << n << " " << q;
+      double scale = 1.0;
+      for (const double logit : expected) scale = std::max(scale, std::abs(logit));
+      for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expected[i], tolerance * scale) << n << " " << q;
     }
     auto answers = model.engine->finish(request, *plan.value(), std::move(raw.value()));
     ASSERT_TRUE(answers) << n;

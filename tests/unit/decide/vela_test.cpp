@@ -60,7 +60,7 @@ TEST(VelaPacking, MatchesTheReferenceSequence) {
   bool cut = false, windowed = false;
   for (const api::Json& line : lines) {
     const api::DecisionRequest request = typed_request(line["request"]);
-    auto sequences = vela_pack_request(tokenizer, package, {api::QuestionType::choice}, request);
+    auto sequences = vela_pack_request(tokenizer, package, VelaSettings{}.abstain_types, request);
     ASSERT_TRUE(sequences) << sequences.error().message;
     const auto windows = line["windows"].get<std::vector<std::vector<int32_t>>>();
     ASSERT_EQ(sequences.value().size(), windows.size()) << line["request"].dump();
@@ -135,8 +135,8 @@ TEST(VelaReadout, ConfidencesAndCalibrationAgainstHandValues) {
   EXPECT_EQ(top2_margin_confidence(std::vector<double>{1.0}), 1.0);
   EXPECT_NEAR(variance_confidence(std::vector<double>{0.0, 1.0, 0.0}), 1.0, 1e-15);
   EXPECT_NEAR(variance_confidence(std::vector<double>{0.5, 0.0, 0.5}), 0.0, 1e-15);
-  // mean 0.7, variance 0.5·0.49 + 0.3·0.09 + 0.2·1.69 = 0.61, over (2/2)² = 1.
-  EXPECT_NEAR(variance_confidence(p), 1.0 - 0.61, 1e-12);
+  // mean 0.7, variance 0.5·0.49 + 0.3·0.09 + 0.2·1.69 = 0.61, over a uniform one's (3² − 1)/12 = 2/3.
+  EXPECT_NEAR(variance_confidence(p), 1.0 - 0.61 * 1.5, 1e-12);
 
   VelaCalibration calibration;
   calibration.choice = 2.0;
@@ -149,12 +149,14 @@ TEST(VelaReadout, ConfidencesAndCalibrationAgainstHandValues) {
   EXPECT_EQ(choice.value().choice_index, 2U);
   EXPECT_NEAR(choice.value().confidence, (std::exp(1.5) - std::exp(1.0)) / z, 1e-12);
 
-  calibration.noul = 0.5;
+  // A noul question reads as a choice: the choice temperature, not the noul one.
+  calibration.choice = 0.5;
+  calibration.noul = 4.0;
   calibration.noul_calibration = VelaCalibration::Noul{2.0, 0.25};
-  const std::vector<float> noul_logits = {0.0F, 0.5F};  // false, true
+  const std::vector<float> noul_logits = {0.0F, 0.5F};  // no, yes
   auto noul = vela_answer(api::QuestionType::noul, noul_logits, calibration);
   ASSERT_TRUE(noul);
-  // softmax([0, 1]) → p(true) = e/(1+e); logit(p) = 1; calibrated sigmoid(1/2 + 0.25).
+  // softmax([0, 1]) → p(yes) = e/(1+e); logit(p) = 1; calibrated sigmoid(1/2 + 0.25).
   EXPECT_NEAR(noul.value().probabilities[0], 1.0 / (1.0 + std::exp(-0.75)), 1e-12);
   EXPECT_NEAR(noul.value().probabilities[0] + noul.value().probabilities[1], 1.0, 1e-15);
 
@@ -264,8 +266,8 @@ TEST_F(VelaLoadErrors, AbstainTypesChangeTheSequence) {
   const api::Json line = read_jsonl(fixture_dir() / "expected.jsonl").front();
   auto plan = model.engine->prepare(typed_request(line["request"]), {});
   ASSERT_TRUE(plan);
-  // The first request has one choice question: one [ABS] fewer.
-  EXPECT_EQ(plan.value()->input_tokens, line["input_tokens"].get<int64_t>() - 1);
+  // The first request has one choice and one noul question: two [ABS] fewer.
+  EXPECT_EQ(plan.value()->input_tokens, line["input_tokens"].get<int64_t>() - 2);
 }
 
 }  // namespace
