@@ -42,3 +42,12 @@ def write_jsonl(path: str, rows) -> None:
     with open(path, "w", encoding="utf-8") as f:
         for row in rows:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def write_reference_outputs(out: str, decide, prompt_lines) -> None:
+    """prompts.jsonl (prompt_lines(number, request) for each request) and expected.jsonl
+    (decide(request)) for the requests of out/requests.jsonl: what a generator's reference records."""
+    requests = read_jsonl(os.path.join(out, "requests.jsonl"))
+    write_jsonl(os.path.join(out, "prompts.jsonl"),
+                (line for number, request in enumerate(requests) for line in prompt_lines(number, request)))
+    write_jsonl(os.path.join(out, "expected.jsonl"), (decide(request) for request in requests))

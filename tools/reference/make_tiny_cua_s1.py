@@ -25,7 +25,7 @@ from transformers import AutoTokenizer
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cua_s1_contract import CuaS1Decider  # noqa: E402
 from decider_io import question_prompt_lines  # noqa: E402
-from fixture_files import copy_tokenizer, read_jsonl, remove_files, save_checkpoint, write_json, write_jsonl  # noqa: E402
+from fixture_files import copy_tokenizer, remove_files, save_checkpoint, write_json, write_reference_outputs  # noqa: E402
 from make_tiny_chat_models import perturb, tiny_decision_qwen3_5  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -50,11 +50,8 @@ def main() -> None:
     write_json(os.path.join(OUT, "s1serve.json"), decision_file)
 
     decider = CuaS1Decider(OUT)
-    requests = read_jsonl(os.path.join(OUT, "requests.jsonl"))
-    write_jsonl(os.path.join(OUT, "prompts.jsonl"),
-                (line for number, request in enumerate(requests)
-                 for line in question_prompt_lines(number, request, decider.prompt)))
-    write_jsonl(os.path.join(OUT, "expected.jsonl"), (decider.decide(request) for request in requests))
+    write_reference_outputs(OUT, decider.decide,
+                            lambda number, request: question_prompt_lines(number, request, decider.prompt))
     print(f"wrote {OUT}")
 
 

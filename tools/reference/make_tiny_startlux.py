@@ -25,7 +25,7 @@ import torch
 from transformers import AutoTokenizer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fixture_files import copy_tokenizer, read_jsonl, remove_files, save_checkpoint, write_json, write_jsonl  # noqa: E402
+from fixture_files import copy_tokenizer, remove_files, save_checkpoint, write_json, write_reference_outputs  # noqa: E402
 from make_tiny_chat_models import perturb, tiny_decision_qwen3_5  # noqa: E402
 from startlux_contract import LETTERS, StartLuxDecider  # noqa: E402
 
@@ -59,10 +59,7 @@ def main() -> None:
     write_json(os.path.join(OUT, "s1serve.json"), decision_file)
 
     decider = StartLuxDecider(OUT)
-    requests = read_jsonl(os.path.join(OUT, "requests.jsonl"))
-    write_jsonl(os.path.join(OUT, "prompts.jsonl"),
-                (line for number, request in enumerate(requests) for line in decider.prompt_lines(number, request)))
-    write_jsonl(os.path.join(OUT, "expected.jsonl"), (decider.decide(request) for request in requests))
+    write_reference_outputs(OUT, decider.decide, decider.prompt_lines)
     print(f"wrote {OUT}")
 
 

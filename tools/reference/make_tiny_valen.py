@@ -29,7 +29,7 @@ from safetensors.torch import save_file
 from transformers import AutoTokenizer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fixture_files import copy_tokenizer, read_jsonl, remove_files, save_checkpoint, write_json, write_jsonl  # noqa: E402
+from fixture_files import copy_tokenizer, remove_files, save_checkpoint, write_json, write_reference_outputs  # noqa: E402
 from make_tiny_chat_models import perturb, tiny_decision_qwen3_5  # noqa: E402
 from valen_contract import ValenDecider  # noqa: E402
 
@@ -72,10 +72,7 @@ def main() -> None:
 
     decider = ValenDecider(OUT)
     assert "<|im_start|>" in decider.reserved
-    requests = read_jsonl(os.path.join(OUT, "requests.jsonl"))
-    write_jsonl(os.path.join(OUT, "prompts.jsonl"),
-                (line for number, request in enumerate(requests) for line in decider.prompts(number, request)))
-    write_jsonl(os.path.join(OUT, "expected.jsonl"), (decider.decide(request) for request in requests))
+    write_reference_outputs(OUT, decider.decide, decider.prompts)
     print(f"wrote {OUT}")
 
 
