@@ -49,7 +49,7 @@ api::Result<std::string> state_text(const api::Json& state) {
       text += part.get<std::string>();
     } else if (part.is_object() && part.contains("image")) {
       return api::ApiError::make(api::ErrorCode::unsupported_media,
-                                 "JEV-27B-VL's image parts are not served yet: s1serve's image path has not landed");
+                                 "JEV-27B-VL's image parts are not served yet: s1serve does not run its vision tower");
     } else if (part.is_object() && part.contains("type") && part["type"] == "text") {
       if (part.contains("text") && part["text"].is_string()) text += part["text"].get<std::string>();
     } else {

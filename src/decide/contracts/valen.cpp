@@ -89,8 +89,8 @@ std::vector<std::string> valen_reserved_tokens(const std::filesystem::path& mode
 api::Result<std::string> valen_state_text(const api::Json& state, const std::vector<std::string>& reserved) {
   if (state.is_object() && state.contains("image")) {
     return api::ApiError::make(api::ErrorCode::unsupported_media,
-                               "Valen's image state ({\"image\": …}) is not served yet: s1serve's image path has "
-                               "not landed; send the state as text");
+                               "Valen's image state ({\"image\": …}) is not served yet: s1serve does not run "
+                               "Valen's vision tower; send the state as text");
   }
   auto text = checked_text(state, reserved, {"state"});
   if (!text) return text;
