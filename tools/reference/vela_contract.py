@@ -31,7 +31,6 @@ from safetensors.torch import load_file
 from tokenizers import Tokenizer
 from transformers import ModernBertConfig, ModernBertModel
 
-PARTS = (("request", "user"), ("source", "context"), ("answer", "answer"))
 ABSTAIN_TYPES = {"choice", "noul"}
 
 
@@ -62,10 +61,43 @@ def options_of(question: dict) -> tuple[list[str], list[str]]:
     return names, [name if not description else f"{name}: {description}" for name, description in options]
 
 
+STATE_KEY_ROLES = {"request": "user", "user": "user", "prompt": "user", "source": "context", "context": "context",
+                   "document": "context", "tools": "context", "previous_answer": "context", "answer": "answer",
+                   "response": "answer"}
+
+
+def canonical(value) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
 def parts_of(state) -> list[tuple[str, str]]:
-    if isinstance(state, dict) and state and all(key in dict(PARTS) for key in state):
-        return [(role, python_text(state[key])) for key, role in PARTS if key in state]
-    return [("user", python_text(state))]
+    """The typed parts as vllm-sr's request.py read_state makes them (its empty-part refusals aside)."""
+    def content_text(value):
+        return value if isinstance(value, str) else canonical(value)
+
+    if isinstance(state, str) and state.strip().startswith("{"):
+        try:
+            decoded = json.loads(state.strip())
+        except ValueError:
+            decoded = None
+        if isinstance(decoded, dict):
+            state = decoded
+    if not isinstance(state, dict) or not state:
+        return [("user", content_text(state))]
+    by_role: dict[str, list[tuple[str, str, bool]]] = {}
+    for key, value in state.items():
+        role = STATE_KEY_ROLES.get(key.lower(), "context")
+        by_role.setdefault(role, []).append((key, content_text(value), key.lower() in STATE_KEY_ROLES))
+    parts = []
+    for role in ("user", "context", "answer"):
+        items = by_role.get(role)
+        if not items:
+            continue
+        if len(items) == 1 and items[0][2]:
+            parts.append((role, items[0][1]))
+        else:
+            parts.append((role, "\n\n".join(f"{key}:\n{value}" for key, value, _ in items)))
+    return parts
 
 
 def fit(lengths: list[int], fixed: int, room: int) -> list[int] | None:

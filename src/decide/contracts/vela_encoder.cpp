@@ -2,14 +2,18 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <tuple>
 #include <utility>
 
 #include "decide/answer_math.h"
 #include "decide/contract_common.h"
 #include "decide/prompt.h"
+#include "decide/python_text.h"
 #include "decide/token_budget.h"
 #include "model/checkpoint/checkpoint.h"
 #include "model/checkpoint/load_error.h"
@@ -25,8 +29,20 @@ constexpr std::array<std::string_view, 8> marker_names = {"[Q]",        "[O]",  
                                                           "[SEG_user]", "[SEG_answer]", "[E]",   "[SEG_context]"};
 
 // State members and the part each becomes, in sequence order.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 3> state_parts = {
-    {{"request", "user"}, {"source", "context"}, {"answer", "answer"}}};
+// vllm-sr's runtime (families/vela2/request.py STATE_KEY_ROLES): the part a known state key feeds;
+// any other key feeds the context part.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 10> state_key_roles = {
+    {{"request", "user"},
+     {"user", "user"},
+     {"prompt", "user"},
+     {"source", "context"},
+     {"context", "context"},
+     {"document", "context"},
+     {"tools", "context"},
+     {"previous_answer", "context"},
+     {"answer", "answer"},
+     {"response", "answer"}}};
+constexpr std::array<std::string_view, 3> part_roles = {"user", "context", "answer"};
 
 std::optional<api::QuestionType> parse_question_type(std::string_view name) {
   if (name == "choice") return api::QuestionType::choice;
@@ -185,23 +201,43 @@ std::optional<std::vector<std::size_t>> vela_fit_parts(std::span<const std::size
 }
 
 std::vector<VelaPart> vela_parts(const api::Json& state) {
-  const auto is_part = [](const auto& member) {
-    return std::any_of(state_parts.begin(), state_parts.end(),
-                       [&](const auto& part) { return member.key() == part.first; });
+  const auto content_text = [](const api::Json& value) {
+    return value.is_string() ? value.get<std::string>() : python_sorted_compact_json(value);
   };
-  if (state.is_object() && !state.empty()) {
-    const auto members = state.items();
-    if (std::all_of(members.begin(), members.end(), is_part)) {
-      std::vector<VelaPart> parts;
-      for (const auto& [member, role] : state_parts) {
-        if (const auto found = state.find(std::string(member)); found != state.end()) {
-          parts.push_back({std::string(role), python_text(*found)});
-        }
-      }
-      return parts;
+  api::Json object = state;
+  if (state.is_string()) {
+    const std::string_view text = python_strip(state.get_ref<const std::string&>());
+    if (text.starts_with('{')) {
+      const api::Json decoded = api::Json::parse(text, nullptr, false);
+      if (!decoded.is_discarded() && decoded.is_object()) object = decoded;
     }
   }
-  return {{"user", python_text(state)}};
+  if (!object.is_object() || object.empty()) return {{"user", content_text(state)}};
+  // Per part: (key, text, whether the key is a known one).
+  std::map<std::string_view, std::vector<std::tuple<std::string, std::string, bool>>> by_role;
+  for (const auto& [key, value] : object.items()) {
+    std::string lower = key;
+    std::ranges::transform(lower, lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const auto known =
+        std::ranges::find(state_key_roles, std::string_view(lower), &decltype(state_key_roles)::value_type::first);
+    const std::string_view role = known == state_key_roles.end() ? "context" : known->second;
+    by_role[role].emplace_back(key, content_text(value), known != state_key_roles.end());
+  }
+  std::vector<VelaPart> parts;
+  for (const std::string_view role : part_roles) {
+    const auto found = by_role.find(role);
+    if (found == by_role.end()) continue;
+    const auto& items = found->second;
+    std::string text;
+    if (items.size() == 1 && std::get<2>(items[0])) {
+      text = std::get<1>(items[0]);
+    } else {
+      // A part fed by several keys, or by an unknown one: "key:\n<value>" blocks, a blank line apart.
+      for (const auto& [key, value, known] : items) text += (text.empty() ? "" : "\n\n") + key + ":\n" + value;
+    }
+    parts.push_back({std::string(role), std::move(text)});
+  }
+  return parts;
 }
 
 std::vector<std::pair<std::string, std::string>> vela_named_options(const api::Question& question) {

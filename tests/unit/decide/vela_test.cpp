@@ -110,10 +110,20 @@ TEST(VelaPacking, StateMembersBecomeParts) {
   EXPECT_EQ(parts[0].role, "user");
   EXPECT_EQ(parts[0].text, "r");
   EXPECT_EQ(parts[1].role, "answer");
-  const auto other = vela_parts(api::Json::parse(R"({"request":"r","extra":1})"));
-  ASSERT_EQ(other.size(), 1U);
+  // An unknown key feeds the context part as a "key:\n<value>" block (values as canonical JSON);
+  // several keys of one part are such blocks a blank line apart; a JSON-object string is that object.
+  const auto other = vela_parts(api::Json::parse(R"({"Request":"r","extra":{"b":1,"a":[1.5]},"tools":"t"})"));
+  ASSERT_EQ(other.size(), 2U);
   EXPECT_EQ(other[0].role, "user");
-  EXPECT_EQ(other[0].text, R"({"request": "r", "extra": 1})");
+  EXPECT_EQ(other[0].text, "r");
+  EXPECT_EQ(other[1].role, "context");
+  EXPECT_EQ(other[1].text, "extra:\n{\"a\":[1.5],\"b\":1}\n\ntools:\nt");
+  const auto decoded = vela_parts(api::Json(R"( {"response": "x"})"));
+  ASSERT_EQ(decoded.size(), 1U);
+  EXPECT_EQ(decoded[0].role, "answer");
+  const auto array = vela_parts(api::Json::parse(R"([{"z": 1, "a": "é"}])"));
+  ASSERT_EQ(array.size(), 1U);
+  EXPECT_EQ(array[0].text, "[{\"a\":\"é\",\"z\":1}]");
 }
 
 TEST(VelaPacking, QuestionsThatLeaveNoRoomForTheStateAreRefused) {
