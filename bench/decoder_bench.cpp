@@ -19,7 +19,7 @@
 
 #include "backend/cpu/parallel.h"
 #include "decide/contracts/label_token.h"
-#include "model/decoder/families.h"
+#include "model/families.h"
 
 namespace {
 
@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   s1::backend::cpu::set_thread_count(threads);
   const auto precision =
       precision_name == "bf16" ? s1::backend::cpu::Precision::bf16 : s1::backend::cpu::Precision::fp32;
-  const auto decoder = s1::decoder::load_causal_decoder(model_dir, precision);
+  const auto decoder = s1::model::load_causal_decoder(model_dir, precision);
   const std::size_t vocab = decoder->info().vocab_size;
 
   const std::vector<int32_t> prompt = random_ids(tokens, vocab, 1);

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "backend/cpu/parallel.h"
-#include "model/laya/laya_model.h"
+#include "model/heads/laya_head.h"
 #include "timing.h"
 
 int main(int argc, char** argv) {
@@ -42,10 +42,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   s1::backend::cpu::set_thread_count(threads);
-  const auto precision =
-      precision_name == "bf16" ? s1::backend::cpu::Precision::bf16 : s1::backend::cpu::Precision::fp32;
-  s1::laya::LayaModel model(model_dir, precision);
-  const auto vocab = static_cast<int32_t>(model.encoder_config().vocab_size);
+  const auto arithmetic = precision_name == "bf16" ? s1::backend::Arithmetic::bf16 : s1::backend::Arithmetic::fp32;
+  s1::laya::LayaModel model(model_dir, arithmetic);
+  const auto vocab = static_cast<int32_t>(model.encoder_info().vocab_size);
 
   std::mt19937 generator(1);
   std::uniform_int_distribution<int32_t> id(0, vocab - 1);

@@ -18,7 +18,7 @@
 #include "api/json.h"
 #include "cli/npy.h"
 #include "decide/contracts/embedding_similarity.h"
-#include "model/decoder/families.h"
+#include "model/families.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 
@@ -79,7 +79,7 @@ int logits(const LogitsFlags& flags) {
     const auto precision = decide::parse_precision(flags.dtype);
     if (!precision) throw std::runtime_error("--dtype must be fp32 or bf16");
     const std::vector<int32_t> ids = prompt_ids(flags);
-    const auto decoder = decoder::load_causal_decoder(flags.model, *precision);
+    const auto decoder = model::load_causal_decoder(flags.model, *precision);
     std::vector<std::size_t> positions(flags.positions == "all" ? ids.size() : 1);
     std::iota(positions.begin(), positions.end(), ids.size() - positions.size());
     const decoder::Branch branch{ids, positions};

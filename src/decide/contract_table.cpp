@@ -22,7 +22,7 @@
 #include "decide/gguf_model.h"
 #include "model/checkpoint/config_reader.h"
 #include "model/checkpoint/load_error.h"
-#include "model/decoder/families.h"
+#include "model/families.h"
 #include "text/tokenizer.h"
 
 namespace s1::decide {
@@ -34,7 +34,7 @@ constexpr std::string_view decision_file_name = "s1serve.json";
 LoadedModel load_directory_contract(const std::filesystem::path& dir, const std::string& source) {
   const std::filesystem::path decision_file = dir / decision_file_name;
   if (!std::filesystem::exists(decision_file)) {
-    if (decoder::decoder_family_of(dir)) {
+    if (model::decoder_family_of(dir)) {
       // A plain chat checkpoint (config.json of a decoder family we run, tokenizer.json, chat
       // template): the generic label-token contract, as SGLang's decision endpoint serves any model.
       const LabelTokenSettings settings = default_label_token_settings(dir);

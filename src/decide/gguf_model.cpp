@@ -13,7 +13,7 @@
 #include "model/checkpoint/gguf.h"
 #include "model/checkpoint/gguf_tokenizer.h"
 #include "model/checkpoint/mapped_file.h"
-#include "model/decoder/families.h"
+#include "model/families.h"
 #include "text/chat_template.h"
 #include "text/gguf_vocab.h"
 
@@ -96,9 +96,9 @@ LoadedModel load_gguf_model(const std::filesystem::path& file) {
   const checkpoint::MappedFile mapped = checkpoint::MappedFile::open(file);
   const checkpoint::GgufFile gguf = checkpoint::parse_gguf(mapped.bytes(), file.string());
   const std::string architecture = gguf.require(gguf.get_string("general.architecture"), "general.architecture");
-  if (!decoder::decoder_family_of_gguf(architecture)) {
+  if (!model::decoder_family_of_gguf(architecture)) {
     gguf.fail_key("general.architecture", "is '" + architecture + "', not an architecture s1serve runs (known: " +
-                                              decoder::known_gguf_architectures() + ")");
+                                              model::known_gguf_architectures() + ")");
   }
   // A decision type has its own readout and maths; label-token in its place would answer wrongly.
   const std::string decision_type_key = architecture + ".decision.type";
@@ -125,7 +125,7 @@ LoadedModel load_gguf_model(const std::filesystem::path& file) {
     return ChatDecoder{
         text::tokenizer_from_gguf(vocabulary, gguf.label),
         text::ChatTemplate::from_template_text(chat_template, file.string() + " " + template_key, bos, eos),
-        decoder::load_gguf_causal_decoder(file, architecture, precision), file.string() + " tokenizer.ggml.tokens"};
+        model::load_gguf_causal_decoder(file, architecture, precision), file.string() + " tokenizer.ggml.tokens"};
   };
   if (decision_settings) {
     ChatDecoder model = chat_decoder(decision_settings->precision);

@@ -26,7 +26,7 @@
 #include "backend/cpu/linear.h"
 #include "model/checkpoint/checkpoint.h"
 #include "model/checkpoint/load_error.h"
-#include "model/decoder/families.h"
+#include "model/families.h"
 #include "model/lfm2/config.h"
 #include "model/lfm2/lfm2_model.h"
 
@@ -52,9 +52,9 @@ class Lfm2Parity : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Lfm2Parity, Fp32MatchesTransformers) {
   // Through the family table, as contracts load chat checkpoints.
-  const auto model = decoder::load_causal_decoder(fixture_root() / GetParam(), backend::cpu::Precision::fp32);
+  const auto model = model::load_causal_decoder(fixture_root() / GetParam(), backend::cpu::Precision::fp32);
   ASSERT_EQ(model->info().family, "lfm2");
-  ASSERT_EQ(decoder::decoder_family_of(fixture_root() / GetParam()), "lfm2");
+  ASSERT_EQ(model::decoder_family_of(fixture_root() / GetParam()), "lfm2");
   parity::expect_fp32_matches_references(*model, fixture_root() / GetParam(), logits_tolerance);
 }
 

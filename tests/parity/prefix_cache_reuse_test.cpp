@@ -9,7 +9,7 @@
 
 #include "decide/contracts/label_token.h"
 #include "decoder_parity_support.h"
-#include "model/decoder/families.h"
+#include "model/families.h"
 #include "runtime/prefix_cache.h"
 
 namespace s1 {
@@ -50,7 +50,7 @@ void expect_rows_near(const std::vector<std::vector<float>>& actual, const std::
 }
 
 TEST_P(PrefixCacheReuse, AnswersEqualWithAndWithoutTheCache) {
-  const auto model = decoder::load_causal_decoder(parity::decoder_fixture_root(GetParam().family) / GetParam().name,
+  const auto model = model::load_causal_decoder(parity::decoder_fixture_root(GetParam().family) / GetParam().name,
                                                   backend::cpu::Precision::fp32);
   const std::size_t vocab = model->info().vocab_size;
   const std::size_t granularity = model->info().prefix_granularity;

@@ -8,7 +8,7 @@
 #include "decide/prompt.h"
 #include "decide/token_budget.h"
 #include "model/checkpoint/load_error.h"
-#include "model/decoder/families.h"
+#include "model/families.h"
 
 namespace s1::decide {
 namespace {
@@ -165,7 +165,7 @@ class ClefEngine : public runtime::Engine {
   ClefEngine(const std::filesystem::path& model_dir, ClefSettings settings)
       : settings_(std::move(settings)),
         tokenizer_(text::Tokenizer::from_file(model_dir / "tokenizer.json")),
-        decoder_(decoder::load_causal_decoder(model_dir, settings_.precision)),
+        decoder_(model::load_causal_decoder(model_dir, settings_.precision)),
         head_(load_head(model_dir, decoder_->info())) {
     if (decoder_->info().family != "qwen3_5") {
       throw LoadError((model_dir / "config.json").string() +

@@ -11,7 +11,7 @@
 #include "decide/python_text.h"
 #include "decide/token_budget.h"
 #include "model/checkpoint/load_error.h"
-#include "model/decoder/families.h"
+#include "model/families.h"
 #include "model/heads/clm_head.h"
 #include "model/heads/unit_rows.h"
 #include "text/tokenizer.h"
@@ -175,7 +175,7 @@ class ClmEngine : public runtime::Engine {
   ClmEngine(const std::filesystem::path& model_dir, ClmSettings settings)
       : settings_(std::move(settings)),
         tokenizer_(text::Tokenizer::from_file(model_dir / "tokenizer.json")),
-        decoder_(decoder::load_causal_decoder(model_dir, settings_.precision)),
+        decoder_(model::load_causal_decoder(model_dir, settings_.precision)),
         heads_(heads::load_clm_heads(model_dir / settings_.heads_file, decoder_->info().hidden_size,
                                      settings_.head_residual)),
         scale_(clm_scale(settings_.logit_scale, settings_.max_scale)),

@@ -10,7 +10,7 @@
 #include "decide/contracts/label_token.h"
 #include "decide/prompt.h"
 #include "model/checkpoint/load_error.h"
-#include "model/decoder/families.h"
+#include "model/families.h"
 #include "text/tokenizer.h"
 
 namespace s1::decide {
@@ -73,7 +73,7 @@ class CuaS1Engine : public PrefixReusingEngine {
       : settings_(std::move(settings)),
         tokenizer_(text::Tokenizer::from_file(model_dir / "tokenizer.json")),
         chat_template_(text::ChatTemplate::from_model_dir(model_dir)),
-        decoder_(decoder::load_causal_decoder(model_dir, settings_.precision)) {
+        decoder_(model::load_causal_decoder(model_dir, settings_.precision)) {
     const decoder::DecoderInfo& model = decoder_->info();
     context_tokens_ = std::min(cua_s1_max_prompt_tokens, model.max_positions);
     for (std::size_t i = 0; i < cua_s1_max_options; ++i) {

@@ -13,7 +13,7 @@
 #include "decide/prompt.h"
 #include "decide/token_budget.h"
 #include "model/checkpoint/load_error.h"
-#include "model/decoder/families.h"
+#include "model/families.h"
 #include "text/unicode.h"
 #include "text/utf8.h"
 
@@ -280,7 +280,7 @@ class DeciderEngine : public PrefixReusingEngine {
   DeciderEngine(const std::filesystem::path& model_dir, DeciderSettings settings)
       : settings_(std::move(settings)),
         tokenizer_(text::Tokenizer::from_file(model_dir / "tokenizer.json")),
-        decoder_(decoder::load_causal_decoder(model_dir, settings_.precision)) {
+        decoder_(model::load_causal_decoder(model_dir, settings_.precision)) {
     const decoder::DecoderInfo& model = decoder_->info();
     row_tokens_ = std::min(decider_max_row_tokens, model.max_positions);
     if (settings_.label_token_ids.size() != decider_label_count) {

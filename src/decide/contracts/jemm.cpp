@@ -11,7 +11,7 @@
 #include "decide/prompt.h"
 #include "decide/python_text.h"
 #include "model/checkpoint/load_error.h"
-#include "model/decoder/families.h"
+#include "model/families.h"
 #include "model/decoder/lora_adapter.h"
 #include "model/decoder/output_matrix.h"
 #include "text/tokenizer.h"
@@ -300,9 +300,9 @@ class JemmEngine : public PrefixReusingEngine {
     if (std::filesystem::exists(model_dir / "adapter_model.safetensors") ||
         std::filesystem::exists(model_dir / "adapter_config.json")) {
       const decoder::LoraAdapter adapter = decoder::LoraAdapter::from_directory(model_dir);
-      return decoder::load_causal_decoder_with_adapter(model_dir, precision, adapter);
+      return model::load_causal_decoder(model_dir, precision, {.adapter = &adapter});
     }
-    return decoder::load_causal_decoder(model_dir, precision);
+    return model::load_causal_decoder(model_dir, precision);
   }
 
   JemmSettings settings_;

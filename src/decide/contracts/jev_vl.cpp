@@ -10,7 +10,7 @@
 #include "decide/token_budget.h"
 #include "model/checkpoint/load_error.h"
 #include "model/decoder/causal_decoder.h"
-#include "model/decoder/families.h"
+#include "model/families.h"
 #include "model/heads/verbalizer_rows.h"
 #include "text/tokenizer.h"
 
@@ -226,7 +226,7 @@ class JevVlEngine : public runtime::Engine {
       : export_(std::move(export_file)),
         settings_(std::move(settings)),
         tokenizer_(text::Tokenizer::from_file(model_dir / "tokenizer.json")),
-        decoder_(decoder::load_causal_decoder(model_dir, settings_.precision)),
+        decoder_(model::load_causal_decoder(model_dir, settings_.precision)),
         rows_(heads::VerbalizerRows::from_file(model_dir / export_.label_head_file, decoder_->info().hidden_size)) {
     const std::filesystem::path head = model_dir / export_.label_head_file;
     if (rows_.ids() != export_.label_head_ids) {

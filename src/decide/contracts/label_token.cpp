@@ -9,7 +9,7 @@
 #include "decide/prompt.h"
 #include "decide/token_budget.h"
 #include "model/checkpoint/load_error.h"
-#include "model/decoder/families.h"
+#include "model/families.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 
@@ -269,7 +269,7 @@ std::unique_ptr<runtime::Engine> make_label_token_engine(const std::filesystem::
                                                          const LabelTokenSettings& settings) {
   ChatDecoder model{
       text::Tokenizer::from_file(model_dir / "tokenizer.json"), text::ChatTemplate::from_model_dir(model_dir),
-      decoder::load_causal_decoder(model_dir, settings.precision), (model_dir / "tokenizer.json").string()};
+      model::load_causal_decoder(model_dir, settings.precision), (model_dir / "tokenizer.json").string()};
   return make_label_token_engine(std::move(model), settings);
 }
 

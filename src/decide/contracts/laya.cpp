@@ -6,12 +6,14 @@
 #include <cstdlib>
 #include <optional>
 #include <stdexcept>
+#include <utility>
 
 #include "decide/answer_math.h"
 #include "decide/contract_common.h"
 #include "decide/prompt.h"
 #include "decide/token_budget.h"
 #include "model/checkpoint/load_error.h"
+#include "model/families.h"
 
 namespace s1::decide {
 namespace {
@@ -239,11 +241,11 @@ class LayaEngine : public runtime::Engine {
   LayaEngine(const std::filesystem::path& model_dir, LayaSettings settings)
       : settings_(std::move(settings)),
         tokenizer_(text::Tokenizer::from_file(model_dir / "tokenizer" / "tokenizer.json")),
-        model_(model_dir, settings_.precision) {
+        model_(model_dir, model::arithmetic_of(settings_.precision)) {
     const std::filesystem::path tokenizer_file = model_dir / "tokenizer" / "tokenizer.json";
     const auto special = [&](std::string_view token) {
       const std::optional<int32_t> id = tokenizer_.token_to_id(token);
-      if (!id || *id < 0 || *id >= model_.encoder_config().vocab_size) {
+      if (!id || *id < 0 || std::cmp_greater_equal(*id, model_.encoder_info().vocab_size)) {
         throw checkpoint::LoadError(tokenizer_file.string() + ": has no token '" + std::string(token) +
                                     "' within the encoder's vocabulary (LAYA rows need [CLS], [SEP] and [MASK])");
       }

@@ -1,7 +1,7 @@
 #pragma once
 // The LAYA contract (models.md §4.16; the pinned reference is laya==0.3.20, Agent.system_one, for the
 // checkpoint convaiinnovations/laya @ 55cf4c4e; tools/reference/laya_contract.py runs it). A
-// ModernBERT-large encoder with a decision head (model/laya) answers every question type:
+// ModernBERT-large encoder with a decision head (model/heads/laya_head.h) answers every question type:
 //
 //   row      per question, at most max_len (512) tokens:
 //              [CLS] "<type> question: <instructions>" [SEP] ([MASK] " <option>")… [SEP] <state> [SEP]
@@ -39,7 +39,7 @@
 #include "api/response.h"
 #include "backend/cpu/precision.h"
 #include "model/checkpoint/config_reader.h"
-#include "model/laya/laya_model.h"
+#include "model/heads/laya_head.h"
 #include "runtime/engine.h"
 #include "text/tokenizer.h"
 

@@ -8,7 +8,7 @@
 #include "decide/contract_common.h"
 #include "decide/prompt.h"
 #include "decide/token_budget.h"
-#include "model/decoder/families.h"
+#include "model/families.h"
 #include "model/decoder/readout.h"
 #include "text/tokenizer.h"
 
@@ -99,7 +99,7 @@ class Lfm2CandidatesEngine : public runtime::Engine {
       : settings_(std::move(settings)),
         tokenizer_(text::Tokenizer::from_file(model_dir / "tokenizer.json")),
         chat_template_(text::ChatTemplate::from_model_dir(model_dir)),
-        decoder_(decoder::load_causal_decoder(model_dir, settings_.precision)) {
+        decoder_(model::load_causal_decoder(model_dir, settings_.precision)) {
     suffix_ = encode_without_special_tokens(tokenizer_, field_suffix);
   }
 

@@ -14,7 +14,7 @@
 #include "decide/token_budget.h"
 #include "model/checkpoint/load_error.h"
 #include "model/decoder/causal_decoder.h"
-#include "model/decoder/families.h"
+#include "model/families.h"
 #include "text/tokenizer.h"
 
 namespace s1::decide {
@@ -181,7 +181,7 @@ class OpenJevEngine : public runtime::Engine {
       : export_(std::move(export_file)),
         settings_(std::move(settings)),
         tokenizer_(text::Tokenizer::from_file(model_dir / "tokenizer.json")),
-        decoder_(decoder::load_causal_decoder(model_dir, settings_.precision)) {
+        decoder_(model::load_causal_decoder(model_dir, settings_.precision)) {
     const decoder::DecoderInfo& model = decoder_->info();
     if (export_.head_weight.size() != model.hidden_size) {
       throw checkpoint::LoadError((model_dir / open_jev_export_file).string() + ": 'head_weight' has " +

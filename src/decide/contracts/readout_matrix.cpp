@@ -13,7 +13,7 @@
 #include "decide/token_budget.h"
 #include "model/checkpoint/load_error.h"
 #include "model/decoder/output_matrix.h"
-#include "model/qwen3_5/qwen3_5_model.h"
+#include "model/families.h"
 #include "text/tokenizer.h"
 
 namespace s1::decide {
@@ -230,9 +230,10 @@ class CodeReadoutEngine : public runtime::Engine {
         config_(read_code_readout_config(model_dir / "decision_config.json", settings_.family)),
         tokenizer_(text::Tokenizer::from_file(model_dir / "tokenizer.json")),
         chat_template_(text::ChatTemplate::from_model_dir(model_dir)),
-        decoder_(qwen3_5::load_qwen3_5(model_dir, settings_.precision,
-                                       config_.attention_mode == AttentionMode::noncausal_full_attention,
-                                       qwen3_5::OutputHead::none)),
+        decoder_(model::load_causal_decoder(
+            model_dir, settings_.precision,
+            {.noncausal_full_attention = config_.attention_mode == AttentionMode::noncausal_full_attention,
+             .without_lm_head = true})),
         readout_(decoder::OutputMatrix::from_side_file(model_dir / "readout.safetensors", "weight",
                                                        decoder_->info().hidden_size, settings_.precision)) {
     const decoder::DecoderInfo& model = decoder_->info();

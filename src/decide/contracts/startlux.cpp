@@ -12,7 +12,7 @@
 #include "decide/prompt.h"
 #include "decide/token_budget.h"
 #include "model/checkpoint/load_error.h"
-#include "model/decoder/families.h"
+#include "model/families.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 
@@ -154,7 +154,7 @@ class StartLuxEngine : public runtime::Engine {
     names.push_back(std::filesystem::absolute(model_dir).lexically_normal().filename().string());
     check_startlux_variant(names);
     check_template_and_letters(model_dir);
-    decoder_ = decoder::load_causal_decoder(model_dir, settings_.precision);
+    decoder_ = model::load_causal_decoder(model_dir, settings_.precision);
     const decoder::DecoderInfo& model = decoder_->info();
     for (const int32_t id : config_.letter_token_ids) {
       if (static_cast<std::size_t>(id) >= model.vocab_size) {

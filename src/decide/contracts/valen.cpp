@@ -11,7 +11,7 @@
 #include "decide/token_budget.h"
 #include "model/checkpoint/load_error.h"
 #include "model/decoder/causal_decoder.h"
-#include "model/decoder/families.h"
+#include "model/families.h"
 #include "model/heads/bilinear_head.h"
 #include "text/chat_template.h"
 
@@ -162,7 +162,7 @@ class ValenEngine : public runtime::Engine {
         tokenizer_(text::Tokenizer::from_file(model_dir / "tokenizer.json")),
         chat_template_(text::ChatTemplate::from_model_dir(model_dir)),
         reserved_(valen_reserved_tokens(model_dir)),
-        decoder_(decoder::load_causal_decoder(model_dir, settings_.precision)),
+        decoder_(model::load_causal_decoder(model_dir, settings_.precision)),
         head_(heads::BilinearHead::from_file(model_dir / valen_head_file, "head.decision.weight",
                                              "head.candidate.weight", decoder_->info().hidden_size)) {
     context_tokens_ = std::min(valen_max_length, decoder_->info().max_positions);

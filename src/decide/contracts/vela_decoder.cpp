@@ -10,7 +10,7 @@
 #include "model/checkpoint/checkpoint.h"
 #include "model/checkpoint/load_error.h"
 #include "model/decoder/causal_decoder.h"
-#include "model/decoder/families.h"
+#include "model/families.h"
 #include "model/heads/candidate_head.h"
 
 namespace s1::decide {
@@ -147,7 +147,7 @@ class VelaDecoderEngine : public runtime::Engine {
       : settings_(std::move(settings)),
         tokenizer_(text::Tokenizer::from_file(model_dir / "tokenizer.json")),
         calibration_(read_vela_calibration(model_dir / "calibration.json")),
-        decoder_(decoder::load_causal_decoder(model_dir, settings_.precision)),
+        decoder_(model::load_causal_decoder(model_dir, settings_.precision)),
         head_(load_head(model_dir / vela_decoder_heads_file, decoder_->info().hidden_size)) {
     max_length_ = std::min(settings_.max_length, decoder_->info().max_positions);
   }

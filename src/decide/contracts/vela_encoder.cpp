@@ -17,7 +17,7 @@
 #include "decide/token_budget.h"
 #include "model/checkpoint/checkpoint.h"
 #include "model/checkpoint/load_error.h"
-#include "model/modernbert/modernbert_model.h"
+#include "model/families.h"
 
 namespace s1::decide {
 namespace {
@@ -109,7 +109,7 @@ VelaPackage read_vela_package(const std::filesystem::path& config_file) {
   }
   if (reader.required<int64_t>("format_version") != 1) reader.reject("format_version", "only format 1 is known");
   checkpoint::ConfigReader encoder = reader.required_object("encoder_config");
-  package.encoder = modernbert::read_modernbert_config(encoder);
+  package.encoder = model::read_encoder_config("modernbert", encoder);
   const int64_t projection = reader.required<int64_t>("proj_dim");
   if (projection < 1) reader.reject("proj_dim", "must be at least 1");
   package.projection = static_cast<std::size_t>(projection);
@@ -132,7 +132,9 @@ VelaPackage read_vela_package(const std::filesystem::path& config_file) {
   checkpoint::ConfigReader ids = reader.required_object("marker_ids");
   const auto marker = [&](std::string_view name) {
     const int64_t id = ids.required<int64_t>(name);
-    if (id < 0 || id >= package.encoder.vocab_size) ids.reject(name, "is outside the encoder's vocabulary");
+    if (id < 0 || std::cmp_greater_equal(id, package.encoder->info().vocab_size)) {
+      ids.reject(name, "is outside the encoder's vocabulary");
+    }
     return static_cast<int32_t>(id);
   };
   package.markers.q = marker("[Q]");
@@ -146,7 +148,9 @@ VelaPackage read_vela_package(const std::filesystem::path& config_file) {
   ids.finish();
   const auto token = [&](std::string_view key) {
     const int64_t id = reader.required<int64_t>(key);
-    if (id < 0 || id >= package.encoder.vocab_size) reader.reject(key, "is outside the encoder's vocabulary");
+    if (id < 0 || std::cmp_greater_equal(id, package.encoder->info().vocab_size)) {
+      reader.reject(key, "is outside the encoder's vocabulary");
+    }
     return static_cast<int32_t>(id);
   };
   package.bos = token("bos_token_id");
@@ -154,7 +158,7 @@ VelaPackage read_vela_package(const std::filesystem::path& config_file) {
   (void)token("pad_token_id");  // execution is unpadded
   const int64_t max_length = reader.required<int64_t>("max_length");
   if (max_length < 4) reader.reject("max_length", "must be at least 4");
-  package.max_length = static_cast<std::size_t>(std::min<int64_t>(max_length, package.encoder.max_position_embeddings));
+  package.max_length = std::min(static_cast<std::size_t>(max_length), package.encoder->info().max_positions);
   const int64_t overlap = reader.optional<int64_t>("window_overlap", 512);
   if (overlap < 0) reader.reject("window_overlap", "must not be negative");
   package.window_overlap = static_cast<std::size_t>(overlap);
@@ -429,8 +433,9 @@ class VelaEngine : public runtime::Engine {
         calibration_(read_vela_calibration(model_dir / "calibration.json")),
         tokenizer_(tokenizer_without_markers(model_dir / "tokenizer.json", package_.marker_names)),
         weights_(checkpoint::Checkpoint::open(model_dir)),
-        encoder_(package_.encoder, weights_, settings_.precision, std::string(encoder_prefix)),
-        head_(weights_, static_cast<std::size_t>(package_.encoder.hidden_size), package_.projection, package_.readout,
+        encoder_(
+            package_.encoder->load(weights_, std::string(encoder_prefix), model::arithmetic_of(settings_.precision))),
+        head_(weights_, package_.encoder->info().hidden_size, package_.projection, package_.readout,
               encoder_prefix) {}
 
   runtime::ModelInfo info() const override {
@@ -458,7 +463,7 @@ class VelaEngine : public runtime::Engine {
     for (const VelaSequence& sequence : plan.sequences) {
       const std::span<const int32_t> sequences[] = {sequence.ids};
       const std::vector<std::vector<float>> window =
-          head_.option_logits(encoder_.forward(sequences), sequence.questions);
+          head_.option_logits(encoder_->forward(sequences), sequence.questions);
       if (logits.empty()) {
         logits = window;
         continue;
@@ -504,7 +509,7 @@ class VelaEngine : public runtime::Engine {
   VelaCalibration calibration_;
   text::Tokenizer tokenizer_;
   checkpoint::Checkpoint weights_;
-  modernbert::ModernBertEncoder encoder_;
+  std::unique_ptr<encoder::Encoder> encoder_;
   heads::VelaMarkerHead head_;
 };
 

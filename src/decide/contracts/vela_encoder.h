@@ -42,7 +42,7 @@
 #include "backend/cpu/precision.h"
 #include "model/checkpoint/config_reader.h"
 #include "model/heads/vela_readout.h"
-#include "model/modernbert/config.h"
+#include "model/encoder/encoder.h"
 #include "runtime/engine.h"
 #include "text/tokenizer.h"
 
@@ -70,7 +70,7 @@ struct VelaMarkers {
 
 // What config.json of a vela2-unified package says.
 struct VelaPackage {
-  modernbert::ModernBertConfig encoder;
+  std::shared_ptr<const encoder::EncoderSpec> encoder;  // the ModernBERT encoder_config
   std::size_t projection = 0;
   heads::VelaReadout readout = heads::VelaReadout::both;
   std::vector<std::string> marker_names;  // as the tokenizer spells them

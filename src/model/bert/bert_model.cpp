@@ -52,7 +52,10 @@ size_t rows_per_thread(size_t used, size_t threads, backend::cpu::Precision prec
 }  // namespace
 
 BertEncoder::BertEncoder(const BertConfig& config, const Checkpoint& weights, backend::cpu::Precision precision)
-    : config_(config), precision_(precision) {
+    : config_(config),
+      info_{"bert", static_cast<size_t>(config.hidden_size), static_cast<size_t>(config.vocab_size),
+            static_cast<size_t>(config.max_position_embeddings)},
+      precision_(precision) {
   if (!backend::cpu::linear_supported(precision)) {
     throw LoadError(weights.source().string() + ": bf16 needs a CPU with AVX-512 (AMX preferred); use fp32");
   }

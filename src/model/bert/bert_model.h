@@ -25,26 +25,28 @@
 #include "backend/cpu/team.h"
 #include "model/bert/config.h"
 #include "model/checkpoint/checkpoint.h"
+#include "model/encoder/encoder.h"
 
 namespace s1::bert {
 
-class BertEncoder {
+class BertEncoder final : public encoder::Encoder {
  public:
   // Maps and checks every tensor (names with or without a "bert." prefix; shapes against the
   // config), then packs the linear layers for `precision`. Throws checkpoint::LoadError.
   BertEncoder(const BertConfig& config, const checkpoint::Checkpoint& weights, backend::cpu::Precision precision);
-  ~BertEncoder();
+  ~BertEncoder() override;
   BertEncoder(BertEncoder&&) noexcept;
   BertEncoder& operator=(BertEncoder&&) noexcept;
 
   const BertConfig& config() const { return config_; }
+  const encoder::EncoderInfo& info() const override { return info_; }
   backend::cpu::Precision precision() const { return precision_; }
 
   // The last hidden states of every sequence, packed: [rows, hidden_size] where the rows of
   // sequences[i] are layout()[i]. Every id must be < vocab_size and every sequence non-empty and at
   // most max_position_embeddings long (std::invalid_argument otherwise). The returned view lives
   // until the next call. Not thread-safe: the encoder's scratch buffers are reused across calls.
-  std::span<const float> forward(std::span<const std::span<const int32_t>> sequences);
+  std::span<const float> forward(std::span<const std::span<const int32_t>> sequences) override;
   std::span<const backend::cpu::PackedSequence> layout() const { return layout_; }
 
  private:
@@ -60,6 +62,7 @@ class BertEncoder {
   void embed(std::span<const std::span<const int32_t>> sequences, size_t rows);
 
   BertConfig config_;
+  encoder::EncoderInfo info_;
   backend::cpu::Precision precision_;
   std::vector<float> word_embeddings_, position_embeddings_, token_type_embedding_;
   std::vector<float> embedding_norm_weight_, embedding_norm_bias_;

@@ -18,6 +18,10 @@ using checkpoint::LoadError;
 
 BertConfig read_bert_config(const std::filesystem::path& config_file) {
   ConfigReader reader = ConfigReader::from_file(config_file);
+  return read_bert_config(reader);
+}
+
+BertConfig read_bert_config(ConfigReader& reader) {
   BertConfig config;
   if (auto model_type = reader.optional<std::string>("model_type"); model_type && *model_type != "bert") {
     reader.reject("model_type", "is '" + *model_type + "'; this family loads 'bert' checkpoints");

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <filesystem>
 
+#include "model/checkpoint/config_reader.h"
+
 namespace s1::bert {
 
 struct BertConfig {
@@ -23,6 +25,7 @@ struct BertConfig {
 
 // config.json of a BertModel: absolute position embeddings, exact GELU, encoder only.
 BertConfig read_bert_config(const std::filesystem::path& config_file);
+BertConfig read_bert_config(checkpoint::ConfigReader& reader);
 
 // What sentence-transformers does after the encoder. Only the pipeline Transformer → Pooling(mean)
 // → [Normalize] is implemented; other modules or pooling modes are load errors.

@@ -7,6 +7,7 @@
 #include "model/checkpoint/checkpoint.h"
 #include "model/checkpoint/load_error.h"
 #include "model/common/checkpoint_tensors.h"
+#include "model/heads/layer_norm.h"
 #include "model/heads/unit_rows.h"
 
 namespace s1::heads {
@@ -99,12 +100,7 @@ std::vector<float> ClmHead::project(std::span<const float> rows) const {
   for (const Block& block : blocks_) {
     backend_->matmul({.x = x, .weight = block.linear.get(), .y = h});
     if (block.norm_weight.defined()) {
-      backend_->norm({.kind = backend::NormCall::Kind::layer,
-                      .x = h,
-                      .weight = block.norm_weight,
-                      .bias = block.norm_bias,
-                      .eps = layer_norm_eps,
-                      .y = h});
+      layer_norm(*backend_, h, block.norm_weight, block.norm_bias, layer_norm_eps, h);
     }
     backend_->activate(backend::Activation::gelu, h, h);
     // A residual block adds its GELU to x; a plain one replaces x (h's values become x's).

@@ -9,6 +9,7 @@
 
 #include "model/checkpoint/load_error.h"
 #include "model/common/checkpoint_tensors.h"
+#include "model/heads/layer_norm.h"
 
 namespace s1::heads {
 namespace {
@@ -89,12 +90,7 @@ VelaMarkerHead::VelaMarkerHead(const checkpoint::Checkpoint& weights, std::size_
 backend::Tensor VelaMarkerHead::normed(const backend::Tensor& rows) const {
   const std::size_t shape[] = {rows.rows(), hidden_};
   const backend::Tensor y = backend_->allocate(backend::DType::fp32, shape);
-  backend_->norm({.kind = backend::NormCall::Kind::layer,
-                  .x = rows,
-                  .weight = norm_weight_,
-                  .bias = norm_bias_,
-                  .eps = layer_norm_eps,
-                  .y = y});
+  layer_norm(*backend_, rows, norm_weight_, norm_bias_, layer_norm_eps, y);
   return y;
 }
 

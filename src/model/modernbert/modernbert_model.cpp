@@ -46,7 +46,10 @@ class WeightNames {
 
 ModernBertEncoder::ModernBertEncoder(const ModernBertConfig& config, const Checkpoint& weights,
                                      backend::cpu::Precision precision, const std::string& prefix)
-    : config_(config), precision_(precision) {
+    : config_(config),
+      info_{"modernbert", static_cast<std::size_t>(config.hidden_size), static_cast<std::size_t>(config.vocab_size),
+            static_cast<std::size_t>(config.max_position_embeddings)},
+      precision_(precision) {
   if (!backend::cpu::linear_supported(precision)) {
     throw LoadError(weights.source().string() + ": bf16 needs a CPU with AVX-512 (AMX preferred); use fp32");
   }

@@ -19,11 +19,12 @@
 #include "backend/cpu/precision.h"
 #include "backend/cpu/rope.h"
 #include "model/checkpoint/checkpoint.h"
+#include "model/encoder/encoder.h"
 #include "model/modernbert/config.h"
 
 namespace s1::modernbert {
 
-class ModernBertEncoder {
+class ModernBertEncoder final : public encoder::Encoder {
  public:
   // Maps and checks every tensor under `prefix` ("" for a ModernBertModel checkpoint, "model." for
   // ModernBertFor… task models, another prefix where the encoder is part of a larger model) against
@@ -31,18 +32,19 @@ class ModernBertEncoder {
   // Throws checkpoint::LoadError naming the checkpoint and tensor.
   ModernBertEncoder(const ModernBertConfig& config, const checkpoint::Checkpoint& weights,
                     backend::cpu::Precision precision, const std::string& prefix);
-  ~ModernBertEncoder();
+  ~ModernBertEncoder() override;
   ModernBertEncoder(ModernBertEncoder&&) noexcept;
   ModernBertEncoder& operator=(ModernBertEncoder&&) noexcept;
 
   const ModernBertConfig& config() const { return config_; }
+  const encoder::EncoderInfo& info() const override { return info_; }
   backend::cpu::Precision precision() const { return precision_; }
 
   // The last hidden states (after the final norm) of every sequence, packed: [rows, hidden_size]
   // where the rows of sequences[i] are layout()[i]. Every id must be < vocab_size and every sequence
   // non-empty and at most max_position_embeddings long (std::invalid_argument otherwise). The view
   // lives until the next call. Not thread-safe: scratch buffers are reused across calls.
-  std::span<const float> forward(std::span<const std::span<const int32_t>> sequences);
+  std::span<const float> forward(std::span<const std::span<const int32_t>> sequences) override;
   std::span<const backend::cpu::PackedSequence> layout() const { return layout_; }
 
  private:
@@ -57,6 +59,7 @@ class ModernBertEncoder {
   };
 
   ModernBertConfig config_;
+  encoder::EncoderInfo info_;
   backend::cpu::Precision precision_;
   std::vector<float> token_embeddings_;
   std::vector<float> embedding_norm_weight_, embedding_norm_bias_;

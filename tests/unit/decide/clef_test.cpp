@@ -14,7 +14,7 @@
 #include "decide/prompt.h"
 #include "model/checkpoint/checkpoint.h"
 #include "model/checkpoint/load_error.h"
-#include "model/decoder/families.h"
+#include "model/families.h"
 #include "model/heads/joint_schema_head.h"
 #include "support/fixtures.h"
 #include "support/reference_answers.h"
@@ -133,7 +133,7 @@ TEST(JointSchemaHead, LogitsMatchTheReferenceHead) {
   const text::Tokenizer tokenizer = text::Tokenizer::from_file(tiny_clef() / "tokenizer.json");
   const auto prompt = clef_prompt(tokenizer, fixture_requests().front(), fixture_max_length());
   ASSERT_TRUE(prompt);
-  const auto decoder = decoder::load_causal_decoder(tiny_clef(), backend::cpu::Precision::fp32);
+  const auto decoder = model::load_causal_decoder(tiny_clef(), backend::cpu::Precision::fp32);
   const auto logits = head.logits(hidden, prompt.value().ids, prompt.value().layout, decoder->lm_head());
   const api::Json expected = read_jsonl(tiny_clef() / "head.jsonl").front()["logits"];
   ASSERT_EQ(logits.size(), expected.size());

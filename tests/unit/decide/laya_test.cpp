@@ -121,8 +121,8 @@ TEST(LayaReadout, AnswersEqualLayasFromItsLogits) {
 // The model's marker logits and act probabilities for every fixture request, one batch per request
 // as the engine runs them, against laya's (fp32): logits within `logit_tolerance` (relative above 1),
 // act probabilities within `act_tolerance`.
-void expect_heads_like_laya(backend::cpu::Precision precision, double logit_tolerance, double act_tolerance) {
-  laya::LayaModel model(fixture_dir(), precision);
+void expect_heads_like_laya(backend::Arithmetic arithmetic, double logit_tolerance, double act_tolerance) {
+  laya::LayaModel model(fixture_dir(), arithmetic);
   const std::vector<api::Json> packing = read_jsonl(fixture_dir() / "packing.jsonl");
   const std::vector<api::Json> heads = read_jsonl(fixture_dir() / "heads.jsonl");
   // One batch per request, as the engine runs them.
@@ -156,7 +156,7 @@ void expect_heads_like_laya(backend::cpu::Precision precision, double logit_tole
 }
 
 TEST(LayaModel, MarkerLogitsAndActProbabilitiesMatchLaya) {
-  expect_heads_like_laya(backend::cpu::Precision::fp32, model_tolerance, model_tolerance);
+  expect_heads_like_laya(backend::Arithmetic::fp32, model_tolerance, model_tolerance);
 }
 
 // bf16 rounds every matmul's input and the Q/K/V, Wi and head feed-forward outputs (as torch's bf16
@@ -164,7 +164,7 @@ TEST(LayaModel, MarkerLogitsAndActProbabilitiesMatchLaya) {
 // probabilities within 0.006; the bounds leave about 2x.
 TEST(LayaModel, Bf16MarkerLogitsAndActProbabilitiesNearLaya) {
   if (!backend::cpu::linear_supported(backend::cpu::Precision::bf16)) GTEST_SKIP() << "bf16 needs AVX-512";
-  expect_heads_like_laya(backend::cpu::Precision::bf16, bf16_logit_tolerance, bf16_act_tolerance);
+  expect_heads_like_laya(backend::Arithmetic::bf16, bf16_logit_tolerance, bf16_act_tolerance);
 }
 
 TEST(LayaEngine, AnswersLikeLaya) {
