@@ -124,9 +124,9 @@ TEST(ClmReadout, AnswersFromScaledCosines) {
             api::ErrorCode::internal_error);
 }
 
-TEST(ClmHeads, ProjectLikeTheTorchHeads) {
+// Both heads' projections of heads.json's inputs against the torch heads'.
+void expect_projections_like_torch(const heads::ClmHeads& heads) {
   const api::Json golden = api::Json::parse(std::ifstream(fixture_dir() / "heads.json"));
-  const heads::ClmHeads heads = heads::load_clm_heads(fixture_dir() / "clm_heads.safetensors", 64, false);
   std::vector<float> inputs;
   for (const auto& row : golden["inputs"]) {
     for (const auto& value : row) inputs.push_back(value.get<float>());
@@ -140,8 +140,19 @@ TEST(ClmHeads, ProjectLikeTheTorchHeads) {
       }
     }
   }
+}
+
+TEST(ClmHeads, ProjectLikeTheTorchHeads) {
+  expect_projections_like_torch(heads::load_clm_heads(fixture_dir() / "clm_heads.safetensors", 64, false));
   EXPECT_THROW(heads::load_clm_heads(fixture_dir() / "clm_heads.safetensors", 32, false), checkpoint::LoadError);
   EXPECT_THROW(heads::load_clm_heads(fixture_dir() / "missing.safetensors", 64, false), checkpoint::LoadError);
+}
+
+// A head runs on whichever backend its loader is given: the reference backend's plain ops agree.
+TEST(ClmHeads, ProjectLikeTheTorchHeadsOnTheReferenceBackend) {
+  const auto reference = backend::create_backend("reference");
+  expect_projections_like_torch(
+      heads::load_clm_heads(fixture_dir() / "clm_heads.safetensors", 64, false, *reference));
 }
 
 TEST(EmbeddingCacheMaths, UnitDotAndNormalisation) {
