@@ -10,10 +10,19 @@ PrefixCache::Found PrefixCache::longest_prefix(std::span<const int32_t> tokens) 
   // A linear scan: the capacity holds few memories of real models (a 300-token Qwen3-0.6B state is
   // about 70 MB), and comparing token ids costs nothing next to the forward pass it saves.
   auto best = entries_.end();
+  std::size_t best_length = 0;
   for (auto entry = entries_.begin(); entry != entries_.end(); ++entry) {
-    if (entry->tokens.size() > tokens.size() || (best != entries_.end() && entry->tokens.size() <= best->tokens.size()))
-      continue;
-    if (std::equal(entry->tokens.begin(), entry->tokens.end(), tokens.begin())) best = entry;
+    const std::size_t limit = std::min(entry->tokens.size(), tokens.size());
+    const auto common = static_cast<std::size_t>(
+        std::mismatch(entry->tokens.begin(), entry->tokens.begin() + static_cast<std::ptrdiff_t>(limit), tokens.begin())
+            .first -
+        entry->tokens.begin());
+    const std::size_t usable = common == entry->tokens.size() || entry->memory->cuttable() ? common : 0;
+    // On a tie a whole entry wins: it needs no cut.
+    if (usable > best_length || (usable > 0 && usable == best_length && usable == entry->tokens.size())) {
+      best = entry;
+      best_length = usable;
+    }
   }
   if (best == entries_.end()) {
     ++stats_.misses;
@@ -21,7 +30,9 @@ PrefixCache::Found PrefixCache::longest_prefix(std::span<const int32_t> tokens) 
   }
   ++stats_.hits;
   entries_.splice(entries_.begin(), entries_, best);
-  return {entries_.front().memory, entries_.front().tokens.size()};
+  const Entry& found = entries_.front();
+  if (best_length == found.tokens.size()) return {found.memory, best_length};
+  return {found.memory->prefix(best_length), best_length};
 }
 
 void PrefixCache::insert(std::vector<int32_t> tokens, std::shared_ptr<const memory::SequenceMemory> memory) {

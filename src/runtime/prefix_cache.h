@@ -27,7 +27,9 @@ class PrefixCache {
     std::size_t tokens = 0;                                // how many of `tokens` it holds
   };
   // The longest cached prefix of `tokens` (at most all of them), now the most recently used; counted
-  // as a hit when one is found, else as a miss.
+  // as a hit when one is found, else as a miss. An entry whose memory is cuttable (attention only)
+  // also serves a request that shares only its first tokens: cut to the common length, so that a
+  // prefix ending a token earlier than a cached one still hits.
   Found longest_prefix(std::span<const int32_t> tokens);
   // Keeps `memory` as the memory after `tokens` (replacing an entry for the same tokens), then drops
   // the least recently used entries until the bytes fit; one larger than the capacity is not kept.

@@ -79,6 +79,12 @@ TEST_P(PrefixCacheReuse, AnswersEqualWithAndWithoutTheCache) {
                    decide::last_token_hidden_rows(*model, longer), 1e-4F);
   EXPECT_EQ(cached, static_cast<int64_t>(first.prefix.size()));
 
+  // A prefix ending before a cached one: an attention-only memory is cut to it.
+  const decide::SharedPrefixPrompts shorter = split({{20, 21, 7}, {20, 21, 8}});
+  expect_rows_near(decide::last_token_hidden_rows(*model, shorter, &cache, &cached),
+                   decide::last_token_hidden_rows(*model, shorter), 1e-4F);
+  EXPECT_GE(cached, static_cast<int64_t>(first.prefix.size()));
+
   // One question alone branches from the longest cached part of its prompt.
   const decide::SharedPrefixPrompts alone = split({{30, 31}});
   ASSERT_TRUE(alone.prefix.empty());
@@ -88,7 +94,7 @@ TEST_P(PrefixCacheReuse, AnswersEqualWithAndWithoutTheCache) {
 
   const runtime::PrefixCache::Stats stats = cache.stats();
   EXPECT_EQ(stats.misses, 1U);
-  EXPECT_EQ(stats.hits, 3U);
+  EXPECT_EQ(stats.hits, 4U);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, PrefixCacheReuse,

@@ -73,6 +73,30 @@ std::unique_ptr<SequenceMemory> SequenceMemory::extended(MemoryExtension&& exten
   return next;
 }
 
+std::unique_ptr<SequenceMemory> SequenceMemory::prefix(std::size_t length) const {
+  if (!cuttable() || length > length_) throw std::logic_error("sequence memory: cannot cut to this prefix");
+  auto cut = std::make_unique<SequenceMemory>(owner_, shape_);
+  std::size_t first = 0;  // the segment's first position
+  for (const auto& segment : segments_) {
+    if (first >= length) break;
+    if (first + segment->length <= length) {
+      cut->segments_.push_back(segment);
+    } else {
+      auto part = std::make_shared<KvSegment>();
+      part->length = length - first;
+      const auto floats = static_cast<std::ptrdiff_t>(part->length * shape_.kv_width);
+      for (std::size_t l = 0; l < shape_.attention_layers; ++l) {
+        part->keys.emplace_back(segment->keys[l].begin(), segment->keys[l].begin() + floats);
+        part->values.emplace_back(segment->values[l].begin(), segment->values[l].begin() + floats);
+      }
+      cut->segments_.push_back(std::move(part));
+    }
+    first += segment->length;
+  }
+  cut->length_ = length;
+  return cut;
+}
+
 void SequenceMemory::gather(std::size_t slot, std::size_t begin, std::size_t end, std::span<float> keys,
                             std::span<float> values) const {
   const std::size_t width = shape_.kv_width;

@@ -67,6 +67,12 @@ class SequenceMemory {
 
   // A copy sharing every buffer (they are immutable), for a caller that keeps it apart.
   [[nodiscard]] std::unique_ptr<SequenceMemory> clone() const { return std::make_unique<SequenceMemory>(*this); }
+  // Whether prefix() can cut it: only attention layers, whose positions are independent rows (a
+  // recurrent state or conv tail holds only the state after the last position).
+  [[nodiscard]] bool cuttable() const { return shape_.recurrent_layers == 0 && shape_.conv_layers == 0; }
+  // Its first `length` positions (≤ length()), sharing the whole segments before the cut; for a
+  // cuttable() memory only (std::logic_error otherwise).
+  [[nodiscard]] std::unique_ptr<SequenceMemory> prefix(std::size_t length) const;
   // This memory followed by `extension` (whose shape must be this memory's).
   [[nodiscard]] std::unique_ptr<SequenceMemory> extended(MemoryExtension&& extension) const;
 

@@ -105,6 +105,25 @@ TEST(SequenceMemory, ManyOneTokenExtensionsStayReadable) {
   EXPECT_EQ(memory->recurrent(0)[3], 39.0F);
 }
 
+TEST(SequenceMemory, AnAttentionOnlyMemoryCutsToAShorterPrefix) {
+  const MemoryShape attention{.attention_layers = 2,
+                              .kv_width = 3,
+                              .recurrent_layers = 0,
+                              .recurrent_size = 0,
+                              .conv_layers = 0,
+                              .conv_tail_size = 0};
+  const SequenceMemory empty(&owner, attention);
+  const auto memory = empty.extended(MemoryExtension(attention, 2))->extended(MemoryExtension(attention, 3));
+  ASSERT_TRUE(memory->cuttable());
+  const auto cut = memory->prefix(3);  // inside the second segment
+  EXPECT_EQ(cut->length(), 3U);
+  EXPECT_EQ(cut->bytes(), 3 * 3 * 2 * 2 * sizeof(float));
+  EXPECT_EQ(memory->prefix(2)->bytes(), 2 * 3 * 2 * 2 * sizeof(float));
+  // A memory with end states (this file's shape) cannot be cut.
+  EXPECT_FALSE(SequenceMemory(&owner, shape).cuttable());
+  EXPECT_THROW((void)memory->prefix(6), std::logic_error);
+}
+
 TEST(SequenceMemory, RefusesAnExtensionOfAnotherShape) {
   const SequenceMemory empty(&owner, shape);
   MemoryShape other = shape;

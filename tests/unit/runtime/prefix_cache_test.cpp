@@ -39,10 +39,14 @@ TEST(PrefixCache, FindsTheLongestCachedPrefix) {
   const PrefixCache::Found part = cache.longest_prefix(std::vector<int32_t>{1, 2, 7});
   EXPECT_EQ(part.memory, short_memory);
   EXPECT_EQ(part.tokens, 2U);
-  // A cached sequence longer than the tokens asked about is no prefix of them.
-  EXPECT_EQ(cache.longest_prefix(std::vector<int32_t>{1}).memory, nullptr);
+  // An attention-only memory longer than the common part is cut to it.
+  const PrefixCache::Found cut = cache.longest_prefix(std::vector<int32_t>{1, 5, 3, 9});
+  ASSERT_NE(cut.memory, nullptr);
+  EXPECT_EQ(cut.tokens, 3U);
+  EXPECT_EQ(cut.memory->length(), 3U);
+  EXPECT_EQ(cache.longest_prefix(std::vector<int32_t>{2, 1}).memory, nullptr);
   const PrefixCache::Stats stats = cache.stats();
-  EXPECT_EQ(stats.hits, 2U);
+  EXPECT_EQ(stats.hits, 3U);
   EXPECT_EQ(stats.misses, 2U);
   EXPECT_EQ(stats.entries, 3U);
   EXPECT_EQ(stats.bytes, (2 + 3 + 4) * 8U);
@@ -68,6 +72,20 @@ TEST(PrefixCache, EvictsTheLeastRecentlyUsedByBytes) {
   EXPECT_EQ(stats.entries, 2U);
   EXPECT_EQ(stats.bytes, 6 * 8U);
   EXPECT_EQ(cache.longest_prefix(std::vector<int32_t>{4}).memory, nullptr);
+}
+
+TEST(PrefixCache, AMemoryWithEndStatesIsNeverCut) {
+  // Its recurrent state is the one after its last token: no shorter prefix can be read from it.
+  const MemoryShape hybrid{.attention_layers = 1,
+                           .kv_width = 1,
+                           .recurrent_layers = 1,
+                           .recurrent_size = 2,
+                           .conv_layers = 0,
+                           .conv_tail_size = 0};
+  PrefixCache cache(1 << 20);
+  cache.insert({1, 2, 3}, SequenceMemory(&owner, hybrid).extended(MemoryExtension(hybrid, 3)));
+  EXPECT_EQ(cache.longest_prefix(std::vector<int32_t>{1, 2, 9}).memory, nullptr);
+  EXPECT_EQ(cache.longest_prefix(std::vector<int32_t>{1, 2, 3, 9}).tokens, 3U);
 }
 
 TEST(PrefixCache, CapacityZeroKeepsNothing) {
