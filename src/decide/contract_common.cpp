@@ -17,8 +17,7 @@ std::optional<backend::cpu::Precision> parse_precision(std::string_view name) {
 }
 
 backend::cpu::Precision default_linear_precision() {
-  return backend::cpu::linear_supported(backend::cpu::Precision::bf16) ? backend::cpu::Precision::bf16
-                                                                       : backend::cpu::Precision::fp32;
+  return backend::cpu::preferred_linear_precision();
 }
 
 backend::cpu::Precision read_precision(checkpoint::ConfigReader& decision_file, backend::cpu::Precision fallback) {

@@ -13,6 +13,10 @@ enum class Activation { none, gelu };
 
 // Whether PackedLinear can run at this precision on this CPU.
 [[nodiscard]] bool linear_supported(Precision precision);
+// The faster supported precision for a model's linear layers on this CPU (docs/benchmarks/kernels.md,
+// "Paths per CPU class"): bf16 only where the CPU has bf16 arithmetic, since emulated bf16 matmuls
+// are slower than fp32 ones.
+[[nodiscard]] Precision preferred_linear_precision();
 
 // The row count to hand PackedLinear for `rows` rows of work: at most 8 sizes per octave (multiples
 // of 16 up to 128), so a server sees a bounded set of matmul primitives whatever the request mix.

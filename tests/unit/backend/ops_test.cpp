@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/linear.h"
 #include "backend/cpu/variants.h"
 
 namespace s1::backend {
@@ -595,6 +596,13 @@ TEST(OpErrors, AMatmulOnAnotherBackendsWeightIsRefused) {
         std::invalid_argument)
         << entry.name;
   }
+}
+
+// Emulated bf16 matmuls (AVX-512 without BF16) are slower than fp32 ones: bf16 is preferred only
+// with bf16 arithmetic, on each CPU class ctest runs.
+TEST(CpuClass, Bf16IsPreferredOnlyWithBf16Arithmetic) {
+  const bool bf16 = cpu::isa_supported(cpu::Isa::avx512_bf16);
+  EXPECT_EQ(cpu::preferred_linear_precision(), bf16 ? cpu::Precision::bf16 : cpu::Precision::fp32) << cpu_class();
 }
 
 TEST(Registry, AnUnknownBackendNamesTheKnownOnes) {
