@@ -40,6 +40,7 @@ int http_status(ErrorCode code) {
     case ErrorCode::validation: return 422;
     case ErrorCode::unknown_model:
     case ErrorCode::unsupported_media:
+    case ErrorCode::invalid_media:
     case ErrorCode::unsupported_question_type:
     case ErrorCode::too_many_options:
     case ErrorCode::max_tokens_exceeded:
@@ -72,6 +73,7 @@ std::string_view error_type(ErrorCode code) {
     case ErrorCode::validation: return "validation_error";
     case ErrorCode::unknown_model: return "unknown_model";
     case ErrorCode::unsupported_media: return "unsupported_media";
+    case ErrorCode::invalid_media: return "invalid_media";
     case ErrorCode::unsupported_question_type: return "unsupported_question_type";
     case ErrorCode::too_many_options: return "too_many_options";
     case ErrorCode::max_tokens_exceeded: return "max_tokens_exceeded";

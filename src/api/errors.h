@@ -15,6 +15,7 @@ enum class ErrorCode {
   validation,                 // 422, carries ValidationIssues
   unknown_model,              // 400
   unsupported_media,          // 400
+  invalid_media,              // 400, an image that cannot be used: undecodable, over a limit, unreferenced
   unsupported_question_type,  // 400
   too_many_options,           // 400
   max_tokens_exceeded,        // 400

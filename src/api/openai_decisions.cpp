@@ -36,6 +36,7 @@ class DecisionsValidator {
     check_questions(member(body, "questions"), result);
     if (!issues_.empty()) return ApiError::validation(std::move(issues_));
     if (refusal_) return std::move(*refusal_);
+    result.pipeline.media = std::move(media_);
     return result;
   }
 
@@ -190,12 +191,20 @@ class DecisionsValidator {
     }
     const std::string tag = type->is_string() ? type->get<std::string>() : std::string();
     const bool assistant = kinds == PartKinds::assistant_content;
-    const bool media = kinds == PartKinds::user_content
-                           ? tag == "input_image" || tag == "input_file" || tag == "input_audio"
-                           : kinds == PartKinds::question_instructions && tag == "input_image";
-    if (media) {
-      refuse_once(ErrorCode::unsupported_media, location,
-                  "Images, files and audio are not supported by this server yet");
+    const bool image = tag == "input_image" &&
+                       (kinds == PartKinds::user_content || kinds == PartKinds::question_instructions);
+    if (image) {
+      auto encoded = decisions_input_image(part, location);
+      if (encoded) {
+        media_.push_back(std::move(encoded.value()));
+      } else if (!refusal_) {
+        refusal_ = std::move(encoded.error());
+        refusal_->openai_param = openai_param(location);
+      }
+      return std::nullopt;
+    }
+    if (kinds == PartKinds::user_content && (tag == "input_file" || tag == "input_audio")) {
+      refuse_once(ErrorCode::unsupported_media, location, "Files and audio are not supported; send images");
       return std::nullopt;
     }
     if (!assistant && tag == "input_text") return check_text_part(part, location, "text", true);
@@ -428,6 +437,7 @@ class DecisionsValidator {
 
   const RequestLimits& limits_;
   std::vector<ValidationIssue> issues_;
+  std::vector<EncodedImage> media_;  // input_image parts, in order
   std::optional<ApiError> refusal_;
 };
 

@@ -90,10 +90,10 @@ class SystemOneValidator {
     check_questions(member(body, "questions"), request);
     check_thinking(member(body, "thinking"));
     if (!issues_.empty()) return ApiError::validation(std::move(issues_));
-    if (has_media(body, request.state)) {
-      return ApiError::make(ErrorCode::unsupported_media,
-                            "Images, assets and video are not supported by this server yet");
-    }
+    auto media = collect_system_one_media(body);
+    if (!media) return media.error();
+    request.media = std::move(media->images);
+    request.state = std::move(media->state);
     return request;
   }
 
@@ -261,25 +261,6 @@ class SystemOneValidator {
       if (enabled != nullptr && enabled->is_boolean() && !enabled->get<bool>()) return;
     }
     issue("literal_error", {"thinking"}, "Input should be false or {\"enabled\": false}");
-  }
-
-  static bool is_empty_media(const Json& value) {
-    return value.is_null() || ((value.is_array() || value.is_object()) && value.empty());
-  }
-
-  static bool has_media(const Json& body, const Json& state) {
-    for (const char* name : {"assets", "images", "video"}) {
-      const Json* value = member(body, name);
-      if (value != nullptr && !is_empty_media(*value)) return true;
-    }
-    if (state.is_array()) {
-      for (const Json& element : state) {
-        if (!element.is_object()) continue;
-        const Json* type = member(element, "type");
-        if (type != nullptr && type->is_string() && (*type == "image_url" || *type == "input_image")) return true;
-      }
-    }
-    return false;
   }
 
   const RequestLimits& limits_;

@@ -3,6 +3,7 @@
 
 #include "api/errors.h"
 #include "api/json.h"
+#include "api/media.h"
 
 #include <optional>
 #include <string>
@@ -38,6 +39,8 @@ struct DecisionRequest {
   std::optional<std::string> model;  // absent or null: the default model
   Json state;
   std::vector<Question> questions;
+  std::vector<EncodedImage> media;   // as sent, its form checked; decoded once the model is known
+  std::vector<RequestImage> images;  // decoded, in media's order: what a contract reads
 };
 
 struct RequestLimits {

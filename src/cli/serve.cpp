@@ -29,6 +29,9 @@ struct ServeFlags {
   std::optional<int64_t> timeout_ms;
   std::optional<std::string> default_model;
   std::optional<size_t> max_questions;
+  std::optional<size_t> max_images;
+  std::optional<size_t> max_image_bytes;
+  std::optional<uint64_t> max_image_pixels;
   std::optional<int64_t> token_budget;
   std::optional<int64_t> drain_ms;
   std::optional<int> http_threads;
@@ -51,6 +54,9 @@ registry::ServerConfig build_config(const ServeFlags& flags) {
   if (flags.overload_status) config.overload_status = *flags.overload_status;
   if (flags.timeout_ms) config.timeout = std::chrono::milliseconds(*flags.timeout_ms);
   if (flags.max_questions) config.max_questions = *flags.max_questions;
+  if (flags.max_images) config.max_images = *flags.max_images;
+  if (flags.max_image_bytes) config.max_image_bytes = *flags.max_image_bytes;
+  if (flags.max_image_pixels) config.max_image_pixels = *flags.max_image_pixels;
   if (flags.token_budget) config.token_budget = *flags.token_budget;
   if (flags.drain_ms) config.drain_timeout = std::chrono::milliseconds(*flags.drain_ms);
   if (flags.http_threads) config.http_threads = *flags.http_threads;
@@ -218,6 +224,13 @@ void add_serve_command(CLI::App& app) {
   command->add_option("--timeout-ms", flags->timeout_ms, "Deadline per request in ms (default 60000)");
   command->add_option("--default-model", flags->default_model, "Model used when a request names none");
   command->add_option("--max-questions", flags->max_questions, "Questions per request (default 400)");
+  command->add_option("--max-images", flags->max_images, "Images per request; a model may take fewer (default 8)")
+      ->check(CLI::Range(0, 1000));
+  command->add_option("--max-image-bytes", flags->max_image_bytes, "Encoded bytes per image (default 16777216)")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 32));
+  command->add_option("--max-image-pixels", flags->max_image_pixels,
+                      "Pixels per image, checked before decoding; a model may take fewer (default 20000000)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));
   command->add_option("--token-budget", flags->token_budget, "Input tokens per request (default 65536)");
   command->add_option("--drain-ms", flags->drain_ms, "Shutdown drain budget in ms (default 30000)");
   command->add_option("--http-threads", flags->http_threads, "HTTP I/O threads (default 2)");

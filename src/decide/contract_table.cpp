@@ -145,7 +145,7 @@ LoadedModel load_model(const std::string& source) {
     auto engine = make_mock_engine(variant);
     if (!engine) {
       throw ModelLoadError("unknown test backend '" + source +
-                           "' (known: mock:ramp, mock:uniform, mock:letters, mock:broken, mock:slow)");
+                           "' (known: mock:ramp, mock:uniform, mock:letters, mock:images, mock:broken, mock:slow)");
     }
     return LoadedModel{"mock-" + variant, {}, std::move(engine)};
   }

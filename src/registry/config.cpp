@@ -262,6 +262,12 @@ ServerConfig read_config_file(const std::filesystem::path& path, ServerConfig co
       config.timeout = std::chrono::milliseconds(read_number<int64_t>(value, path, key, 1, 86'400'000));
     } else if (key == "max_questions") {
       config.max_questions = read_number<size_t>(value, path, key, 1, 100'000);
+    } else if (key == "max_images") {
+      config.max_images = read_number<size_t>(value, path, key, 0, 1'000);
+    } else if (key == "max_image_bytes") {
+      config.max_image_bytes = read_number<size_t>(value, path, key, 1, size_t{1} << 32);
+    } else if (key == "max_image_pixels") {
+      config.max_image_pixels = read_number<uint64_t>(value, path, key, 1, uint64_t{1} << 32);
     } else if (key == "token_budget") {
       config.token_budget = read_number<int64_t>(value, path, key, 1, int64_t{1} << 40);
     } else if (key == "queue") {

@@ -55,6 +55,11 @@ struct ServerConfig {
   size_t max_body_bytes = 4 * 1024 * 1024;
   std::chrono::milliseconds timeout{60'000};
   size_t max_questions = 400;  // OpenAI Decisions' limit; the token budget is the real bound
+  // Images (contract §11.3): per request, encoded bytes per image, pixels per image (read from the
+  // header before decoding). A model's contract may lower the first and the last.
+  size_t max_images = 8;
+  size_t max_image_bytes = 16 * 1024 * 1024;
+  uint64_t max_image_pixels = 20'000'000;
   int64_t token_budget = 65'536;
   size_t queue_capacity = 32;
   int overload_status = 503;  // or 529, TypeSafe's overload status, for clients that key on it

@@ -41,6 +41,10 @@ struct ModelInfo {
   int64_t context_tokens = 0;
   std::string confidence_method = "linear";
   bool test_backend = false;
+  // Images per request the contract takes (0: text only, refused with unsupported_media), and its
+  // own pixel limit per image (0: the server's); the server's limits apply as well (§11.3).
+  size_t max_images = 0;
+  uint64_t max_image_pixels = 0;
 };
 
 class Engine {

@@ -73,6 +73,13 @@ constexpr size_t large_body_bytes = 64 * 1024;
 // every connection at once, few enough that a flood of 4 MiB bodies cannot queue without bound.
 constexpr size_t prepare_tasks_waiting = 256;
 
+// A multipart body reaches a worker as its JSON part alone, which would lose the images.
+api::ApiError forwarded_uploads_refused() {
+  return api::ApiError::make(api::ErrorCode::unsupported_media,
+                             "Multipart image uploads cannot be forwarded to this model's workers; send the assets "
+                             "inline as data_base64");
+}
+
 api::ApiError preparing_overloaded() {
   return api::ApiError::make(api::ErrorCode::overloaded, "Too many requests being prepared; retry shortly");
 }
@@ -104,9 +111,10 @@ Reply DecideHandler::refusal(const api::ApiError& error, Route route) const {
 
 bool DecideHandler::decides_off_io(std::string_view body) { return body.size() >= large_body_bytes; }
 
-asio::awaitable<DecideHandler::Decision> DecideHandler::decide_off_io(Route route, std::string_view body) {
+asio::awaitable<DecideHandler::Decision> DecideHandler::decide_off_io(Route route, std::string_view body,
+                                                                    std::vector<api::UploadedPart>& uploads) {
   // Named, not a temporary in the co_await expression (see on_pool).
-  std::function<Decision()> work = [this, route, body] { return decide(route, body); };
+  std::function<Decision()> work = [this, route, body, &uploads] { return decide(route, body, std::move(uploads)); };
   std::optional<Decision> decision =
       co_await on_pool<Decision>(prepare_pool_, runtime::PreparePool::Size::large, std::move(work));
   if (!decision) {
@@ -115,7 +123,27 @@ asio::awaitable<DecideHandler::Decision> DecideHandler::decide_off_io(Route rout
   co_return std::move(*decision);
 }
 
-DecideHandler::Decision DecideHandler::decide(Route route, std::string_view body) const {
+std::optional<api::ApiError> DecideHandler::refuse_media(const api::DecisionRequest& request,
+                                                         const registry::ServedModel& served) {
+  if (request.media.empty() || served.pool) return std::nullopt;
+  if (served.runner->info().max_images == 0) {
+    api::ApiError error = api::ApiError::make(
+        api::ErrorCode::unsupported_media, "Model " + served.name + " takes no images; send text only or choose a vision model");
+    error.openai_param = request.media.front().label;  // /v1/decisions labels are its params
+    return error;
+  }
+  return std::nullopt;
+}
+
+api::MediaLimits DecideHandler::media_limits(const runtime::ModelInfo& model) const {
+  api::MediaLimits limits{options_.max_images, options_.max_image_bytes, options_.max_image_pixels};
+  limits.max_images = std::min(limits.max_images, model.max_images);
+  if (model.max_image_pixels > 0) limits.max_image_pixels = std::min(limits.max_image_pixels, model.max_image_pixels);
+  return limits;
+}
+
+DecideHandler::Decision DecideHandler::decide(Route route, std::string_view body,
+                                              std::vector<api::UploadedPart> uploads) const {
   // The router checks only `model` before forwarding (§7.1): a scan applies the strict-JSON rules
   // without building the document, which only a locally served request needs.
   if (route == Route::systemone && serves_upstream_) {
@@ -135,6 +163,9 @@ DecideHandler::Decision DecideHandler::decide(Route route, std::string_view body
         name_used = model.text;
       }
       const registry::ServedModel* served = name_used ? registry_.resolve(*name_used) : nullptr;
+      if (served != nullptr && served->pool && !uploads.empty()) {
+        return error_reply(forwarded_uploads_refused(), route);
+      }
       if (served != nullptr && served->pool) {
         return ForwardSystemOne{served->pool.get(), *name_used != served->pool->upstream_model(), served->name};
       }
@@ -150,10 +181,21 @@ DecideHandler::Decision DecideHandler::decide(Route route, std::string_view body
     if (!validated) return error_reply(validated.error(), route);
     decisions = std::move(validated.value());
     request = std::make_shared<api::DecisionRequest>(decisions->pipeline);
+    decisions->pipeline.media.clear();  // one copy of the encoded images is enough
   } else {
     auto validated = parse_then_validate(body, limits, &api::validate_system_one_request);
     if (!validated) return error_reply(validated.error(), route);
     request = std::make_shared<api::DecisionRequest>(std::move(validated.value()));
+    const bool multipart = !uploads.empty();
+    auto attached = api::attach_uploads(std::move(request->media), std::move(uploads));
+    if (!attached) return error_reply(attached.error(), route);
+    request->media = std::move(attached.value());
+    if (multipart && serves_upstream_) {
+      const std::string target = request->model.value_or(registry_.default_model().value_or(""));
+      if (const registry::ServedModel* served = registry_.resolve(target); served != nullptr && served->pool) {
+        return error_reply(forwarded_uploads_refused(), route);
+      }
+    }
   }
 
   const std::string name = request->model.value_or(registry_.default_model().value_or(""));
@@ -163,11 +205,20 @@ DecideHandler::Decision DecideHandler::decide(Route route, std::string_view body
     error.openai_param = "model";
     return error_reply(error, route);
   }
+  if (served->pool && decisions && !request->media.empty()) {
+    // The worker's System One body (§7.3) has no place for them: refused, never dropped.
+    return error_reply(api::ApiError::make(api::ErrorCode::unsupported_media,
+                                           "Images in /v1/decisions cannot be forwarded to this model's workers"),
+                       route);
+  }
   if (served->pool && decisions) return ForwardDecisions{std::move(*decisions), served};
   if (served->pool) {
     return ForwardSystemOne{served->pool.get(), served->name != served->pool->upstream_model(), served->name};
   }
-  return RunLocally{std::move(request), std::move(decisions), served, decides_off_io(body)};
+  if (auto refused = refuse_media(*request, *served)) return error_reply(*refused, route);
+  // Decoding images is a large task whatever the body's size.
+  const bool large = decides_off_io(body) || !request->media.empty();
+  return RunLocally{std::move(request), std::move(decisions), served, large};
 }
 
 asio::awaitable<Reply> DecideHandler::run_locally(tcp::socket& socket, Route route, RunLocally local,
@@ -183,7 +234,17 @@ asio::awaitable<Reply> DecideHandler::run_locally(tcp::socket& socket, Route rou
   using Prepared = api::Result<std::unique_ptr<runtime::Plan>>;
   const runtime::Engine& engine = runner.engine();
   const runtime::PrepareLimits limits{options_.token_budget};
-  std::function<Prepared()> work = [&engine, request, limits] { return engine.prepare(*request, limits); };
+  const api::MediaLimits media = media_limits(runner.info());
+  // Decoding is prepare work: off the I/O thread, before the contract sees the request.
+  std::function<Prepared()> work = [&engine, request, limits, media]() -> Prepared {
+    if (!request->media.empty()) {
+      auto images = api::decode_request_images(request->media, media);
+      if (!images) return images.error();
+      request->images = std::move(images.value());
+      request->media.clear();  // the encoded bytes are not needed again
+    }
+    return engine.prepare(*request, limits);
+  };
   const auto size = local.large ? runtime::PreparePool::Size::large : runtime::PreparePool::Size::small;
   std::optional<Prepared> prepared = co_await on_pool<Prepared>(prepare_pool_, size, std::move(work));
   if (!prepared) {
@@ -262,6 +323,9 @@ asio::awaitable<Reply> DecideHandler::run_locally(tcp::socket& socket, Route rou
   result.input_tokens = input_tokens;
   result.cached_tokens = outcome.cached_tokens;
   metrics_.add_counter("s1serve_input_tokens_total", {{"model", served->name}}, static_cast<double>(input_tokens));
+  if (!request->images.empty()) {
+    metrics_.add_counter("s1serve_images_total", {{"model", served->name}}, static_cast<double>(request->images.size()));
+  }
   for (const api::Question& question : request->questions) {
     metrics_.add_counter("s1serve_questions_total",
                         {{"model", served->name}, {"type", std::string(api::question_type_name(question.type))}});
@@ -350,9 +414,11 @@ asio::awaitable<Reply> DecideHandler::batch_item(tcp::socket& socket, BatchItem&
     co_return error_reply(api::ApiError::make(api::ErrorCode::unknown_model, "Unknown model: " + name),
                           Route::systemone);
   }
+  if (auto refused = refuse_media(*request, *served)) co_return error_reply(*refused, Route::systemone);
   if (!served->pool) {
     // Named, not a temporary in the co_await expression (see on_pool).
-    RunLocally local{std::move(request), std::nullopt, served, false};
+    const bool large = !request->media.empty();
+    RunLocally local{std::move(request), std::nullopt, served, large};
     co_return co_await run_locally(socket, Route::systemone, std::move(local), deadline);
   }
   router::UpstreamPool& pool = *served->pool;

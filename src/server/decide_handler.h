@@ -50,11 +50,14 @@ class DecideHandler {
     bool large;  // its body was large: its preparation is a large task of the prepare pool
   };
   using Decision = std::variant<Reply, ForwardSystemOne, ForwardDecisions, RunLocally>;
-  Decision decide(Route route, std::string_view body) const;
+  // `uploads`: a multipart body's parts other than `request`, for the assets that name them.
+  Decision decide(Route route, std::string_view body, std::vector<api::UploadedPart> uploads = {}) const;
   // Whether `body` is large enough to be parsed by decide_off_io rather than on the I/O thread.
   static bool decides_off_io(std::string_view body);
-  // decide on the prepare pool; `body` must outlive the wait.
-  boost::asio::awaitable<Decision> decide_off_io(Route route, std::string_view body);
+  // decide on the prepare pool, taking `uploads` (a reference: GCC 12 mishandles a by-value
+  // argument of a co_awaited call); `body` must outlive the wait.
+  boost::asio::awaitable<Decision> decide_off_io(Route route, std::string_view body,
+                                                 std::vector<api::UploadedPart>& uploads);
 
   // Prepares the request on the prepare pool (rendering, tokenisation), queues it on its model and
   // waits for the outcome, its deadline, or the client on
@@ -73,6 +76,12 @@ class DecideHandler {
                                           std::string_view request_id, Clock::time_point deadline);
 
  private:
+  // 400 unsupported_media when the request has images and the model takes none (§11.3).
+  static std::optional<api::ApiError> refuse_media(const api::DecisionRequest& request,
+                                                   const registry::ServedModel& served);
+  // The server's limits lowered by the model's.
+  api::MediaLimits media_limits(const runtime::ModelInfo& model) const;
+
   // One batch item's reply, as /v1/systemone would give it.
   boost::asio::awaitable<Reply> batch_item(boost::asio::ip::tcp::socket& socket, BatchItem& item,
                                            std::string_view request_id, Clock::time_point deadline);

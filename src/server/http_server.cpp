@@ -200,8 +200,8 @@ struct HttpServer::Impl {
   bool body_from_buffer(RequestParser& parser, beast::flat_buffer& buffer, error_code& error) const;
   static Reply body_failure(const error_code& error, Route route);
   // The body as JSON: decoded (Content-Encoding), out of its multipart wrapping, free of NUL
-  // bytes; or the refusal.
-  std::optional<Reply> prepare_body(Request& request, Route route) const;
+  // bytes, with the multipart body's uploads; or the refusal.
+  std::variant<Reply, std::vector<api::UploadedPart>> prepare_body(Request& request, Route route) const;
   static asio::awaitable<void> linger_before_close(tcp::socket& socket);
   // The body's remaining bytes, after body_from_buffer; `failure` is the reply when it fails.
   asio::awaitable<bool> read_rest_of_body(Connection& connection, RequestParser& parser, beast::flat_buffer& buffer,
@@ -522,17 +522,19 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn
         error_code body_error;
         if (body_from_buffer(parser, buffer, body_error) ||
             (!body_error && co_await read_rest_of_body(*connection, parser, buffer, deadline, route, reply))) {
-          if (std::optional<Reply> refused = prepare_body(request, route)) {
+          std::variant<Reply, std::vector<api::UploadedPart>> prepared = prepare_body(request, route);
+          if (auto* refused = std::get_if<Reply>(&prepared)) {
             reply = std::move(*refused);
           } else {
+            auto& uploads = std::get<std::vector<api::UploadedPart>>(prepared);
             // Not a conditional expression: GCC 12 miscompiles co_await in one.
             DecideHandler::Decision decision;
             if (route == Route::batch) {
               decision = co_await handler.run_batch(socket, request.body(), request_id, deadline);
             } else if (DecideHandler::decides_off_io(request.body())) {
-              decision = co_await handler.decide_off_io(route, request.body());
+              decision = co_await handler.decide_off_io(route, request.body(), uploads);
             } else {
-              decision = handler.decide(route, request.body());
+              decision = handler.decide(route, request.body(), std::move(uploads));
             }
             if (auto* forward = std::get_if<DecideHandler::ForwardSystemOne>(&decision)) {
               model = forward->model;
@@ -628,7 +630,8 @@ asio::awaitable<void> HttpServer::Impl::linger_before_close(tcp::socket& socket)
   timer.cancel();
 }
 
-std::optional<Reply> HttpServer::Impl::prepare_body(Request& request, Route route) const {
+std::variant<Reply, std::vector<api::UploadedPart>> HttpServer::Impl::prepare_body(Request& request,
+                                                                              Route route) const {
   // check_head refused the codings not served.
   const ContentCoding coding = content_coding(request[http::field::content_encoding]).value_or(ContentCoding::identity);
   if (coding != ContentCoding::identity) {
@@ -636,44 +639,20 @@ std::optional<Reply> HttpServer::Impl::prepare_body(Request& request, Route rout
     if (!decoded) return error_reply(decoded.error(), route);
     request.body() = std::move(decoded.value());
   }
+  std::vector<api::UploadedPart> uploads;
   if (route == Route::systemone) {
     if (const std::optional<std::string_view> boundary = form_data_boundary(request[http::field::content_type])) {
-      auto parts = parse_form_data(request.body(), *boundary);
-      if (!parts) return error_reply(parts.error(), route);
-      const FormPart* json = nullptr;
-      bool assets = false;
-      for (const FormPart& part : parts.value()) {
-        if (part.name != "request") {
-          assets = true;
-        } else if (json != nullptr) {
-          return error_reply(api::ApiError::make(api::ErrorCode::invalid_multipart, "Two parts are named request"),
-                             route);
-        } else {
-          json = &part;
-        }
-      }
-      if (json == nullptr) {
-        return error_reply(api::ApiError::make(api::ErrorCode::invalid_multipart, "No part is named request"), route);
-      }
-      if (!json->content_type.empty() && !acceptable_content_type(json->content_type)) {
-        return error_reply(api::ApiError::make(api::ErrorCode::unsupported_media_type,
-                                               "The request part's Content-Type must be application/json"),
-                           route);
-      }
-      if (assets) {
-        return error_reply(api::ApiError::make(api::ErrorCode::unsupported_media,
-                                               "This server does not serve image assets (multipart parts other "
-                                               "than request)"),
-                           route);
-      }
-      request.body() = std::string(json->content);
+      auto form = split_form_request(request.body(), *boundary);
+      if (!form) return error_reply(form.error(), route);
+      request.body() = std::move(form->json);
+      uploads = std::move(form->uploads);
     }
   }
   if (has_nul_byte(request.body())) {
     return error_reply(api::ApiError::validation({api::validation::json_invalid("Raw NUL byte in the JSON body")}),
                        route);
   }
-  return std::nullopt;
+  return uploads;
 }
 
 asio::awaitable<bool> HttpServer::Impl::read_rest_of_body(Connection& connection, RequestParser& parser,

@@ -176,4 +176,28 @@ api::Result<std::vector<FormPart>> parse_form_data(std::string_view body, std::s
   }
 }
 
+api::Result<FormRequest> split_form_request(std::string_view body, std::string_view boundary) {
+  auto parts = parse_form_data(body, boundary);
+  if (!parts) return parts.error();
+  FormRequest request;
+  const FormPart* json = nullptr;
+  for (const FormPart& part : parts.value()) {
+    if (part.name != "request") {
+      request.uploads.push_back(
+          api::UploadedPart{std::string(part.name), std::string(part.content_type), std::string(part.content)});
+    } else if (json != nullptr) {
+      return api::ApiError::make(api::ErrorCode::invalid_multipart, "Two parts are named request");
+    } else {
+      json = &part;
+    }
+  }
+  if (json == nullptr) return api::ApiError::make(api::ErrorCode::invalid_multipart, "No part is named request");
+  if (!json->content_type.empty() && !acceptable_content_type(json->content_type)) {
+    return api::ApiError::make(api::ErrorCode::unsupported_media_type,
+                               "The request part's Content-Type must be application/json");
+  }
+  request.json = std::string(json->content);
+  return request;
+}
+
 }  // namespace s1::server

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "api/errors.h"
+#include "api/media.h"
 
 namespace s1::server {
 
@@ -24,5 +25,15 @@ std::optional<std::string_view> form_data_boundary(std::string_view content_type
 // The parts of a multipart/form-data body, in order: invalid_multipart when the body is not whole
 // (no closing delimiter, a part without Content-Disposition form-data and a name, a bad header line).
 api::Result<std::vector<FormPart>> parse_form_data(std::string_view body, std::string_view boundary);
+
+// A multipart /v1/systemone body taken apart: the `request` part's JSON and every other part, an
+// upload for the asset that names it (§11.3).
+struct FormRequest {
+  std::string json;
+  std::vector<api::UploadedPart> uploads;
+};
+// invalid_multipart when no part or two parts are named `request`; 415 when its Content-Type is
+// not JSON.
+api::Result<FormRequest> split_form_request(std::string_view body, std::string_view boundary);
 
 }  // namespace s1::server

@@ -17,6 +17,7 @@ Reply error_reply(const api::ApiError& error, Route route) {
     case api::ErrorCode::validation:
     case api::ErrorCode::unknown_model:
     case api::ErrorCode::unsupported_media:
+    case api::ErrorCode::invalid_media:
     case api::ErrorCode::unsupported_question_type:
     case api::ErrorCode::too_many_options:
     case api::ErrorCode::max_tokens_exceeded:

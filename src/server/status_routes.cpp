@@ -68,9 +68,9 @@ EntryMembers entry_members(const registry::ServedModel& model, const registry::S
          ",\"context_tokens\":" + std::to_string(info.context_tokens) + ",\"confidence_method\":";
   api::append_json_string(out, info.confidence_method);
   if (info.test_backend) out += ",\"test_backend\":true";
-  // No served model takes images yet (contract §11.3).
   out += ",\"max_questions\":" + std::to_string(config.max_questions) +
-         ",\"max_body_bytes\":" + std::to_string(config.max_body_bytes) + ",\"max_images\":0";
+         ",\"max_body_bytes\":" + std::to_string(config.max_body_bytes) +
+         ",\"max_images\":" + std::to_string(std::min(config.max_images, info.max_images));
   return members;
 }
 

@@ -426,7 +426,7 @@ def test_content_encoding():
 
 def test_multipart():
     """multipart/form-data as the official SDK writes it: the `request` part is served as the JSON
-    body (also zstd-compressed as a whole); an asset part is 400 unsupported_media, a malformed body
+    body (also zstd-compressed as a whole); an asset part no asset claims is 400 invalid_media, a malformed body
     or a missing boundary 400 invalid_multipart, NUL in the part 422, and /v1/decisions refuses it."""
     check = Checker()
     with start_server("multipart", "--model", "mock:ramp", "--port", "0") as server:
@@ -440,7 +440,7 @@ def test_multipart():
         _, with_asset = sdk_multipart([("request", "application/json", RAMP_BYTES, None),
                                        ("asset-0", "image/png", b"\x89PNG\r\n\x1a\n", "asset-0")])
         response = post_bytes(server, with_asset, [("Content-Type", content_type)])
-        expect_error(check, response, 400, "unsupported_media", "asset part")
+        expect_error(check, response, 400, "invalid_media", "an asset part no asset claims")
         response = post_bytes(server, body[:-20], [("Content-Type", content_type)])
         expect_error(check, response, 400, "invalid_multipart", "no closing delimiter")
         response = post_bytes(server, body, [("Content-Type", "multipart/form-data")])

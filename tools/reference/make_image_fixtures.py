@@ -7,6 +7,7 @@ interlacing, 16-bit gray with tRNS) come from the small PNG writer below; PIL st
 for the expected pixels. Also writes broken files (bad.json: what each must be refused for) and the
 image fuzz seeds in tests/fuzz/corpus/media. Deterministic. Run:  python3 tools/reference/make_image_fixtures.py
 """
+import base64
 import io
 import json
 import pathlib
@@ -194,6 +195,24 @@ def main():
         (OUT / name).write_bytes(data)
         bad.append({"file": name, "reason": reason})
         (CORPUS / name).write_bytes(data)
+    # Request bodies carrying images in every form, for the intake half of fuzz_media.
+    png = base64.b64encode((OUT / "rgb8.png").read_bytes()).decode()
+    jpeg = base64.b64encode((OUT / "exif6.jpg").read_bytes()).decode()
+    question = {"q": {"type": "noul", "instructions": "Red? photo"}}
+    seeds = {
+        "request_images.json": {"state": "s", "questions": question, "images": [png, "data:image/jpeg;base64," + jpeg]},
+        "request_assets.json": {"state": "see <image:0123456789abcdef0123456789abcdef>", "questions": question,
+                                "assets": {"photo": {"type": "image", "format": "png", "data_base64": png},
+                                           "<image:0123456789abcdef0123456789abcdef>": {"type": "image", "part": "asset-0"}}},
+        "request_state_parts.json": {"state": ["s", {"type": "image_url", "image_url": {"url": "data:image/png;base64," + png}},
+                                               {"type": "input_image", "image_url": "data:image/jpeg;base64," + jpeg}],
+                                     "questions": question},
+        "decisions_input_image.json": {"input": [{"role": "user", "content": [
+            {"type": "input_text", "text": "s"}, {"type": "input_image", "image_url": "data:image/png;base64," + png}]}],
+            "questions": [{"type": "predicate", "instructions": "Red?"}]},
+    }
+    for name, body in seeds.items():
+        (CORPUS / name).write_text(json.dumps(body, separators=(",", ":")))
     with open(OUT / "expected.json", "w") as f:
         json.dump(expected, f, indent=1)
         f.write("\n")

@@ -21,8 +21,16 @@ struct MockSettings {
   ConfidenceMethod confidence = ConfidenceMethod::linear;
   bool fails_warm_up = false;
   std::chrono::milliseconds inference_delay{0};
+  size_t max_images = 0;
   std::string description;
 };
+
+// The test backend's count for an image: one token per 32x32 tile started, so a request's
+// input_tokens shows the size each of its images was decoded to.
+int64_t mock_image_tokens(const vision::Image& image) {
+  constexpr int64_t tile = 32;
+  return ((image.width + tile - 1) / tile) * ((image.height + tile - 1) / tile);
+}
 
 class MockPlan : public runtime::Plan {
  public:
@@ -42,6 +50,7 @@ class MockEngine : public runtime::Engine {
             ? std::vector{api::QuestionType::choice}
             : std::vector{api::QuestionType::choice, api::QuestionType::noul, api::QuestionType::score});
     model.test_backend = true;
+    model.max_images = settings_.max_images;
     return model;
   }
 
@@ -61,6 +70,7 @@ class MockEngine : public runtime::Engine {
     auto plan = std::make_unique<MockPlan>();
     const auto prefix_tokens = static_cast<int64_t>(default_state_prefix(request.state).size());
     plan->input_tokens = prefix_tokens;
+    for (const api::RequestImage& image : request.images) plan->input_tokens += mock_image_tokens(image.image);
     for (const api::Question& question : request.questions) {
       const auto block_tokens = static_cast<int64_t>(default_question_block(question).size());
       if (auto error = check_sequence_fits(prefix_tokens + block_tokens, context_tokens)) return *error;
@@ -115,6 +125,9 @@ std::unique_ptr<runtime::Engine> make_mock_engine(std::string_view variant) {
     settings.max_options = 26;
     settings.confidence = ConfidenceMethod::entropy;
     settings.description = "Deterministic test backend: letters A-Z, entropy confidence";
+  } else if (variant == "images") {
+    settings.max_images = 8;
+    settings.description = "Deterministic test backend: label scores -i, up to 8 images, one token per 32x32 tile";
   } else if (variant == "broken") {
     settings.fails_warm_up = true;
     settings.description = "Deterministic test backend: warm-up always fails";

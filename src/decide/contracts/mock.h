@@ -10,7 +10,7 @@
 
 namespace s1::decide {
 
-// "ramp", "uniform", "letters", "broken" or "slow"; nullptr for any other name.
+// "ramp", "uniform", "letters", "images", "broken" or "slow"; nullptr for any other name.
 std::unique_ptr<runtime::Engine> make_mock_engine(std::string_view variant);
 
 }  // namespace s1::decide

@@ -69,7 +69,7 @@ TEST(DecisionsRequest, InstructionPartsAreJoined) {
                           "prompt_cache_key":"k","prompt_cache_options":{"mode":"implicit","ttl":"30m"},"safety_identifier":"u1","metadata":{"a":"b"}})");
   ASSERT_TRUE(result.ok());
   EXPECT_EQ(result->pipeline.questions[0].instructions, "Is it\n\n{\"k\":1}");
-  EXPECT_NE(openai_error(R"({"input":"x","questions":[{"type":"predicate","instructions":[{"type":"input_image","image_url":"data:"}]}]})")
+  EXPECT_NE(openai_error(R"({"input":"x","questions":[{"type":"predicate","instructions":[{"type":"input_image","image_url":"http://x/a.png"}]}]})")
                 .find(R"("param":"questions[0].instructions[0]","code":"unsupported_media")"),
             std::string::npos);
   EXPECT_NE(openai_error(R"({"input":"x","questions":[{"type":"predicate","instructions":[]}]})")
@@ -146,7 +146,7 @@ TEST(DecisionsRequest, ErrorsUseTheOpenAIEnvelopeWithParams) {
   EXPECT_NE(openai_error(R"({"input":[{"role":"tool","content":"x"}],"questions":[{"type":"predicate","instructions":""}]})")
                 .find(R"("param":"input[0].role","code":"literal_error")"),
             std::string::npos);
-  EXPECT_NE(openai_error(R"({"input":[{"role":"user","content":[{"type":"input_text","text":"A"},{"type":"input_image","image_url":"data:"}]}],"questions":[{"type":"predicate","instructions":""}]})")
+  EXPECT_NE(openai_error(R"({"input":[{"role":"user","content":[{"type":"input_text","text":"A"},{"type":"input_image","image_url":"http://x/a.png"}]}],"questions":[{"type":"predicate","instructions":""}]})")
                 .find(R"("param":"input[0].content[1]","code":"unsupported_media")"),
             std::string::npos);
   EXPECT_NE(openai_error(R"({"input":"x","questions":[{"type":"score","instructions":"","levels":[{"label":"0"},{"label":"1"},{"label":"2"},{"label":"3"},{"label":"4"},{"label":"5"},{"label":"6"},{"label":"7"},{"label":"8"},{"label":"9"},{"label":"10"}]}]})")

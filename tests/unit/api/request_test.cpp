@@ -157,13 +157,16 @@ TEST(SystemOneRequest, ModelAndThinkingRules) {
   }
 }
 
-TEST(SystemOneRequest, MediaIsRefusedAfterSchema) {
-  EXPECT_EQ(first_issue(with_questions("{\"q\":" + std::string(noul) + "}", R"("images":["iVBORw0KGgo="],)")),
-            "unsupported_media");
+TEST(SystemOneRequest, MediaIsCheckedAfterSchema) {
+  // Collected here, decoded (or refused for a text-only model) once the model is known.
+  auto images = parse(with_questions("{\"q\":" + std::string(noul) + "}", R"("images":["iVBORw0KGgo="],)"));
+  ASSERT_TRUE(images.ok());
+  ASSERT_EQ(images->media.size(), 1u);
+  EXPECT_EQ(images->media[0].bytes, "\x89PNG\r\n\x1a\n");
   EXPECT_EQ(first_issue(with_questions("{\"q\":" + std::string(noul) + "}", R"("video":"x",)")), "unsupported_media");
   EXPECT_EQ(first_issue(R"({"model":"m","state":["look:",{"type":"image_url","image_url":{"url":"data:"}}],
                            "questions":{"q":{"type":"noul","instructions":"Red?"}}})"),
-            "unsupported_media");
+            "invalid_media");
   // Schema problems come first (check order 6 before 7).
   EXPECT_EQ(first_issue(R"({"model":"m","state":"","images":["x"],"questions":{"q":{"type":"noul"}}})"),
             "string_too_short@/state");

@@ -94,6 +94,20 @@ TEST_F(ConfigFile, DefaultModelAliasesDefaultToJevLatestAndCanBeTurnedOff) {
   EXPECT_THROW(read(R"({"default_model_aliases": [""]})"), ConfigError);
 }
 
+TEST_F(ConfigFile, ImageLimits) {
+  const ServerConfig defaults = read("{}");
+  EXPECT_EQ(defaults.max_images, 8u);
+  EXPECT_EQ(defaults.max_image_bytes, 16u * 1024 * 1024);
+  EXPECT_EQ(defaults.max_image_pixels, 20'000'000u);
+  const ServerConfig config = read(R"({"max_images": 0, "max_image_bytes": 1000, "max_image_pixels": 4096})");
+  EXPECT_EQ(config.max_images, 0u);
+  EXPECT_EQ(config.max_image_bytes, 1000u);
+  EXPECT_EQ(config.max_image_pixels, 4096u);
+  EXPECT_THROW(read(R"({"max_images": -1})"), ConfigError);
+  EXPECT_THROW(read(R"({"max_image_pixels": 0})"), ConfigError);
+  EXPECT_THROW(read(R"({"max_image_bytes": "1"})"), ConfigError);
+}
+
 TEST_F(ConfigFile, ModelReleaseDateMustBeADate) {
   const ServerConfig config = read(R"({"models": [{"source": "mock:ramp", "release_date": "2026-09-15"}]})");
   EXPECT_EQ(config.models.at(0).release_date, "2026-09-15");

@@ -86,6 +86,23 @@ TEST(Multipart, PartsAsTheSdkWritesThem) {
   EXPECT_EQ((*parts)[1].content, "\x89PNG\r\n--b\r\n");
 }
 
+TEST(Multipart, TheRequestPartAndTheUploads) {
+  const std::string asset = "--b\r\nContent-Disposition: form-data; name=\"asset-0\"\r\nContent-Type: image/png\r\n\r\nPNG\r\n";
+  const std::string json = "--b\r\nContent-Disposition: form-data; name=\"request\"\r\n\r\n{}\r\n";
+  auto form = split_form_request(json + asset + "--b--", "b");
+  ASSERT_TRUE(form) << form.error().message;
+  EXPECT_EQ(form->json, "{}");
+  ASSERT_EQ(form->uploads.size(), 1U);
+  EXPECT_EQ(form->uploads[0].name, "asset-0");
+  EXPECT_EQ(form->uploads[0].content_type, "image/png");
+  EXPECT_EQ(form->uploads[0].bytes, "PNG");
+  EXPECT_EQ(split_form_request(asset + "--b--", "b").error().code, api::ErrorCode::invalid_multipart);
+  EXPECT_EQ(split_form_request(json + json + "--b--", "b").error().code, api::ErrorCode::invalid_multipart);
+  const std::string text_request =
+      "--b\r\nContent-Disposition: form-data; name=\"request\"\r\nContent-Type: text/plain\r\n\r\n{}\r\n--b--";
+  EXPECT_EQ(split_form_request(text_request, "b").error().code, api::ErrorCode::unsupported_media_type);
+}
+
 TEST(Multipart, MalformedBodiesAreRefused) {
   const std::string part = "--b\r\nContent-Disposition: form-data; name=\"request\"\r\n\r\n{}\r\n";
   EXPECT_TRUE(parse_form_data(part + "--b--", "b"));
