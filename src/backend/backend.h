@@ -14,16 +14,29 @@
 
 namespace s1::backend {
 
-enum class DType { fp32, bf16, f16, i32, i64 };
+// q8_0 and q4_k are ggml's quantised blocks (backend/quant_blocks.h): a row's values are stored in
+// blocks of block_values(dtype) values, block_bytes(dtype) bytes each, so a row's length is a
+// multiple of the block; the other dtypes are blocks of one value.
+enum class DType { fp32, bf16, f16, i32, i64, q8_0, q4_k };
 enum class Device { cpu, cuda };
 
+// Bytes per value; 0 for a quantised dtype, whose values have no bytes of their own.
 [[nodiscard]] std::size_t dtype_size(DType dtype);
 [[nodiscard]] std::string_view dtype_name(DType dtype);
+[[nodiscard]] bool quantized(DType dtype);
+[[nodiscard]] std::size_t block_values(DType dtype);
+[[nodiscard]] std::size_t block_bytes(DType dtype);
+// The bytes `values` consecutive values take (values a multiple of the block).
+[[nodiscard]] std::size_t storage_bytes(DType dtype, std::size_t values);
 
 // bf16 is the upper half of an fp32; these are exact (widening) and round to nearest even
 // (narrowing, NaN kept), as torch and oneDNN do.
 [[nodiscard]] float bf16_to_float(std::uint16_t bits);
 [[nodiscard]] std::uint16_t float_to_bf16(float value);
+// IEEE half precision (f16 tensors, the scales inside quantised blocks): exact widening, and
+// narrowing rounded to nearest even (overflow to infinity, NaN kept).
+[[nodiscard]] float f16_to_float(std::uint16_t bits);
+[[nodiscard]] std::uint16_t float_to_f16(float value);
 
 inline constexpr std::size_t max_rank = 4;
 
@@ -88,9 +101,12 @@ class Tensor {
     check_contiguous();
     return {read<T>(), elements()};
   }
+  // The stored bytes of a contiguous tensor of any dtype (a quantised one's blocks).
+  [[nodiscard]] std::span<const std::byte> read_bytes() const;
 
   // Rows [begin, begin + count) of dimension 0, and columns [begin, begin + count) of a 2-d tensor
-  // (a strided view, e.g. the keys inside a fused QKV projection's rows).
+  // (a strided view, e.g. the keys inside a fused QKV projection's rows); a quantised tensor's
+  // columns only in whole blocks.
   [[nodiscard]] Tensor slice_rows(std::size_t begin, std::size_t count) const;
   [[nodiscard]] Tensor slice_columns(std::size_t begin, std::size_t count) const;
   // The same values under another shape (contiguous tensors only).
@@ -127,9 +143,11 @@ class PackedMatrix {
   [[nodiscard]] virtual std::size_t out_features() const = 0;
 };
 
-// y = activation(x·Wᵀ + bias) (+ y when accumulating). Bias and activation are packed with W (a
-// backend may fold them into its primitive); the accumulation and y's dtype (fp32 or bf16) are the
-// call's. Accumulating needs Activation::none and an fp32 y.
+// y = activation(x·Wᵀ + bias) (+ y when accumulating). A quantised W (q8_0, q4_k) multiplies x
+// quantised per row in blocks of 32 values (quantize_activation_block in backend/quant_blocks.h:
+// int8, scale max|x|/127), whatever the arithmetic says, and takes no activation. Bias and activation are packed with W
+// (a backend may fold them into its primitive); the accumulation and y's dtype (fp32 or bf16) are the call's.
+// Accumulating needs Activation::none and an fp32 y.
 struct MatmulCall {
   Tensor x{};  // [M, in_features] fp32 or bf16
   const PackedMatrix* weight = nullptr;
@@ -239,8 +257,8 @@ class Backend {
   // A host tensor's values on this device. A host backend may return `host` itself (weights read in
   // place from a mapped checkpoint).
   [[nodiscard]] virtual Tensor upload(const Tensor& host) = 0;
-  // weight [out_features, in_features] fp32 or bf16 (nn.Linear's layout), bias [out_features] fp32 or
-  // undefined. Neither is read after the call.
+  // weight [out_features, in_features] fp32, bf16, q8_0 or q4_k (nn.Linear's layout), bias
+  // [out_features] fp32 or undefined. Neither is read after the call.
   [[nodiscard]] virtual std::unique_ptr<PackedMatrix> pack_matmul(const Tensor& weight, const Tensor& bias,
                                                                   Arithmetic arithmetic, Activation activation) = 0;
   // Whether this backend runs matmuls in `arithmetic` (a CPU without AVX-512 has no bf16 matmul).

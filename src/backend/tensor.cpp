@@ -20,9 +20,38 @@ std::size_t dtype_size(DType dtype) {
       return 2;
     case DType::i64:
       return 8;
+    case DType::q8_0:
+    case DType::q4_k:
+      return 0;
   }
   return 0;
 }
+
+bool quantized(DType dtype) { return dtype == DType::q8_0 || dtype == DType::q4_k; }
+
+std::size_t block_values(DType dtype) {
+  switch (dtype) {
+    case DType::q8_0:
+      return 32;
+    case DType::q4_k:
+      return 256;
+    default:
+      return 1;
+  }
+}
+
+std::size_t block_bytes(DType dtype) {
+  switch (dtype) {
+    case DType::q8_0:
+      return 34;
+    case DType::q4_k:
+      return 144;
+    default:
+      return dtype_size(dtype);
+  }
+}
+
+std::size_t storage_bytes(DType dtype, std::size_t values) { return values / block_values(dtype) * block_bytes(dtype); }
 
 std::string_view dtype_name(DType dtype) {
   switch (dtype) {
@@ -36,6 +65,10 @@ std::string_view dtype_name(DType dtype) {
       return "i32";
     case DType::i64:
       return "i64";
+    case DType::q8_0:
+      return "q8_0";
+    case DType::q4_k:
+      return "q4_k";
   }
   return "unknown";
 }
@@ -49,6 +82,34 @@ std::uint16_t float_to_bf16(float value) {
   return static_cast<std::uint16_t>((bits + rounding) >> 16);
 }
 
+float f16_to_float(std::uint16_t bits) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000U) << 16;
+  const std::uint32_t exponent = (bits >> 10) & 0x1FU;
+  const std::uint32_t mantissa = bits & 0x3FFU;
+  if (exponent == 0x1F) return std::bit_cast<float>(sign | 0x7F800000U | (mantissa << 13));  // NaN keeps its payload
+  if (exponent != 0) return std::bit_cast<float>(sign | ((exponent + 127 - 15) << 23) | (mantissa << 13));
+  // Zero or subnormal: mantissa · 2⁻²⁴ is exact in float.
+  const float magnitude = static_cast<float>(mantissa) * 0x1p-24F;
+  return sign != 0 ? -magnitude : magnitude;
+}
+
+std::uint16_t float_to_f16(float value) {
+  const auto bits = std::bit_cast<std::uint32_t>(value);
+  const auto sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000U);
+  if (std::isnan(value)) return static_cast<std::uint16_t>(sign | 0x7E00U | ((bits >> 13) & 0x3FFU));
+  const float magnitude = std::fabs(value);
+  if (magnitude >= 65520.0F) return static_cast<std::uint16_t>(sign | 0x7C00U);  // rounds past the largest half
+  if (magnitude < 0x1p-14F) {
+    // Subnormal (or zero): a multiple of 2⁻²⁴, rounded to nearest even by the float addition.
+    const float scaled = magnitude * 0x1p24F;
+    return static_cast<std::uint16_t>(sign | static_cast<std::uint16_t>(std::nearbyint(scaled)));
+  }
+  const std::uint32_t magnitude_bits = bits & 0x7FFFFFFFU;
+  const std::uint32_t rounding = 0xFFFU + ((magnitude_bits >> 13) & 1U);
+  const std::uint32_t rounded = (magnitude_bits + rounding) >> 13;  // exponent carries on mantissa overflow
+  return static_cast<std::uint16_t>(sign | (rounded - ((127U - 15U) << 10)));
+}
+
 Tensor Tensor::empty(DType dtype, std::initializer_list<std::size_t> shape) {
   return empty(dtype, std::span<const std::size_t>(shape.begin(), shape.size()));
 }
@@ -57,8 +118,11 @@ Tensor Tensor::empty(DType dtype, std::span<const std::size_t> shape) {
   std::size_t count = 1;
   for (const std::size_t d : shape) count *= d;
   constexpr std::size_t alignment = 64;
+  if (quantized(dtype) && (shape.empty() || shape.back() % block_values(dtype) != 0))
+    throw std::invalid_argument("tensor: a " + std::string(dtype_name(dtype)) + " row holds whole blocks of " +
+                                std::to_string(block_values(dtype)) + " values");
   const std::size_t bytes =
-      (std::max<std::size_t>(count * dtype_size(dtype), 1) + alignment - 1) / alignment * alignment;
+      (std::max<std::size_t>(storage_bytes(dtype, count), 1) + alignment - 1) / alignment * alignment;
   void* data = std::aligned_alloc(alignment, bytes);
   if (data == nullptr) throw std::bad_alloc();
   std::memset(data, 0, bytes);
@@ -80,6 +144,9 @@ Tensor Tensor::view_read_only(const void* data, DType dtype, std::span<const std
 Tensor Tensor::make(void* data, DType dtype, std::span<const std::size_t> shape, std::shared_ptr<const void> owner,
                     Device device, bool writable) {
   if (shape.size() > max_rank) throw std::invalid_argument("tensor rank above " + std::to_string(max_rank));
+  if (quantized(dtype) && (shape.empty() || shape.back() % block_values(dtype) != 0))
+    throw std::invalid_argument("tensor: a " + std::string(dtype_name(dtype)) + " row holds whole blocks of " +
+                                std::to_string(block_values(dtype)) + " values");
   Tensor t;
   t.data_ = data;
   t.owner_ = std::move(owner);
@@ -168,6 +235,12 @@ void Tensor::check_access(std::size_t value_size, bool write) const {
   if (write && !writable_) throw std::invalid_argument("tensor: write access to read-only values");
 }
 
+std::span<const std::byte> Tensor::read_bytes() const {
+  if (data_ == nullptr) throw std::invalid_argument("tensor: access to an undefined tensor");
+  check_contiguous();
+  return {static_cast<const std::byte*>(data_), storage_bytes(dtype_, elements())};
+}
+
 void Tensor::check_contiguous() const {
   if (!contiguous()) throw std::invalid_argument("tensor: a contiguous tensor is needed here");
 }
@@ -175,15 +248,17 @@ void Tensor::check_contiguous() const {
 Tensor Tensor::slice_rows(std::size_t begin, std::size_t count) const {
   if (rank_ == 0 || begin + count > shape_[0]) throw std::invalid_argument("tensor: rows out of range");
   Tensor t = *this;
-  t.data_ = static_cast<std::byte*>(data_) + begin * strides_[0] * dtype_size(dtype_);
+  t.data_ = static_cast<std::byte*>(data_) + storage_bytes(dtype_, begin * strides_[0]);
   t.shape_[0] = count;
   return t;
 }
 
 Tensor Tensor::slice_columns(std::size_t begin, std::size_t count) const {
   if (rank_ != 2 || begin + count > shape_[1]) throw std::invalid_argument("tensor: columns out of range");
+  if (begin % block_values(dtype_) != 0 || count % block_values(dtype_) != 0)
+    throw std::invalid_argument("tensor: quantised columns are sliced in whole blocks");
   Tensor t = *this;
-  t.data_ = static_cast<std::byte*>(data_) + begin * strides_[1] * dtype_size(dtype_);
+  t.data_ = static_cast<std::byte*>(data_) + storage_bytes(dtype_, begin * strides_[1]);
   t.shape_[1] = count;
   return t;
 }

@@ -128,8 +128,17 @@ class CpuBackend final : public Backend {
   [[nodiscard]] std::unique_ptr<PackedMatrix> pack_matmul(const Tensor& weight, const Tensor& bias,
                                                           Arithmetic arithmetic,
                                                           backend::Activation activation) override {
-    if (!supports(arithmetic)) throw std::invalid_argument("cpu backend: no bf16 matmul on this CPU (no AVX-512)");
     if (weight.rank() != 2) throw std::invalid_argument("backend op: a matmul weight is [out_features, in_features]");
+    if (quantized(weight.dtype())) {
+      if (activation != backend::Activation::none)
+        throw std::invalid_argument("backend op: a quantised matmul takes no activation");
+      const std::vector<float> b = bias.defined() ? as_floats(bias) : std::vector<float>{};
+      // bf16 precision: its overloads take fp32 and bf16 rows alike straight to the kernel (rows are
+      // quantised from either, and a bf16 y is written by the kernel).
+      return std::make_unique<CpuMatrix>(
+          PackedLinear(weight.dtype(), weight.read_bytes(), b, weight.dim(1), weight.dim(0), Precision::bf16));
+    }
+    if (!supports(arithmetic)) throw std::invalid_argument("cpu backend: no bf16 matmul on this CPU (no AVX-512)");
     // PackedLinear reorders (and, at bf16, rounds) from fp32; the fp32 copy lives only for the call.
     const std::vector<float> w = as_floats(weight);
     const std::vector<float> b = bias.defined() ? as_floats(bias) : std::vector<float>{};

@@ -64,31 +64,46 @@ CpuFeatures detect() {
   f.avx512f = bit(leaf7.ebx, 16);
   f.avx512bw = bit(leaf7.ebx, 30);
   f.avx512vl = bit(leaf7.ebx, 31);
+  f.avx512_vnni = bit(leaf7.ecx, 11);
+  f.amx_int8 = bit(leaf7.edx, 25);
   f.amx_bf16 = bit(leaf7.edx, 22);
   f.amx_tile = bit(leaf7.edx, 24);
-  if (leaf7.eax >= 1) f.avx512_bf16 = bit(cpuid(7, 1).eax, 5);
+  if (leaf7.eax >= 1) {
+    const CpuidRegisters leaf7_1 = cpuid(7, 1);
+    f.avx512_bf16 = bit(leaf7_1.eax, 5);
+    f.avx_vnni = bit(leaf7_1.eax, 4);
+  }
   f.os_allows_amx = f.amx_tile && (xcr0 & amx_state) == amx_state && request_amx_permission();
   return f;
 }
 
 // S1SERVE_CPU_ISA caps what the variants may use, so that every CPU class's path (AVX2-only, AVX-512
 // without BF16 …) can be run and tested on a machine that has more. It only removes features.
+// avx512 is the AVX-512 class without BF16 but with VNNI (Cascade Lake); avx2 and avx_vnni are the
+// AVX2-only classes without and with VEX int8 dot products.
 CpuFeatures capped(CpuFeatures f) {
   const char* setting = std::getenv("S1SERVE_CPU_ISA");
   if (setting == nullptr || *setting == '\0') return f;
   const std::string_view cap = setting;
+  const auto no_avx512 = [&] { f.avx512f = f.avx512bw = f.avx512vl = f.avx512_bf16 = f.avx512_vnni = false; };
+  const auto no_amx = [&] { f.amx_tile = f.amx_bf16 = f.amx_int8 = false; };
   if (cap == "portable") {
-    f.avx2 = f.fma = f.f16c = false;
-    f.avx512f = f.avx512bw = f.avx512vl = f.avx512_bf16 = f.amx_tile = f.amx_bf16 = false;
-  } else if (cap == "avx2") {
-    f.avx512f = f.avx512bw = f.avx512vl = f.avx512_bf16 = f.amx_tile = f.amx_bf16 = false;
+    no_avx512();
+    no_amx();
+    f.avx2 = f.fma = f.f16c = f.avx_vnni = false;
+  } else if (cap == "avx2" || cap == "avx_vnni") {
+    no_avx512();
+    no_amx();
+    f.avx_vnni = f.avx_vnni && cap == "avx_vnni";
   } else if (cap == "avx512") {
-    f.avx512_bf16 = f.amx_tile = f.amx_bf16 = false;
+    f.avx512_bf16 = false;
+    no_amx();
   } else if (cap == "avx512_bf16") {
-    f.amx_tile = f.amx_bf16 = false;
+    no_amx();
   } else if (cap != "amx_bf16") {
     // Start-up configuration is strict (DESIGN.md section 4): a misspelt cap must not run silently.
-    std::fprintf(stderr, "S1SERVE_CPU_ISA=%s: expected portable, avx2, avx512, avx512_bf16 or amx_bf16\n", setting);
+    std::fprintf(stderr, "S1SERVE_CPU_ISA=%s: expected portable, avx2, avx_vnni, avx512, avx512_bf16 or amx_bf16\n",
+                 setting);
     std::exit(2);
   }
   return f;

@@ -23,6 +23,7 @@
 #include "backend/cpu/x86/avx2.h"
 #include "backend/cpu/x86/decoder.h"
 #include "backend/cpu/x86/gated_delta_avx512.h"
+#include "backend/cpu/x86/quantized_matmul.h"
 #include "backend/cpu/x86/x86.h"
 
 namespace s1::backend::cpu {
@@ -98,12 +99,24 @@ constexpr std::array<Variant<GatedRmsNormFn>, 2> gated_rms_norm_variants{{
     {"reference", Isa::portable, &reference::gated_rms_norm},
 }};
 
+// AMX-INT8 first, as AMX is for bf16, so that the op test's amx_bf16 class runs it where AMX exists;
+// it was written without an AMX CPU to run or time it on (docs/benchmarks/quantized.md).
+constexpr std::array<Variant<QuantizedMatmulFn>, 5> quantized_matmul_variants{{
+    {"amx_int8", Isa::amx_int8, &x86::quantized_matmul_amx_int8},
+    {"avx512_vnni", Isa::avx512_vnni, &x86::quantized_matmul_avx512_vnni},
+    {"avx_vnni", Isa::avx_vnni, &x86::quantized_matmul_avx_vnni},
+    {"avx2", Isa::avx2, &x86::quantized_matmul_avx2},
+    {"reference", Isa::portable, &reference::quantized_matmul},
+}};
+constexpr std::array<Variant<QuantizeRowFn>, 2> quantize_row_variants{{
+    {"avx512", Isa::avx512, &x86::quantize_row_avx512},
+    {"reference", Isa::portable, &reference::quantize_row},
+}};
+
 template <class Fn, std::size_t count>
-Variant<Fn> first_supported(const std::array<Variant<Fn>, count>& variants,
-                            Precision precision = Precision::fp32) {
+Variant<Fn> first_supported(const std::array<Variant<Fn>, count>& variants, Precision precision = Precision::fp32) {
   for (const Variant<Fn>& variant : variants)
-    if (isa_supported(variant.isa) && (precision == Precision::bf16 || !variant.bf16_arithmetic))
-      return variant;
+    if (isa_supported(variant.isa) && (precision == Precision::bf16 || !variant.bf16_arithmetic)) return variant;
   return variants.back();
 }
 
@@ -127,8 +140,14 @@ bool isa_supported(Isa isa) {
       return true;
     case Isa::avx2:
       return cpu.avx2_fma();
+    case Isa::avx_vnni:
+      return cpu.avx2_with_vnni();
     case Isa::avx512:
       return cpu.avx512();
+    case Isa::avx512_vnni:
+      return cpu.avx512_with_vnni();
+    case Isa::amx_int8:
+      return cpu.amx_with_int8();
     case Isa::avx512_bf16:
       return cpu.avx512_with_bf16();
     case Isa::amx_bf16:
@@ -143,8 +162,14 @@ std::string_view isa_name(Isa isa) {
       return "portable";
     case Isa::avx2:
       return "avx2";
+    case Isa::avx_vnni:
+      return "avx_vnni";
     case Isa::avx512:
       return "avx512";
+    case Isa::avx512_vnni:
+      return "avx512_vnni";
+    case Isa::amx_int8:
+      return "amx_int8";
     case Isa::avx512_bf16:
       return "avx512_bf16";
     case Isa::amx_bf16:
@@ -154,25 +179,44 @@ std::string_view isa_name(Isa isa) {
 }
 
 const OpVariants& op_variants() {
-  static const OpVariants variants{layer_norm_variants, gelu_variants, gelu_mul_variants, softmax_variants, convert_variants,
-                                   attention_head_variants, cached_attention_head_variants, rms_norm_variants,
-                                   silu_mul_variants, gated_delta_head_variants,
-                                   causal_conv1d_silu_variants, l2_norm_scaled_variants,
-                                   gated_rms_norm_variants, gelu_mul_bf16_variants};
+  static const OpVariants variants{layer_norm_variants,
+                                   gelu_variants,
+                                   gelu_mul_variants,
+                                   softmax_variants,
+                                   convert_variants,
+                                   attention_head_variants,
+                                   cached_attention_head_variants,
+                                   rms_norm_variants,
+                                   silu_mul_variants,
+                                   gated_delta_head_variants,
+                                   causal_conv1d_silu_variants,
+                                   l2_norm_scaled_variants,
+                                   gated_rms_norm_variants,
+                                   gelu_mul_bf16_variants,
+                                   quantized_matmul_variants,
+                                   quantize_row_variants};
   return variants;
 }
 
 const SelectedVariants& selected_variants() {
-  static const SelectedVariants selected{
-      first_supported(layer_norm_variants),     first_supported(gelu_variants),
-      first_supported(gelu_mul_variants),
-      first_supported(softmax_variants),        first_supported(convert_variants),
-      first_supported(attention_head_variants), first_supported(attention_head_variants, Precision::bf16),
-      first_supported(cached_attention_head_variants),
-      first_supported(cached_attention_head_variants, Precision::bf16), first_supported(rms_norm_variants),
-      first_supported(silu_mul_variants),       first_supported(gated_delta_head_variants),
-      first_supported(causal_conv1d_silu_variants), first_supported(l2_norm_scaled_variants),
-      first_supported(gated_rms_norm_variants), first_supported(gelu_mul_bf16_variants)};
+  static const SelectedVariants selected{first_supported(layer_norm_variants),
+                                         first_supported(gelu_variants),
+                                         first_supported(gelu_mul_variants),
+                                         first_supported(softmax_variants),
+                                         first_supported(convert_variants),
+                                         first_supported(attention_head_variants),
+                                         first_supported(attention_head_variants, Precision::bf16),
+                                         first_supported(cached_attention_head_variants),
+                                         first_supported(cached_attention_head_variants, Precision::bf16),
+                                         first_supported(rms_norm_variants),
+                                         first_supported(silu_mul_variants),
+                                         first_supported(gated_delta_head_variants),
+                                         first_supported(causal_conv1d_silu_variants),
+                                         first_supported(l2_norm_scaled_variants),
+                                         first_supported(gated_rms_norm_variants),
+                                         first_supported(gelu_mul_bf16_variants),
+                                         first_supported(quantized_matmul_variants),
+                                         first_supported(quantize_row_variants)};
   return selected;
 }
 
@@ -188,15 +232,15 @@ void run_layer_norm(std::span<const float> x, std::span<const float> residual, s
                [&](std::size_t begin, std::size_t end) {
                  const std::size_t offset = begin * width;
                  const std::size_t size = (end - begin) * width;
-                 run(x.subspan(offset, size), residual.empty() ? residual : residual.subspan(offset, size),
-                     gamma, beta, eps, y.subspan(offset, size));
+                 run(x.subspan(offset, size), residual.empty() ? residual : residual.subspan(offset, size), gamma, beta,
+                     eps, y.subspan(offset, size));
                });
 }
 
 }  // namespace
 
-void layer_norm(std::span<const float> x, std::span<const float> gamma, std::span<const float> beta,
-                float eps, std::span<float> y) {
+void layer_norm(std::span<const float> x, std::span<const float> gamma, std::span<const float> beta, float eps,
+                std::span<float> y) {
   run_layer_norm(x, {}, gamma, beta, eps, y);
 }
 
@@ -248,10 +292,12 @@ void gelu_mul(std::span<const float> x, std::span<const float> gate, std::span<f
 void geglu(std::span<const float> x, std::size_t width, std::span<float> y) {
   assert(width > 0 && x.size() % (2 * width) == 0 && y.size() == x.size() / 2);
   GeluMulFn* run = selected_variants().gelu_mul.run;
-  parallel_for(y.size() / width, (min_elements_per_thread + width - 1) / width, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t row = begin; row < end; ++row)
-      run(x.subspan(2 * row * width, width), x.subspan((2 * row + 1) * width, width), y.subspan(row * width, width));
-  });
+  parallel_for(y.size() / width, (min_elements_per_thread + width - 1) / width,
+               [&](std::size_t begin, std::size_t end) {
+                 for (std::size_t row = begin; row < end; ++row)
+                   run(x.subspan(2 * row * width, width), x.subspan((2 * row + 1) * width, width),
+                       y.subspan(row * width, width));
+               });
 }
 
 void geglu_to_bf16(std::span<const float> x, std::size_t width, std::span<Bf16Bits> y) {
@@ -432,8 +478,8 @@ void packed_attention_rows(std::span<const PackedSequence> layout, std::span<con
                  out.data(), Precision::bf16, nullptr, &staged);
 }
 
-void attention(std::span<const float> qkv, std::span<const std::size_t> lengths, AttentionShape shape,
-               bool causal, std::span<float> out, Precision precision, const RopeTable* rope) {
+void attention(std::span<const float> qkv, std::span<const std::size_t> lengths, AttentionShape shape, bool causal,
+               std::span<float> out, Precision precision, const RopeTable* rope) {
   assert(rope == nullptr || (rope->rotary_dim == shape.head_dim && rope->positions >= shape.seq));
   assert(shape.heads > 0 && shape.kv_heads > 0 && shape.heads % shape.kv_heads == 0 && shape.head_dim > 0);
   assert(lengths.size() == shape.batch);

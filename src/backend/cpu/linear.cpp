@@ -12,8 +12,8 @@
 #include <map>
 #include <mutex>
 #include <new>
-#include <optional>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -21,6 +21,7 @@
 #include "backend/cpu/convert.h"
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/parallel.h"
+#include "backend/cpu/quantized_linear.h"
 #include "backend/cpu/team.h"
 #include "backend/cpu/x86/linear_amx_bf16.h"
 
@@ -88,8 +89,7 @@ SharedPrimitive shared_primitive(const PrimitiveKey& key, const dnnl::memory::de
   if (found != primitives.end()) return found->second;
   const auto [rows, in, out, precision, has_bias, activation, accumulate, destination, threads] = key;
   try {
-    const auto description =
-        describe(rows, in, out, precision, has_bias, weights, activation, accumulate, destination);
+    const auto description = describe(rows, in, out, precision, has_bias, weights, activation, accumulate, destination);
     SharedPrimitive primitive{dnnl::matmul(description), description.scratchpad_desc()};
     primitives.emplace(key, primitive);
     return primitive;
@@ -189,6 +189,8 @@ struct PackedLinear::Impl {
   std::unique_ptr<std::byte, FreeDeleter> amx_storage;
   std::optional<x86::AmxWeightLayout> amx;
   std::vector<float> amx_bias;
+  // Instead of all of the above for a quantised weight.
+  std::unique_ptr<QuantizedMatrix> quantized;
   void run_amx(const void* x, bool x_fp32, std::size_t rows, Destination y, bool accumulate) const;
 };
 
@@ -234,6 +236,15 @@ PackedLinear::PackedLinear(std::span<const float> weight, std::span<const float>
   }
 }
 
+PackedLinear::PackedLinear(DType dtype, std::span<const std::byte> blocks, std::span<const float> bias,
+                           std::size_t in_features, std::size_t out_features, Precision precision)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->in_features = in_features;
+  impl_->out_features = out_features;
+  impl_->precision = precision;
+  impl_->quantized = std::make_unique<QuantizedMatrix>(dtype, blocks, bias, in_features, out_features);
+}
+
 PackedLinear::~PackedLinear() = default;
 PackedLinear::PackedLinear(PackedLinear&&) noexcept = default;
 PackedLinear& PackedLinear::operator=(PackedLinear&&) noexcept = default;
@@ -275,6 +286,11 @@ void PackedLinear::forward(std::span<const Bf16Bits> x, std::span<Bf16Bits> y) c
 void PackedLinear::run_fp32(std::span<const float> x, Destination y, bool accumulate) const {
   assert(x.size() % impl_->in_features == 0);
   const std::size_t rows = x.size() / impl_->in_features;
+  if (impl_->quantized) {
+    assert(y.size == rows * impl_->out_features);
+    impl_->quantized->run(x.data(), false, rows, y.data, y.type == Output::bf16, accumulate);
+    return;
+  }
   if (impl_->precision == Precision::fp32) {
     run(x.data(), rows, y, accumulate);
     return;
@@ -295,7 +311,8 @@ void PackedLinear::run_fp32(std::span<const float> x, Destination y, bool accumu
 
 void PackedLinear::Impl::run_amx(const void* x, bool x_fp32, std::size_t rows, Destination y, bool accumulate) const {
   const x86::AmxWeightLayout& layout = *amx;
-  auto* packed_x = reinterpret_cast<Bf16Bits*>(scratchpad_buffer(x86::packed_rows_values(layout, rows) * sizeof(Bf16Bits)));
+  auto* packed_x =
+      reinterpret_cast<Bf16Bits*>(scratchpad_buffer(x86::packed_rows_values(layout, rows) * sizeof(Bf16Bits)));
   x86::AmxLinearTask task{layout};
   task.weights = reinterpret_cast<const Bf16Bits*>(amx_storage.get());
   task.bias = amx_bias.empty() ? nullptr : amx_bias.data();
@@ -337,6 +354,10 @@ void PackedLinear::Impl::run_amx(const void* x, bool x_fp32, std::size_t rows, D
 void PackedLinear::run(const void* x, std::size_t rows, Destination y, bool accumulate) const {
   const Impl& impl = *impl_;
   assert(rows > 0 && y.size == rows * impl.out_features);
+  if (impl.quantized) {
+    impl.quantized->run(x, impl.precision == Precision::bf16, rows, y.data, y.type == Output::bf16, accumulate);
+    return;
+  }
   if (impl.amx) {
     impl.run_amx(x, false, rows, y, accumulate);
     return;
@@ -359,9 +380,9 @@ void PackedLinear::run(const void* x, std::size_t rows, Destination y, bool accu
     } else {
       apply_thread_count();
     }
-    const SharedPrimitive primitive = shared_primitive(
-        {m, in, out, impl.precision, has_bias, impl.activation, accumulate, destination_type, threads},
-        impl.weights.get_desc());
+    const SharedPrimitive primitive =
+        shared_primitive({m, in, out, impl.precision, has_bias, impl.activation, accumulate, destination_type, threads},
+                         impl.weights.get_desc());
     const dnnl::memory source({{m, in}, data_type(impl.precision), FormatTag::ab}, cpu_engine(), const_cast<void*>(x));
     const dnnl::memory destination({{m, out}, destination_type, FormatTag::ab}, cpu_engine(), y.data);
     thread_local dnnl::stream stream(cpu_engine());
@@ -369,7 +390,8 @@ void PackedLinear::run(const void* x, std::size_t rows, Destination y, bool accu
         {DNNL_ARG_SRC, source}, {DNNL_ARG_WEIGHTS, impl.weights}, {DNNL_ARG_DST, destination}};
     if (has_bias) arguments.emplace(DNNL_ARG_BIAS, impl.bias);
     if (const std::size_t bytes = primitive.scratchpad.get_size(); bytes != 0)
-      arguments.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(primitive.scratchpad, cpu_engine(), scratchpad_buffer(bytes)));
+      arguments.emplace(DNNL_ARG_SCRATCHPAD,
+                        dnnl::memory(primitive.scratchpad, cpu_engine(), scratchpad_buffer(bytes)));
     primitive.matmul.execute(stream, arguments);
     stream.wait();
   } catch (const dnnl::error& error) {

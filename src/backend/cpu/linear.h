@@ -4,6 +4,7 @@
 #include <memory>
 #include <span>
 
+#include "backend/backend.h"
 #include "backend/cpu/convert.h"
 #include "backend/cpu/precision.h"
 
@@ -38,6 +39,12 @@ class PackedLinear {
   // bias: [out_features] or empty. Neither is referenced after construction.
   PackedLinear(std::span<const float> weight, std::span<const float> bias, std::size_t in_features,
                std::size_t out_features, Precision precision, Activation activation = Activation::none);
+  // Weights kept quantised: `blocks` holds out_features rows of in_features q8_0 or q4_k values
+  // (ggml's layout, as in a GGUF file), multiplied by activations quantised per row on the fly
+  // (backend/cpu/quantized_linear.h) on any CPU; `precision` only says which overloads (fp32 or
+  // bf16 rows) the caller uses. No activation.
+  PackedLinear(DType dtype, std::span<const std::byte> blocks, std::span<const float> bias, std::size_t in_features,
+               std::size_t out_features, Precision precision);
   ~PackedLinear();
   PackedLinear(PackedLinear&&) noexcept;
   PackedLinear& operator=(PackedLinear&&) noexcept;

@@ -11,10 +11,11 @@
 
 #include "backend/cpu/convert.h"
 #include "backend/cpu/gated_delta.h"
+#include "backend/cpu/quantized_layout.h"
 
 namespace s1::backend::cpu {
 
-enum class Isa { portable, avx2, avx512, avx512_bf16, amx_bf16 };
+enum class Isa { portable, avx2, avx_vnni, avx512, avx512_vnni, avx512_bf16, amx_bf16, amx_int8 };
 
 [[nodiscard]] bool isa_supported(Isa isa);
 [[nodiscard]] std::string_view isa_name(Isa isa);
@@ -22,9 +23,8 @@ enum class Isa { portable, avx2, avx512, avx512_bf16, amx_bf16 };
 // Variants are serial: the dispatching op splits rows (or heads) across threads itself.
 
 // residual may be empty (plain LayerNorm); rows = x.size() / gamma.size().
-using LayerNormFn = void(std::span<const float> x, std::span<const float> residual,
-                         std::span<const float> gamma, std::span<const float> beta, float eps,
-                         std::span<float> y);
+using LayerNormFn = void(std::span<const float> x, std::span<const float> residual, std::span<const float> gamma,
+                         std::span<const float> beta, float eps, std::span<float> y);
 using GeluFn = void(std::span<const float> x, std::span<float> y);
 using GeluMulFn = void(std::span<const float> x, std::span<const float> gate, std::span<float> y);
 // gelu_mul over bf16 operands (a bf16 matmul's output), widened exactly to fp32 as they are read.
@@ -137,6 +137,12 @@ using CausalConv1dSiluFn = void(std::span<const float> x, std::size_t rows, std:
                                 std::span<const float> weight, std::size_t kernel, std::span<float> tail,
                                 std::span<float> y, std::size_t channel_begin, std::size_t channel_end);
 
+// Output tiles [tile_begin, tile_end) of a quantised matmul, every row (quantized_layout.h).
+using QuantizedMatmulFn = void(const QuantizedMatmulTask& task, std::size_t tile_begin, std::size_t tile_end);
+// One row of `width` values (a multiple of 32) quantised as quant::quantize_activation_block does,
+// exactly: q, and per block d and d·Σq.
+using QuantizeRowFn = void(const float* x, std::size_t width, std::int8_t* q, float* scales, float* sums);
+
 template <class Fn>
 struct Variant {
   std::string_view name;
@@ -161,6 +167,8 @@ struct OpVariants {
   std::span<const Variant<L2NormScaledFn>> l2_norm_scaled;
   std::span<const Variant<GatedRmsNormFn>> gated_rms_norm;
   std::span<const Variant<GeluMulBf16Fn>> gelu_mul_bf16;
+  std::span<const Variant<QuantizedMatmulFn>> quantized_matmul;
+  std::span<const Variant<QuantizeRowFn>> quantize_row;
 };
 [[nodiscard]] const OpVariants& op_variants();
 
@@ -182,6 +190,8 @@ struct SelectedVariants {
   Variant<L2NormScaledFn> l2_norm_scaled;
   Variant<GatedRmsNormFn> gated_rms_norm;
   Variant<GeluMulBf16Fn> gelu_mul_bf16;
+  Variant<QuantizedMatmulFn> quantized_matmul;
+  Variant<QuantizeRowFn> quantize_row;
 };
 [[nodiscard]] const SelectedVariants& selected_variants();
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "backend/quant_blocks.h"
+
 namespace s1::backend::reference {
 namespace {
 
@@ -51,6 +53,7 @@ class ReferenceMatrix final : public PackedMatrix {
   std::size_t in_, out_;
   Activation activation_;
   bool bf16_ = false;
+  bool quantized_ = false;  // x is quantised as quantised weights' matmuls quantise it
 };
 
 class ReferenceBackend final : public Backend {
@@ -127,7 +130,12 @@ std::unique_ptr<PackedMatrix> pack_matmul(const Tensor& weight, const Tensor& bi
   const std::size_t out = weight.dim(0), in = weight.dim(1);
   require(!bias.defined() || bias.elements() == out, "a matmul bias has out_features values");
   std::vector<float> w(out * in), b;
-  for (std::size_t r = 0; r < out; ++r) {
+  if (quantized(weight.dtype())) {
+    require(activation == Activation::none, "a quantised matmul takes no activation");
+    const std::span<const std::byte> blocks = weight.read_bytes();
+    quant::dequantize_row(weight.dtype(), blocks.data(), w.size(), w.data());
+  }
+  for (std::size_t r = 0; r < out && !quantized(weight.dtype()); ++r) {
     for (std::size_t c = 0; c < in; ++c) {
       const float value = load(weight, r, c);
       w[r * in + c] = arithmetic == Arithmetic::bf16 ? bf16_to_float(float_to_bf16(value)) : value;
@@ -137,7 +145,8 @@ std::unique_ptr<PackedMatrix> pack_matmul(const Tensor& weight, const Tensor& bi
     for (std::size_t i = 0; i < out; ++i) b.push_back(load(bias, i, 0));
   }
   auto packed = std::make_unique<ReferenceMatrix>(std::move(w), std::move(b), in, out, activation);
-  packed->bf16_ = arithmetic == Arithmetic::bf16;
+  packed->bf16_ = arithmetic == Arithmetic::bf16 && !quantized(weight.dtype());
+  packed->quantized_ = quantized(weight.dtype());
   return packed;
 }
 
@@ -150,10 +159,17 @@ void matmul(const MatmulCall& call) {
   require(!call.accumulate || (w->activation_ == Activation::none && call.y.dtype() == DType::fp32),
           "an accumulating matmul has no activation and an fp32 y");
   std::vector<double> x(w->in_);
+  std::vector<float> values(w->in_);
+  std::vector<std::int8_t> q(quant::activation_block_values);
   for (std::size_t m = 0; m < call.x.dim(0); ++m) {
     for (std::size_t k = 0; k < w->in_; ++k) {
       const float value = load(call.x, m, k);
+      values[k] = value;
       x[k] = w->bf16_ ? bf16_to_float(float_to_bf16(value)) : value;
+    }
+    for (std::size_t k = 0; w->quantized_ && k < w->in_; k += quant::activation_block_values) {
+      const float d = quant::quantize_activation_block(values.data() + k, q.data());
+      for (std::size_t j = 0; j < q.size(); ++j) x[k + j] = static_cast<double>(q[j]) * d;
     }
     for (std::size_t n = 0; n < w->out_; ++n) {
       double sum = w->bias_.empty() ? 0.0 : w->bias_[n];

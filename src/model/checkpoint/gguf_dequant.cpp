@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "backend/quant_blocks.h"
 #include "model/checkpoint/tensor.h"
 
 namespace s1::checkpoint {
@@ -21,7 +22,7 @@ uint16_t load_u16(const uint8_t* at) {
 
 float load_half(const uint8_t* at) { return half_to_float(load_u16(at)); }
 
-constexpr int64_t kQK = 32;  // QK4_0 and QK8_0
+constexpr int64_t kQK = 32;  // QK4_0
 
 void q4_0_block(const uint8_t* block, float* out) {
   const float d = load_half(block);
@@ -29,48 +30,6 @@ void q4_0_block(const uint8_t* block, float* out) {
   for (int64_t j = 0; j < kQK / 2; ++j) {
     out[j] = d * static_cast<float>((qs[j] & 0x0F) - 8);
     out[j + kQK / 2] = d * static_cast<float>((qs[j] >> 4) - 8);
-  }
-}
-
-void q8_0_block(const uint8_t* block, float* out) {
-  const float d = load_half(block);
-  const auto* qs = reinterpret_cast<const int8_t*>(block + 2);
-  for (int64_t j = 0; j < kQK; ++j) out[j] = static_cast<float>(qs[j]) * d;
-}
-
-// The eight 6-bit scales and eight 6-bit mins packed into 12 bytes (ggml's get_scale_min_k4).
-void scale_min_k4(int j, const uint8_t* scales, uint8_t& scale, uint8_t& min) {
-  if (j < 4) {
-    scale = scales[j] & 63;
-    min = scales[j + 4] & 63;
-  } else {
-    scale = static_cast<uint8_t>((scales[j + 4] & 0x0F) | ((scales[j - 4] >> 6) << 4));
-    min = static_cast<uint8_t>((scales[j + 4] >> 4) | ((scales[j] >> 6) << 4));
-  }
-}
-
-// Q4_K and Q5_K share the layout of d, dmin and the packed scales; Q5_K adds a fifth bit per value
-// from qh (bit `chunk` of qh[l] for the chunk-th run of 32 values).
-void q45_k_block(const uint8_t* block, float* out, bool five_bits) {
-  const float d = load_half(block);
-  const float dmin = load_half(block + 2);
-  const uint8_t* scales = block + 4;
-  const uint8_t* qh = block + 16;
-  const uint8_t* qs = five_bits ? block + 48 : block + 16;
-  for (int chunk = 0; chunk < 8; ++chunk) {
-    uint8_t scale = 0;
-    uint8_t min = 0;
-    scale_min_k4(chunk, scales, scale, min);
-    const float dl = d * static_cast<float>(scale);
-    const float ml = dmin * static_cast<float>(min);
-    const uint8_t* q = qs + 32 * (chunk / 2);
-    const int shift = 4 * (chunk % 2);
-    for (int l = 0; l < 32; ++l) {
-      int value = (q[l] >> shift) & 0x0F;
-      if (five_bits) value |= ((qh[l] >> chunk) & 1) << 4;
-      const float scaled = dl * static_cast<float>(value);
-      out[32 * chunk + l] = scaled - ml;
-    }
   }
 }
 
@@ -121,13 +80,13 @@ void dequantize(GgmlType type, std::span<const std::byte> blocks, std::span<floa
         q4_0_block(block, dst);
         break;
       case GgmlType::kQ8_0:
-        q8_0_block(block, dst);
+        backend::quant::dequantize_q8_0_block(block, dst);
         break;
       case GgmlType::kQ4_K:
-        q45_k_block(block, dst, false);
+        backend::quant::dequantize_q4_k_block(block, dst);
         break;
       case GgmlType::kQ5_K:
-        q45_k_block(block, dst, true);
+        backend::quant::dequantize_q5_k_block(block, dst);
         break;
       case GgmlType::kQ6_K:
         q6_k_block(block, dst);

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "backend/backend.h"
 #include "model/checkpoint/load_error.h"
 
 namespace s1::checkpoint {
@@ -66,29 +67,9 @@ int64_t TensorView::element_count() const {
   return count;
 }
 
-float half_to_float(uint16_t bits) {
-  const uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
-  const uint32_t exponent = (bits >> 10) & 0x1fu;
-  const uint32_t mantissa = bits & 0x3ffu;
-  uint32_t result = 0;
-  if (exponent == 0x1f) {
-    // Inf keeps a zero mantissa; NaN keeps its payload (shifted into the wider mantissa).
-    result = sign | 0x7f800000u | (mantissa << 13);
-  } else if (exponent != 0) {
-    result = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
-  } else if (mantissa == 0) {
-    result = sign;
-  } else {
-    // Subnormal half: mantissa * 2^-24 is exact in float, so compute it rather than renormalise.
-    const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
-    return sign != 0 ? -magnitude : magnitude;
-  }
-  return std::bit_cast<float>(result);
-}
+float half_to_float(uint16_t bits) { return backend::f16_to_float(bits); }
 
-float bfloat16_to_float(uint16_t bits) {
-  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
-}
+float bfloat16_to_float(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
 
 std::vector<float> to_float(const TensorView& tensor) {
   const std::size_t count = tensor.bytes.size() / dtype_size(tensor.dtype);
@@ -109,8 +90,7 @@ std::vector<float> to_float(const TensorView& tensor) {
       }
       return values;
     default:
-      throw LoadError("tensor '" + tensor.name + "' has dtype " +
-                      std::string(dtype_name(tensor.dtype)) +
+      throw LoadError("tensor '" + tensor.name + "' has dtype " + std::string(dtype_name(tensor.dtype)) +
                       ", which cannot be converted to float (expected F32, F16 or BF16)");
   }
 }

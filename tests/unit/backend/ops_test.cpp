@@ -1,6 +1,6 @@
 // The one op test of the backend seam (after ggml's test-backend-ops): one table of op cases, each
 // run on every registered backend and compared with the reference backend's result. ctest runs
-// this binary once per CPU class (S1SERVE_CPU_ISA = portable, avx2, avx512, avx512_bf16, amx_bf16, with
+// this binary once per CPU class (S1SERVE_CPU_ISA = portable, avx2, avx_vnni, avx512, avx512_bf16, amx_bf16, with
 // oneDNN capped to match), so every CPU variant of every op is covered; a class this CPU lacks is
 // skipped with a message. A backend added later joins by its row in backend/registry.cpp.
 //
@@ -25,12 +25,16 @@
 #include "backend/backend.h"
 #include "backend/cpu/linear.h"
 #include "backend/cpu/variants.h"
+#include "backend/quant_blocks.h"
 
 namespace s1::backend {
 namespace {
 
 constexpr double fp32_tolerance = 2e-5;
 constexpr double bf16_tolerance = 5e-2;
+// Quantised matmuls: the kernels' int8 sums are exact and the reference's double, so only the fp32
+// scaling of each block's sum differs (one activation rounded differently would be ~1e-2).
+constexpr double quantized_tolerance = 1e-4;
 
 // Inputs are drawn from a generator seeded by the case, so every backend sees the same values.
 class Inputs {
@@ -122,6 +126,27 @@ OpCase matmul_case(std::size_t m, std::size_t k, std::size_t n, Arithmetic arith
             return Outputs{floats(y)};
           },
           arithmetic};
+}
+
+// A q8_0 or q4_k weight [n, k] (k a multiple of its block), quantised as llama.cpp quantises.
+OpCase quantized_matmul_case(DType weight_dtype, std::size_t m, std::size_t k, std::size_t n, DType x_dtype,
+                             DType y_dtype, bool bias, bool accumulate) {
+  const std::string name = "matmul_" + std::string(dtype_name(weight_dtype)) + "_" + std::to_string(m) + "x" +
+                           std::to_string(k) + "x" + std::to_string(n) + "_x" + std::string(dtype_name(x_dtype)) +
+                           "_y" + std::string(dtype_name(y_dtype)) + (bias ? "_bias" : "") +
+                           (accumulate ? "_accumulate" : "");
+  return {name, y_dtype == DType::bf16 ? bf16_tolerance : quantized_tolerance, [=](Backend& backend, Inputs& inputs) {
+            const Tensor values = inputs.normal({n, k}, 1.0F / std::sqrt(static_cast<float>(k)));
+            const Tensor weight = Tensor::empty(weight_dtype, {n, k});
+            const auto blocks = weight.read_bytes();
+            quant::quantize_row(weight_dtype, values.read<float>(), n * k, const_cast<std::byte*>(blocks.data()));
+            const Tensor b = bias ? inputs.normal({n}, 0.5F) : Tensor{};
+            const Tensor x = inputs.normal({m, k}, 1.0F, x_dtype);
+            Tensor y = accumulate ? inputs.normal({m, n}) : Tensor::empty(y_dtype, {m, n});
+            const auto packed = backend.pack_matmul(weight, b, Arithmetic::fp32, Activation::none);
+            backend.matmul({.x = x, .weight = packed.get(), .accumulate = accumulate, .y = y});
+            return Outputs{floats(y)};
+          }};
 }
 
 // --- norms --------------------------------------------------------------------------------------
@@ -391,6 +416,21 @@ std::vector<OpCase> op_cases() {
   cases.push_back(matmul_case(3, 128, 128, Arithmetic::bf16, fp32, fp32, Activation::gelu, true, false));
   cases.push_back(matmul_case(57, 384, 32, Arithmetic::bf16, fp32, fp32, Activation::none, true, true));
   cases.push_back(matmul_case(19, 40, 24, Arithmetic::bf16, bf16, bf16, Activation::none, false, false));
+  // Quantised weights: odd row and column counts (tails of the 16-column tiles and of each kernel's
+  // row tile), one block and many, bf16 rows in and out, bias, accumulation, and one large enough
+  // to split across threads.
+  for (const auto dtype : {q8_0, q4_k}) {
+    const std::size_t block = block_values(dtype);
+    for (const auto& [m, k, n] : std::vector<std::array<std::size_t, 3>>{
+             {1, block, 3}, {5, 2 * block, 17}, {7, block, 33}, {33, 3 * block, 50}, {300, block, 40}}) {
+      cases.push_back(quantized_matmul_case(dtype, m, k, n, fp32, fp32, false, false));
+    }
+    cases.push_back(quantized_matmul_case(dtype, 19, 2 * block, 24, fp32, fp32, true, false));
+    cases.push_back(quantized_matmul_case(dtype, 19, 2 * block, 24, bf16, fp32, true, true));
+    cases.push_back(quantized_matmul_case(dtype, 19, 2 * block, 24, fp32, bf16, true, false));
+    cases.push_back(quantized_matmul_case(dtype, 19, 2 * block, 24, bf16, bf16, false, false));
+    cases.push_back(quantized_matmul_case(dtype, 130, 1024, 200, fp32, fp32, false, false));
+  }
   // Norms: odd widths and a width of one, tiny and large values, a long sequence, bf16 outputs,
   // LayerNorm's Add & Norm over an offset mean, in place.
   using Kind = NormCall::Kind;
@@ -518,8 +558,8 @@ std::string cpu_class() {
 
 bool cpu_class_runs() {
   const std::string cap = cpu_class();
-  for (const auto isa :
-       {cpu::Isa::portable, cpu::Isa::avx2, cpu::Isa::avx512, cpu::Isa::avx512_bf16, cpu::Isa::amx_bf16}) {
+  for (const auto isa : {cpu::Isa::portable, cpu::Isa::avx2, cpu::Isa::avx_vnni, cpu::Isa::avx512,
+                         cpu::Isa::avx512_bf16, cpu::Isa::amx_bf16}) {
     if (cap == cpu::isa_name(isa)) return cpu::isa_supported(isa);
   }
   return true;
@@ -620,6 +660,39 @@ TEST(Tensors, AReadOnlyViewRefusesWrites) {
   EXPECT_EQ(t.read_values<float>()[1], 2.0F);
   EXPECT_THROW((void)t.data<float>(), std::invalid_argument);
   EXPECT_THROW((void)t.read<std::uint16_t>(), std::invalid_argument);
+}
+
+TEST(Tensors, QuantisedRowsAreWholeBlocks) {
+  EXPECT_THROW((void)Tensor::empty(DType::q8_0, {2, 33}), std::invalid_argument);
+  EXPECT_THROW((void)Tensor::empty(DType::q4_k, {1, 32}), std::invalid_argument);
+  const Tensor t = Tensor::empty(DType::q8_0, {3, 64});
+  EXPECT_EQ(t.read_bytes().size(), 3 * 2 * 34U);
+  EXPECT_EQ(t.slice_rows(1, 2).read_bytes().data(), t.read_bytes().data() + 2 * 34);
+  EXPECT_THROW((void)t.slice_columns(16, 32), std::invalid_argument);
+  EXPECT_THROW((void)t.read<std::int8_t>(), std::invalid_argument);
+}
+
+TEST(Tensors, HalfPrecisionRoundsToNearestEven) {
+  EXPECT_EQ(float_to_f16(1.0F), 0x3C00);
+  EXPECT_EQ(float_to_f16(65504.0F), 0x7BFF);
+  EXPECT_EQ(float_to_f16(65520.0F), 0x7C00);             // rounds past the largest half
+  EXPECT_EQ(float_to_f16(1.0F + 0x1p-11F), 0x3C00);      // a tie, to even
+  EXPECT_EQ(float_to_f16(1.0F + 3 * 0x1p-11F), 0x3C02);  // a tie, to even (upwards)
+  EXPECT_EQ(float_to_f16(0x1p-24F), 0x0001);             // the smallest subnormal
+  EXPECT_EQ(float_to_f16(-0x1p-25F), 0x8000);            // a tie to zero keeps the sign
+  for (std::uint32_t bits = 0; bits < 0x7C00; ++bits)    // every finite half survives the round trip
+    ASSERT_EQ(float_to_f16(f16_to_float(static_cast<std::uint16_t>(bits))), bits);
+}
+
+TEST(OpErrors, AQuantisedMatmulTakesNoActivation) {
+  for (const BackendEntry& entry : backends()) {
+    if (!entry.available()) continue;
+    const auto backend = entry.create();
+    EXPECT_THROW(
+        (void)backend->pack_matmul(Tensor::empty(DType::q8_0, {4, 32}), {}, Arithmetic::fp32, Activation::gelu),
+        std::invalid_argument)
+        << entry.name;
+  }
 }
 
 }  // namespace
