@@ -6,7 +6,9 @@
 
 #include <benchmark/benchmark.h>
 
+#include <map>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "backend/cpu/attention.h"
@@ -15,6 +17,7 @@
 #include "backend/cpu/linear.h"
 #include "backend/cpu/parallel.h"
 #include "backend/cpu/softmax.h"
+#include "backend/quant_blocks.h"
 
 namespace s1::backend::cpu {
 namespace {
@@ -28,8 +31,7 @@ std::vector<float> random_values(std::size_t count, float scale) {
 }
 
 void set_rate(benchmark::State& state, double flops_per_iteration) {
-  state.counters["FLOP/s"] =
-      benchmark::Counter(flops_per_iteration, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] = benchmark::Counter(flops_per_iteration, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // Args: precision (0 fp32, 1 bf16), M, K, N, threads, gelu.
@@ -44,8 +46,7 @@ void linear_forward(benchmark::State& state) {
     state.SkipWithError("precision not supported on this CPU");
     return;
   }
-  const PackedLinear layer(random_values(in * out, 0.05F), random_values(out, 0.1F), in, out, precision,
-                           activation);
+  const PackedLinear layer(random_values(in * out, 0.05F), random_values(out, 0.1F), in, out, precision, activation);
   const auto x = random_values(rows * in, 1.0F);
   std::vector<float> y(rows * out);
   layer.forward(x, y);  // builds the primitive for this M outside the timed loop
@@ -145,24 +146,39 @@ void modernbert_large_gemms(benchmark::State& state) {
   }
   set_rate(state, 2.0 * 28 * static_cast<double>(rows) * (1024.0 * 3072 + 1024.0 * 1024 + 3 * 1024.0 * 2624));
 }
-BENCHMARK(modernbert_large_gemms)->ArgNames({"M", "threads"})->Args({512, 2})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(modernbert_large_gemms)
+    ->ArgNames({"M", "threads"})
+    ->Args({512, 2})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 // The four matmuls of a Qwen3-0.6B layer (qkv 1024→4096, o 2048→1024 into the residual, gate|up
 // 1024→6144, down 3072→1024 into the residual) at M rows, bf16 activations in, through 28 layers
-// (cold weights), nothing between them.
+// (cold weights), nothing between them; weights bf16 (oneDNN, or our AMX kernel) or kept quantised,
+// q8_0 or q4_k (one layer's blocks, quantised once, packed 28 times).
 void qwen3_layer_gemms(benchmark::State& state) {
   const auto rows = static_cast<std::size_t>(state.range(0));
   set_thread_count(static_cast<int>(state.range(1)));
+  const auto weights = static_cast<int>(state.range(2));
   constexpr std::size_t hidden = 1024, q_width = 2048, qkv_width = 4096, inner = 3072;
   struct Layer {
     PackedLinear qkv, o, gate_up, down;
   };
+  const auto matrix = [&](std::size_t in, std::size_t out) {
+    if (weights == 0) return PackedLinear(random_values(in * out, 0.05F), {}, in, out, Precision::bf16);
+    const s1::backend::DType dtype = weights == 1 ? s1::backend::DType::q8_0 : s1::backend::DType::q4_k;
+    static std::map<std::tuple<int, std::size_t, std::size_t>, std::vector<std::byte>> quantized;
+    auto& blocks = quantized[{weights, in, out}];
+    if (blocks.empty()) {
+      blocks.resize(out * s1::backend::storage_bytes(dtype, in));
+      s1::backend::quant::quantize_row(dtype, random_values(in * out, 0.05F).data(), in * out, blocks.data());
+    }
+    return PackedLinear(dtype, blocks, {}, in, out, Precision::bf16);
+  };
   std::vector<Layer> layers;
   for (int layer = 0; layer < 28; ++layer)
-    layers.push_back(Layer{PackedLinear(random_values(hidden * qkv_width, 0.05F), {}, hidden, qkv_width, Precision::bf16),
-                           PackedLinear(random_values(q_width * hidden, 0.05F), {}, q_width, hidden, Precision::bf16),
-                           PackedLinear(random_values(hidden * 2 * inner, 0.05F), {}, hidden, 2 * inner, Precision::bf16),
-                           PackedLinear(random_values(inner * hidden, 0.05F), {}, inner, hidden, Precision::bf16)});
+    layers.push_back(
+        Layer{matrix(hidden, qkv_width), matrix(q_width, hidden), matrix(hidden, 2 * inner), matrix(inner, hidden)});
   std::vector<Bf16Bits> x(rows * inner), gate_up(rows * 2 * inner);
   convert_fp32_to_bf16(random_values(rows * inner, 1.0F), x);
   const std::span<const Bf16Bits> normed(x.data(), rows * hidden), context(x.data(), rows * q_width);
@@ -183,7 +199,11 @@ void qwen3_layer_gemms(benchmark::State& state) {
   set_rate(state, 2.0 * 28 * static_cast<double>(rows) *
                       static_cast<double>(hidden * qkv_width + q_width * hidden + hidden * 2 * inner + inner * hidden));
 }
-BENCHMARK(qwen3_layer_gemms)->ArgNames({"M", "threads"})->Args({256, 2})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(qwen3_layer_gemms)
+    ->ArgNames({"M", "threads", "weights"})
+    ->ArgsProduct({{256}, {2}, {0, 1, 2}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 BENCHMARK(linear_forward_cold)
     ->ArgNames({"bf16", "M", "K", "N", "threads", "bf16_io"})
@@ -213,8 +233,7 @@ void attention_minilm(benchmark::State& state) {
     benchmark::DoNotOptimize(out.data());
   }
   // Q·Kᵀ and P·V, two multiply-adds per (query, key, channel).
-  set_rate(state,
-           4.0 * static_cast<double>(shape.batch * shape.heads * shape.seq * shape.seq * shape.head_dim));
+  set_rate(state, 4.0 * static_cast<double>(shape.batch * shape.heads * shape.seq * shape.seq * shape.head_dim));
 }
 void attention_arguments(benchmark::internal::Benchmark* benchmark) {
   benchmark->ArgNames({"bf16", "batch", "seq", "threads"});
@@ -244,8 +263,7 @@ void attention_modernbert_large(benchmark::State& state) {
     attention(qkv, lengths, shape, false, out, Precision::bf16);
     benchmark::DoNotOptimize(out.data());
   }
-  set_rate(state,
-           4.0 * static_cast<double>(shape.batch * shape.heads * shape.seq * shape.seq * shape.head_dim));
+  set_rate(state, 4.0 * static_cast<double>(shape.batch * shape.heads * shape.seq * shape.seq * shape.head_dim));
 }
 BENCHMARK(attention_modernbert_large)
     ->ArgNames({"seq", "half_window"})
@@ -328,10 +346,9 @@ void minilm_encoder_kernels(benchmark::State& state) {
   std::vector<Layer> model;
   for (std::size_t l = 0; l < layers; ++l) {
     model.push_back(Layer{
-        PackedLinear(random_values(3 * hidden * hidden, 0.05F), random_values(3 * hidden, 0.1F), hidden,
-                     3 * hidden, precision),
-        PackedLinear(random_values(hidden * hidden, 0.05F), random_values(hidden, 0.1F), hidden, hidden,
+        PackedLinear(random_values(3 * hidden * hidden, 0.05F), random_values(3 * hidden, 0.1F), hidden, 3 * hidden,
                      precision),
+        PackedLinear(random_values(hidden * hidden, 0.05F), random_values(hidden, 0.1F), hidden, hidden, precision),
         PackedLinear(random_values(ffn * hidden, 0.05F), random_values(ffn, 0.1F), hidden, ffn, precision,
                      Activation::gelu),
         PackedLinear(random_values(hidden * ffn, 0.05F), random_values(hidden, 0.1F), ffn, hidden, precision),
@@ -359,8 +376,7 @@ void minilm_encoder_kernels(benchmark::State& state) {
     run();
     benchmark::DoNotOptimize(h.data());
   }
-  const double linear_flops =
-      2.0 * tokens * layers * (hidden * 3 * hidden + hidden * hidden + 2 * hidden * ffn);
+  const double linear_flops = 2.0 * tokens * layers * (hidden * 3 * hidden + hidden * hidden + 2 * hidden * ffn);
   const double attention_flops = 4.0 * layers * 12 * tokens * tokens * 32;
   set_rate(state, linear_flops + attention_flops);
 }

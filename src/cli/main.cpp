@@ -2,6 +2,7 @@
 #include "cli/compare.h"
 #include "cli/embed.h"
 #include "cli/logits.h"
+#include "cli/quantize.h"
 #include "cli/serve.h"
 #include "cli/validate.h"
 #include "server/log_sink.h"
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
   s1::cli::add_compare_command(app);
   s1::cli::add_bench_command(app);
   s1::cli::add_validate_command(app);
+  s1::cli::add_quantize_command(app);
   CLI11_PARSE(app, argc, argv);
   if (app.get_subcommands().empty()) {
     std::cout << app.help() << std::endl;

@@ -12,8 +12,8 @@
 // Unsigned weights against signed activations is the operand order of VNNI's vpdpbusd; the min
 // term is then one multiply-add per block with the activations' block sums.
 //
-// Activations: rows of int8 q (quant::quantize_activation_block), per row and block the scale d
-// and d·Σq.
+// Activations: rows of int8 q (quant::quantize_activation_block), per row and block the scale d,
+// d·Σq and Σq.
 
 #include <cstddef>
 #include <cstdint>
@@ -41,6 +41,8 @@ struct QuantizedRows {
   const std::int8_t* q = nullptr;  // rows × in_features
   const float* scales = nullptr;   // rows × blocks: d
   const float* sums = nullptr;     // rows × blocks: d·Σq
+  // rows × blocks: Σq, for q8_0's shift done in integers: the sums start at −128·Σq.
+  const std::int32_t* q_sums = nullptr;
   std::size_t rows = 0;
 };
 

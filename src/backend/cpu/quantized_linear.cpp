@@ -52,6 +52,10 @@ std::vector<float>& row_scales() {
   thread_local std::vector<float> scales;
   return scales;
 }
+std::vector<std::int32_t>& row_sums() {
+  thread_local std::vector<std::int32_t> sums;
+  return sums;
+}
 
 }  // namespace
 
@@ -97,19 +101,24 @@ void QuantizedMatrix::run(const void* x, bool x_bf16, std::size_t rows, void* y,
   const std::size_t in = layout_.in_features, blocks = layout_.blocks();
   std::vector<std::int8_t>& q = quantized_rows();
   std::vector<float>& scales = row_scales();
+  std::vector<std::int32_t>& q_sums = row_sums();
   q.resize(rows * in);
   scales.resize(2 * rows * blocks);
+  q_sums.resize(rows * blocks);
   const SelectedVariants& selected = selected_variants();
   QuantizeRowFn* quantize = selected.quantize_row.run;
   QuantizedMatmulFn* multiply = selected.quantized_matmul.run;
-  const QuantizedMatmulTask task{
-      .layout = layout_,
-      .weights = packed_.get(),
-      .x = {.q = q.data(), .scales = scales.data(), .sums = scales.data() + rows * blocks, .rows = rows},
-      .bias = bias_.empty() ? nullptr : bias_.data(),
-      .accumulate = accumulate,
-      .y = y,
-      .y_bf16 = y_bf16};
+  const QuantizedMatmulTask task{.layout = layout_,
+                                 .weights = packed_.get(),
+                                 .x = {.q = q.data(),
+                                       .scales = scales.data(),
+                                       .sums = scales.data() + rows * blocks,
+                                       .q_sums = q_sums.data(),
+                                       .rows = rows},
+                                 .bias = bias_.empty() ? nullptr : bias_.data(),
+                                 .accumulate = accumulate,
+                                 .y = y,
+                                 .y_bf16 = y_bf16};
   const auto quantize_rows = [&](std::size_t begin, std::size_t end) {
     std::vector<float> widened(x_bf16 ? in : 0);
     for (std::size_t r = begin; r < end; ++r) {
@@ -119,7 +128,8 @@ void QuantizedMatrix::run(const void* x, bool x_bf16, std::size_t rows, void* y,
         std::transform(source, source + in, widened.begin(), bf16_to_float);
         row = widened.data();
       }
-      quantize(row, in, q.data() + r * in, scales.data() + r * blocks, scales.data() + (rows + r) * blocks);
+      quantize(row, in, q.data() + r * in, scales.data() + r * blocks, scales.data() + (rows + r) * blocks,
+               q_sums.data() + r * blocks);
     }
   };
   const std::size_t tiles = layout_.tiles();

@@ -140,8 +140,9 @@ using CausalConv1dSiluFn = void(std::span<const float> x, std::size_t rows, std:
 // Output tiles [tile_begin, tile_end) of a quantised matmul, every row (quantized_layout.h).
 using QuantizedMatmulFn = void(const QuantizedMatmulTask& task, std::size_t tile_begin, std::size_t tile_end);
 // One row of `width` values (a multiple of 32) quantised as quant::quantize_activation_block does,
-// exactly: q, and per block d and d·Σq.
-using QuantizeRowFn = void(const float* x, std::size_t width, std::int8_t* q, float* scales, float* sums);
+// exactly: q, and per block d, d·Σq and Σq.
+using QuantizeRowFn = void(const float* x, std::size_t width, std::int8_t* q, float* scales, float* sums,
+                           std::int32_t* q_sums);
 
 template <class Fn>
 struct Variant {

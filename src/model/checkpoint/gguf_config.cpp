@@ -14,50 +14,45 @@
 namespace s1::checkpoint {
 namespace {
 
-enum class Kind { kUint, kFloat };
-
 // "<architecture>.<key>" → config.json key, as convert_hf_to_gguf.py writes them.
-struct Key {
-  std::string_view gguf;
-  std::string_view config;
-  Kind kind;
-};
+using Key = GgufConfigKey;
+constexpr bool kUint = false, kFloat = true;
 
-// TextModel.set_gguf_parameters, shared by both families.
+// TextModel.set_gguf_parameters, shared by both families, in the order it writes them.
 constexpr std::array kTextModelKeys{
-    Key{"context_length", "max_position_embeddings", Kind::kUint},
-    Key{"embedding_length", "hidden_size", Kind::kUint},
-    Key{"feed_forward_length", "intermediate_size", Kind::kUint},
-    Key{"block_count", "num_hidden_layers", Kind::kUint},
-    Key{"attention.head_count", "num_attention_heads", Kind::kUint},
-    Key{"attention.head_count_kv", "num_key_value_heads", Kind::kUint},
-    Key{"attention.key_length", "head_dim", Kind::kUint},
-    Key{"attention.layer_norm_rms_epsilon", "rms_norm_eps", Kind::kFloat},
-    Key{"rope.freq_base", "rope_theta", Kind::kFloat},
+    Key{"context_length", "max_position_embeddings", kUint},
+    Key{"embedding_length", "hidden_size", kUint},
+    Key{"block_count", "num_hidden_layers", kUint},
+    Key{"feed_forward_length", "intermediate_size", kUint},
+    Key{"attention.head_count", "num_attention_heads", kUint},
+    Key{"attention.head_count_kv", "num_key_value_heads", kUint},
+    Key{"attention.key_length", "head_dim", kUint},
+    Key{"rope.freq_base", "rope_theta", kFloat},
+    Key{"attention.layer_norm_rms_epsilon", "rms_norm_eps", kFloat},
 };
 
 // Qwen3NextModel's additions for the gated-delta layers (ssm.inner_size and the rope keys are
 // converted below, not copied).
 constexpr std::array kQwen35Keys{
-    Key{"ssm.conv_kernel", "linear_conv_kernel_dim", Kind::kUint},
-    Key{"ssm.state_size", "linear_key_head_dim", Kind::kUint},
-    Key{"ssm.group_count", "linear_num_key_heads", Kind::kUint},
-    Key{"ssm.time_step_rank", "linear_num_value_heads", Kind::kUint},
-    Key{"full_attention_interval", "full_attention_interval", Kind::kUint},
+    Key{"ssm.conv_kernel", "linear_conv_kernel_dim", kUint},
+    Key{"ssm.state_size", "linear_key_head_dim", kUint},
+    Key{"ssm.group_count", "linear_num_key_heads", kUint},
+    Key{"ssm.time_step_rank", "linear_num_value_heads", kUint},
+    Key{"full_attention_interval", "full_attention_interval", kUint},
 };
 
 // LFM2Model: a per-layer head_count_kv (0 for the short-conv layers) replaces layer_types, and
 // feed_forward_length is the width after Transformers' auto-adjustment.
 constexpr std::array kLfm2Keys{
-    Key{"context_length", "max_position_embeddings", Kind::kUint},
-    Key{"embedding_length", "hidden_size", Kind::kUint},
-    Key{"feed_forward_length", "intermediate_size", Kind::kUint},
-    Key{"block_count", "num_hidden_layers", Kind::kUint},
-    Key{"attention.head_count", "num_attention_heads", Kind::kUint},
-    Key{"attention.layer_norm_rms_epsilon", "norm_eps", Kind::kFloat},
-    Key{"rope.freq_base", "rope_theta", Kind::kFloat},
-    Key{"shortconv.l_cache", "conv_L_cache", Kind::kUint},
-    Key{"vocab_size", "vocab_size", Kind::kUint},
+    Key{"context_length", "max_position_embeddings", kUint},
+    Key{"embedding_length", "hidden_size", kUint},
+    Key{"feed_forward_length", "intermediate_size", kUint},
+    Key{"block_count", "num_hidden_layers", kUint},
+    Key{"attention.head_count", "num_attention_heads", kUint},
+    Key{"attention.layer_norm_rms_epsilon", "norm_eps", kFloat},
+    Key{"rope.freq_base", "rope_theta", kFloat},
+    Key{"shortconv.l_cache", "conv_L_cache", kUint},
+    Key{"vocab_size", "vocab_size", kUint},
 };
 
 class ConfigBuilder {
@@ -68,7 +63,7 @@ class ConfigBuilder {
   void copy(std::span<const Key> keys) {
     for (const Key& key : keys) {
       const std::string name = take(key.gguf);
-      if (key.kind == Kind::kUint) {
+      if (!key.is_float) {
         if (const auto value = file_.get_uint(name)) config_[std::string(key.config)] = *value;
       } else if (const auto value = file_.get_float(name)) {
         config_[std::string(key.config)] = *value;
@@ -185,6 +180,8 @@ void add_lfm2_keys(ConfigBuilder& builder) {
 }
 
 }  // namespace
+
+std::span<const GgufConfigKey> gguf_text_model_keys() { return kTextModelKeys; }
 
 ConfigReader gguf_config(const GgufFile& file) {
   const auto architecture = file.require(file.get_string("general.architecture"), "general.architecture");

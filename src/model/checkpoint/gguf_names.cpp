@@ -196,4 +196,33 @@ std::optional<GgufTensorMapping> map_gguf_tensor(std::string_view architecture, 
   return std::nullopt;
 }
 
+std::optional<std::string> gguf_tensor_name(std::string_view architecture, std::string_view name) {
+  const Architecture* table = find_architecture(architecture);
+  if (table == nullptr) return std::nullopt;
+  for (const auto& entry : table->entries) {
+    if (entry.transforms != kGgufAsIs) continue;
+    // Our pattern's text before and after "{}", and the layer digits between them.
+    const auto at = entry.ours.find("{}");
+    const std::string_view before = entry.ours.substr(0, at);
+    const std::string_view after = at == std::string_view::npos ? "" : entry.ours.substr(at + 2);
+    if (!name.starts_with(before)) continue;
+    std::string_view rest = name.substr(before.size());
+    std::string layer;
+    if (at != std::string_view::npos) {
+      std::size_t digits = 0;
+      while (digits < rest.size() && rest[digits] >= '0' && rest[digits] <= '9') ++digits;
+      if (digits == 0) continue;
+      layer = std::string(rest.substr(0, digits));
+      rest = rest.substr(digits);
+    }
+    if (!rest.starts_with(after)) continue;
+    const std::string_view suffix = rest.substr(after.size());
+    if (suffix != ".weight" && suffix != ".bias") continue;
+    std::string gguf = fill_layer(entry.gguf, layer) + std::string(suffix);
+    // The one-to-one check: the name maps back onto ours.
+    if (const auto back = map_gguf_tensor(architecture, gguf); back && back->name == name) return gguf;
+  }
+  return std::nullopt;
+}
+
 }  // namespace s1::checkpoint

@@ -101,6 +101,14 @@ class WeightMapper {
     const bool changes_values = (mapping.transforms & ~uint32_t{kGgufUnsqueezeConv}) != 0;
     const bool float_type =
         tensor.type == GgmlType::kF32 || tensor.type == GgmlType::kF16 || tensor.type == GgmlType::kBF16;
+    // Q8_0 and Q4_K matrices stay quantised in the file: matmuls read their blocks as they are.
+    const bool kept_quantized = (tensor.type == GgmlType::kQ8_0 || tensor.type == GgmlType::kQ4_K) && shape.size() == 2;
+    if (kept_quantized && !changes_values) {
+      return TensorView{.name = mapping.name,
+                        .dtype = tensor.type == GgmlType::kQ8_0 ? DType::kQ8_0 : DType::kQ4_K,
+                        .shape = std::move(shape),
+                        .bytes = tensor.bytes};
+    }
     if (float_type && !changes_values) {
       const DType dtype = tensor.type == GgmlType::kF32   ? DType::kF32
                           : tensor.type == GgmlType::kF16 ? DType::kF16

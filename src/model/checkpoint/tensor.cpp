@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "backend/backend.h"
+#include "backend/quant_blocks.h"
 #include "model/checkpoint/load_error.h"
 
 namespace s1::checkpoint {
@@ -29,7 +30,8 @@ constexpr std::array kDTypes{
     DTypeInfo{DType::kBF16, "BF16", 2},      DTypeInfo{DType::kI32, "I32", 4},
     DTypeInfo{DType::kU32, "U32", 4},        DTypeInfo{DType::kF32, "F32", 4},
     DTypeInfo{DType::kF64, "F64", 8},        DTypeInfo{DType::kI64, "I64", 8},
-    DTypeInfo{DType::kU64, "U64", 8},
+    DTypeInfo{DType::kU64, "U64", 8},        DTypeInfo{DType::kQ8_0, "Q8_0", 0},
+    DTypeInfo{DType::kQ4_K, "Q4_K", 0},
 };
 
 const DTypeInfo& info_of(DType dtype) {
@@ -51,7 +53,7 @@ T load_unaligned(const std::byte* at) {
 
 std::optional<DType> parse_dtype(std::string_view name) {
   for (const auto& info : kDTypes) {
-    if (info.name == name) return info.dtype;
+    if (info.name == name && info.size != 0) return info.dtype;  // not the GGUF-only block types
   }
   return std::nullopt;
 }
@@ -72,6 +74,12 @@ float half_to_float(uint16_t bits) { return backend::f16_to_float(bits); }
 float bfloat16_to_float(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
 
 std::vector<float> to_float(const TensorView& tensor) {
+  if (tensor.dtype == DType::kQ8_0 || tensor.dtype == DType::kQ4_K) {
+    std::vector<float> values(static_cast<std::size_t>(tensor.element_count()));
+    backend::quant::dequantize_row(tensor.dtype == DType::kQ8_0 ? backend::DType::q8_0 : backend::DType::q4_k,
+                                   tensor.bytes.data(), values.size(), values.data());
+    return values;
+  }
   const std::size_t count = tensor.bytes.size() / dtype_size(tensor.dtype);
   std::vector<float> values(count);
   const std::byte* data = tensor.bytes.data();

@@ -28,11 +28,16 @@ enum class DType {
   kF64,
   kI64,
   kU64,
+  // GGUF only (never a safetensors dtype): ggml's Q8_0 and Q4_K blocks, kept quantised so that
+  // matmuls can read them as they are (backend::DType::q8_0, q4_k); to_float dequantises them.
+  kQ8_0,
+  kQ4_K,
 };
 
 // The safetensors spelling ("F32", "BF16", ...); nullopt for anything else.
 std::optional<DType> parse_dtype(std::string_view name);
 std::string_view dtype_name(DType dtype);
+// Bytes per element; 0 for the quantised GGUF dtypes.
 std::size_t dtype_size(DType dtype);
 
 // A tensor inside a mapped checkpoint file; `bytes` points into the mapping (no copy) and is
@@ -46,8 +51,8 @@ struct TensorView {
   int64_t element_count() const;
 };
 
-// Copies a F32, F16 or BF16 tensor into floats (model code reorders weights at load anyway);
-// throws LoadError naming the tensor for any other dtype.
+// Copies a F32, F16 or BF16 tensor into floats, or dequantises a Q8_0 or Q4_K one (model code
+// reorders weights at load anyway); throws LoadError naming the tensor for any other dtype.
 std::vector<float> to_float(const TensorView& tensor);
 
 float half_to_float(uint16_t bits);

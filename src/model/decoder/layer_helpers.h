@@ -12,10 +12,12 @@
 #include <vector>
 
 #include "backend/cpu/cached_attention.h"
+#include "backend/cpu/linear.h"
 #include "backend/cpu/parallel.h"
 #include "backend/cpu/rms_norm.h"
 #include "backend/cpu/rope.h"
 #include "backend/cpu/team.h"
+#include "model/checkpoint/checkpoint.h"
 #include "model/decoder/causal_decoder.h"
 
 namespace s1::decoder {
@@ -101,6 +103,38 @@ inline std::vector<float> concatenate(std::initializer_list<std::span<const floa
   std::vector<float> joined;
   for (const std::span<const float> part : parts) joined.insert(joined.end(), part.begin(), part.end());
   return joined;
+}
+
+// A projection from checkpoint tensors stacked along the output dimension (a fused QKV or gate|up;
+// parts [out_i, in_features] each), packed once: Q8_0 or Q4_K parts of one dtype (a GGUF file's)
+// stay quantised, their rows' blocks joined; any other mix is read as fp32 and packed at
+// `precision`. The parts' mapped pages are released after packing.
+inline backend::cpu::PackedLinear stacked_projection(const checkpoint::Checkpoint& weights,
+                                                     std::initializer_list<const checkpoint::TensorView*> parts,
+                                                     std::size_t in_features, backend::cpu::Precision precision) {
+  const checkpoint::DType first = (*parts.begin())->dtype;
+  bool quantized = first == checkpoint::DType::kQ8_0 || first == checkpoint::DType::kQ4_K;
+  std::size_t out_features = 0;
+  for (const checkpoint::TensorView* part : parts) {
+    quantized = quantized && part->dtype == first;
+    out_features += static_cast<std::size_t>(part->shape[0]);
+  }
+  if (quantized) {
+    // A row's blocks are contiguous, so stacking rows is joining the parts' bytes.
+    std::vector<std::byte> blocks;
+    for (const checkpoint::TensorView* part : parts)
+      blocks.insert(blocks.end(), part->bytes.begin(), part->bytes.end());
+    backend::cpu::PackedLinear linear(first == checkpoint::DType::kQ8_0 ? backend::DType::q8_0 : backend::DType::q4_k,
+                                      blocks, {}, in_features, out_features, precision);
+    for (const checkpoint::TensorView* part : parts) weights.release_pages(*part);
+    return linear;
+  }
+  std::vector<float> values;
+  for (const checkpoint::TensorView* part : parts) {
+    const std::vector<float> part_values = weights.to_float_released(*part);
+    values.insert(values.end(), part_values.begin(), part_values.end());
+  }
+  return backend::cpu::PackedLinear(values, {}, in_features, out_features, precision);
 }
 
 // The grouped-query attention heads of packed [q heads | k heads | v heads] rows.

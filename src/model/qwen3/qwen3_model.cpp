@@ -48,7 +48,6 @@ class WeightNames {
   std::string prefix_;
 };
 
-using decoder::concatenate;
 using decoder::rounded_rows;
 
 struct Layer {
@@ -166,22 +165,24 @@ Qwen3Decoder::Qwen3Decoder(const Qwen3Config& config, std::shared_ptr<const Chec
     const std::string layer = "layers." + std::to_string(l) + ".";
     // Q, K and V stacked along the output dimension: one GEMM, and cached_attention reads the
     // queries in place from its rows.
-    const std::vector<float> qkv = concatenate({names.get(layer + "self_attn.q_proj.weight", {q_out, h}),
-                                                names.get(layer + "self_attn.k_proj.weight", {kv_out, h}),
-                                                names.get(layer + "self_attn.v_proj.weight", {kv_out, h})});
-    const std::vector<float> gate_up = concatenate(
-        {names.get(layer + "mlp.gate_proj.weight", {inner, h}), names.get(layer + "mlp.up_proj.weight", {inner, h})});
+    const auto view = [&](const std::string& name, int64_t rows, int64_t columns) {
+      return &names.view(layer + name, {rows, columns});
+    };
     layers_.push_back(Layer{
         .input_norm = names.get(layer + "input_layernorm.weight", {h}),
-        .qkv = backend::cpu::PackedLinear(qkv, {}, hidden_, qkv_width(), precision),
+        .qkv = decoder::stacked_projection(weights,
+                                           {view("self_attn.q_proj.weight", q_out, h),
+                                            view("self_attn.k_proj.weight", kv_out, h),
+                                            view("self_attn.v_proj.weight", kv_out, h)},
+                                           hidden_, precision),
         .q_norm = names.get(layer + "self_attn.q_norm.weight", {config.head_dim}),
         .k_norm = names.get(layer + "self_attn.k_norm.weight", {config.head_dim}),
-        .attention_output = backend::cpu::PackedLinear(names.get(layer + "self_attn.o_proj.weight", {h, q_out}), {},
-                                                       q_width(), hidden_, precision),
+        .attention_output =
+            decoder::stacked_projection(weights, {view("self_attn.o_proj.weight", h, q_out)}, q_width(), precision),
         .post_attention_norm = names.get(layer + "post_attention_layernorm.weight", {h}),
-        .gate_up = backend::cpu::PackedLinear(gate_up, {}, hidden_, 2 * intermediate_, precision),
-        .down = backend::cpu::PackedLinear(names.get(layer + "mlp.down_proj.weight", {h, inner}), {}, intermediate_,
-                                           hidden_, precision),
+        .gate_up = decoder::stacked_projection(
+            weights, {view("mlp.gate_proj.weight", inner, h), view("mlp.up_proj.weight", inner, h)}, hidden_, precision),
+        .down = decoder::stacked_projection(weights, {view("mlp.down_proj.weight", h, inner)}, intermediate_, precision),
     });
   }
   final_norm_ = names.get("norm.weight", {h});

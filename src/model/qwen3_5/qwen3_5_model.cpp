@@ -235,6 +235,10 @@ Qwen35Decoder::Qwen35Decoder(const Qwen35Config& config, const std::shared_ptr<c
   const auto value_width = static_cast<int64_t>(value_dim());
   const auto channels = static_cast<int64_t>(conv_channels());
   const int64_t v_heads = config.linear_num_value_heads;
+  // Matrices that may stay quantised (a GGUF file's Q8_0 or Q4_K), read by stacked_projection.
+  const auto view = [&](const std::string& name, int64_t rows, int64_t columns) -> const checkpoint::TensorView& {
+    return source.view(source.prefix() + name, {rows, columns});
+  };
   for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
     const std::string layer = "layers." + std::to_string(l) + ".";
     std::optional<AttentionWeights> attention;
@@ -243,14 +247,14 @@ Qwen35Decoder::Qwen35Decoder(const Qwen35Config& config, const std::shared_ptr<c
     if (config.full_attention[static_cast<std::size_t>(l)]) {
       slot = attention_layers_++;
       const std::string a = layer + "self_attn.";
-      const auto q = source.get(a + "q_proj.weight", {heads * head_dim * 2, h});
-      const auto k = source.get(a + "k_proj.weight", {kv_heads * head_dim, h});
-      const auto v = source.get(a + "v_proj.weight", {kv_heads * head_dim, h});
-      const auto o = source.get(a + "o_proj.weight", {h, heads * head_dim});
-      const auto qkv_rows = static_cast<std::size_t>((heads * 2 + kv_heads * 2) * head_dim);
       attention.emplace(AttentionWeights{
-          PackedLinear(decoder::concatenate({q, k, v}), {}, hs, qkv_rows, precision),
-          PackedLinear(o, {}, static_cast<std::size_t>(heads * head_dim), hs, precision),
+          decoder::stacked_projection(weights,
+                                      {&view(a + "q_proj.weight", heads * head_dim * 2, h),
+                                       &view(a + "k_proj.weight", kv_heads * head_dim, h),
+                                       &view(a + "v_proj.weight", kv_heads * head_dim, h)},
+                                      hs, precision),
+          decoder::stacked_projection(weights, {&view(a + "o_proj.weight", h, heads * head_dim)},
+                                      static_cast<std::size_t>(heads * head_dim), precision),
           source.zero_centred_norm(a + "q_norm.weight", head_dim),
           source.zero_centred_norm(a + "k_norm.weight", head_dim),
       });
@@ -313,10 +317,9 @@ Qwen35Decoder::Qwen35Decoder(const Qwen35Config& config, const std::shared_ptr<c
         source.zero_centred_norm(layer + "post_attention_layernorm.weight", h),
         std::move(attention),
         std::move(delta),
-        PackedLinear(decoder::concatenate({source.get(m + "gate_proj.weight", {inner, h}),
-                                           source.get(m + "up_proj.weight", {inner, h})}),
-                     {}, hs, 2 * is, precision),
-        PackedLinear(source.get(m + "down_proj.weight", {h, inner}), {}, is, hs, precision),
+        decoder::stacked_projection(
+            weights, {&view(m + "gate_proj.weight", inner, h), &view(m + "up_proj.weight", inner, h)}, hs, precision),
+        decoder::stacked_projection(weights, {&view(m + "down_proj.weight", h, inner)}, is, precision),
     });
   }
   source.check_all_used();

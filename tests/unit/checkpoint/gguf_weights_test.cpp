@@ -38,6 +38,27 @@ TEST(GgufNames, MapBackEveryNameTheConverterWrites) {
   }
 }
 
+// The writer's direction (s1serve quantize): every name stored renamed only maps to the converter's
+// name, and a name whose values the converter changes has none.
+TEST(GgufNames, NameEveryTensorTheConverterOnlyRenames) {
+  std::ifstream file(fixtures() / "gguf/name_map.json");
+  const auto table = nlohmann::json::parse(file);
+  for (const auto architecture : gguf_architectures()) {
+    SCOPED_TRACE(std::string(architecture));
+    for (const auto& [ours, gguf_name] : table[std::string(architecture)].items()) {
+      const auto mapping = map_gguf_tensor(architecture, gguf_name.get<std::string>());
+      const auto name = gguf_tensor_name(architecture, ours);
+      if (mapping->transforms == kGgufAsIs) {
+        EXPECT_EQ(name, gguf_name.get<std::string>()) << ours;
+      } else {
+        EXPECT_FALSE(name.has_value()) << ours;
+      }
+    }
+  }
+  EXPECT_FALSE(gguf_tensor_name("qwen3", "model.layers.x.self_attn.q_proj.weight").has_value());
+  EXPECT_FALSE(gguf_tensor_name("qwen3", "model.layers.0.self_attn.q_proj.scale").has_value());
+}
+
 TEST(GgufNames, RefusesNamesOutsideTheTable) {
   EXPECT_FALSE(map_gguf_tensor("qwen3", "blk.0.ssm_a").has_value());
   EXPECT_FALSE(map_gguf_tensor("qwen3", "blk.attn_q.weight").has_value());

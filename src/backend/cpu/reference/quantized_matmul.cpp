@@ -6,7 +6,7 @@
 
 namespace s1::backend::cpu::reference {
 
-void quantize_row(const float* x, std::size_t width, std::int8_t* q, float* scales, float* sums) {
+void quantize_row(const float* x, std::size_t width, std::int8_t* q, float* scales, float* sums, std::int32_t* q_sums) {
   for (std::size_t b = 0; b < width / quantized_block_values; ++b) {
     const std::size_t at = b * quantized_block_values;
     const float d = quant::quantize_activation_block(x + at, q + at);
@@ -14,6 +14,7 @@ void quantize_row(const float* x, std::size_t width, std::int8_t* q, float* scal
     for (std::size_t j = 0; j < quantized_block_values; ++j) sum += q[at + j];
     scales[b] = d;
     sums[b] = d * static_cast<float>(sum);
+    q_sums[b] = sum;
   }
 }
 

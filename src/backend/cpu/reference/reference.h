@@ -28,7 +28,8 @@ void mean_pool(std::span<const float> hidden, std::span<const std::size_t> lengt
                std::span<float> out);
 void l2_normalize(std::span<const float> x, std::size_t columns, std::span<float> y);
 void quantized_matmul(const QuantizedMatmulTask& task, std::size_t tile_begin, std::size_t tile_end);
-void quantize_row(const float* x, std::size_t width, std::int8_t* q, float* scales, float* sums);
+void quantize_row(const float* x, std::size_t width, std::int8_t* q, float* scales, float* sums,
+                  std::int32_t* q_sums);
 
 // y[M,N] = activation(x[M,K] · weightᵀ + bias), weight [N,K] row-major (nn.Linear), bias [N] or
 // empty, accumulated in double so it can judge both fp32 and bf16 results.

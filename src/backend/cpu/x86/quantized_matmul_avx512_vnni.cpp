@@ -46,9 +46,14 @@ void register_tile(const QuantizedMatmulTask& task, std::size_t row, std::size_t
   for (int r = 0; r < Rows; ++r)
     for (int t = 0; t < Tiles; ++t) acc[r][t] = _mm512_setzero_ps();
   for (std::size_t b = 0; b < blocks; ++b) {
+    // q4_k's sums start at zero and take the min term in fp32; q8_0's start at −128·Σq, which
+    // undoes its weights' +128 in integers (one fp32 multiply-add per block fewer: measured ~20%).
     __m512i dot[Rows][Tiles];
-    for (int r = 0; r < Rows; ++r)
-      for (int t = 0; t < Tiles; ++t) dot[r][t] = _mm512_setzero_si512();
+    for (int r = 0; r < Rows; ++r) {
+      const __m512i start =
+          Nibbles ? _mm512_setzero_si512() : _mm512_set1_epi32(-128 * task.x.q_sums[(row + r) * blocks + b]);
+      for (int t = 0; t < Tiles; ++t) dot[r][t] = start;
+    }
     const std::size_t k = b * quantized_block_values;
     if constexpr (Nibbles) {
       const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
@@ -82,14 +87,15 @@ void register_tile(const QuantizedMatmulTask& task, std::size_t row, std::size_t
     for (int t = 0; t < Tiles; ++t) {
       const auto* scales = reinterpret_cast<const float*>(weights[t] + b * stride + weight_bytes);
       s[t] = _mm512_load_ps(scales);
-      m[t] = _mm512_load_ps(scales + quantized_tile_columns);
+      m[t] = Nibbles ? _mm512_load_ps(scales + quantized_tile_columns) : _mm512_setzero_ps();
     }
     for (int r = 0; r < Rows; ++r) {
       const __m512 d = _mm512_set1_ps(task.x.scales[(row + r) * blocks + b]);
-      const __m512 sum = _mm512_set1_ps(task.x.sums[(row + r) * blocks + b]);
-      for (int t = 0; t < Tiles; ++t) {
+      for (int t = 0; t < Tiles; ++t)
         acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(dot[r][t]), d), s[t], acc[r][t]);
-        acc[r][t] = _mm512_fnmadd_ps(m[t], sum, acc[r][t]);
+      if constexpr (Nibbles) {
+        const __m512 sum = _mm512_set1_ps(task.x.sums[(row + r) * blocks + b]);
+        for (int t = 0; t < Tiles; ++t) acc[r][t] = _mm512_fnmadd_ps(m[t], sum, acc[r][t]);
       }
     }
   }
@@ -136,7 +142,8 @@ void quantized_matmul_avx512_vnni(const QuantizedMatmulTask& task, std::size_t t
     tiles<false>(task, tile_begin, tile_end);
 }
 
-void quantize_row_avx512(const float* x, std::size_t width, std::int8_t* q, float* scales, float* sums) {
+void quantize_row_avx512(const float* x, std::size_t width, std::int8_t* q, float* scales, float* sums,
+                         std::int32_t* q_sums) {
   for (std::size_t b = 0; b < width / quantized_block_values; ++b) {
     const float* at = x + b * quantized_block_values;
     const __m512 v0 = _mm512_loadu_ps(at), v1 = _mm512_loadu_ps(at + 16);
@@ -150,7 +157,9 @@ void quantize_row_avx512(const float* x, std::size_t width, std::int8_t* q, floa
     _mm_storeu_si128(reinterpret_cast<__m128i*>(q + b * quantized_block_values), _mm512_cvtepi32_epi8(q0));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(q + b * quantized_block_values + 16), _mm512_cvtepi32_epi8(q1));
     scales[b] = d;
-    sums[b] = d * static_cast<float>(_mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1)));
+    const int sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+    sums[b] = d * static_cast<float>(sum);
+    q_sums[b] = sum;
   }
 }
 

@@ -1,0 +1,223 @@
+// `s1serve quantize`: a safetensors checkpoint of a family s1serve runs, as the GGUF file llama.cpp's
+// convert_hf_to_gguf.py would write for it (the same metadata keys, tensor names and tokenizer
+// arrays), with its matrices quantised as llama.cpp's reference quantisers do. Supported: the dense
+// Qwen3 family. A decision-model side file (s1serve.json, label-token) is written beside the GGUF
+// as FILE.s1serve.json, where the GGUF loader reads it (decide/gguf_model.h).
+
+#include "cli/quantize.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "backend/quant_blocks.h"
+#include "decide/gguf_model.h"
+#include "model/checkpoint/checkpoint.h"
+#include "model/checkpoint/config_reader.h"
+#include "model/checkpoint/gguf_config.h"
+#include "model/checkpoint/gguf_names.h"
+#include "model/checkpoint/gguf_writer.h"
+#include "model/checkpoint/load_error.h"
+#include "model/qwen3/config.h"
+
+namespace s1::cli {
+namespace {
+
+using checkpoint::GgmlType;
+using checkpoint::GgufValue;
+using checkpoint::LoadError;
+using Metadata = std::vector<std::pair<std::string, GgufValue>>;
+
+// llama.cpp's llama_ftype for general.file_type: MOSTLY_Q8_0, and MOSTLY_Q4_K_S for q4_k (every
+// matrix Q4_K where its rows allow; llama.cpp's _S mix also uses Q5_K for a few).
+constexpr uint32_t file_type_q8_0 = 7, file_type_q4_k_s = 14;
+// gguf-py's TokenType.
+constexpr int32_t token_normal = 1, token_control = 3, token_user_defined = 4, token_unused = 5;
+
+nlohmann::json read_json(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw LoadError(file.string() + ": missing or unreadable");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& error) {
+    throw LoadError(file.string() + ": not JSON (" + error.what() + ")");
+  }
+}
+
+// The tokenizer as convert_hf_to_gguf.py's get_vocab_base() writes a BPE one: every id below the
+// model's vocab_size (ids past the tokenizer are "[PAD<i>]" fillers), added tokens CONTROL when
+// special, USER_DEFINED otherwise; merges as "a b"; eos and pad ids by their tokens.
+void add_tokenizer(const std::filesystem::path& dir, int64_t vocab_size, Metadata& metadata) {
+  const std::filesystem::path tokenizer_file = dir / "tokenizer.json";
+  const nlohmann::json tokenizer = read_json(tokenizer_file);
+  const nlohmann::json config = read_json(dir / "tokenizer_config.json");
+  const auto fail = [&](const std::string& what) { throw LoadError(tokenizer_file.string() + ": " + what); };
+  if (!tokenizer.contains("model") || tokenizer["model"].value("type", "") != "BPE")
+    fail("model.type is not BPE (only byte-level BPE tokenizers, as Qwen3's, are written)");
+  std::map<int64_t, std::string> normal;
+  for (const auto& [token, id] : tokenizer["model"]["vocab"].items()) normal[id.get<int64_t>()] = token;
+  std::map<int64_t, std::pair<std::string, bool>> added;
+  for (const auto& entry : tokenizer.value("added_tokens", nlohmann::json::array()))
+    added[entry.at("id").get<int64_t>()] = {entry.at("content").get<std::string>(), entry.value("special", false)};
+  std::vector<std::string> tokens;
+  std::vector<int32_t> types;
+  std::map<std::string, int64_t> ids;
+  for (int64_t id = 0; id < vocab_size; ++id) {
+    if (const auto found = added.find(id); found != added.end()) {
+      tokens.push_back(found->second.first);
+      types.push_back(found->second.second ? token_control : token_user_defined);
+    } else if (const auto word = normal.find(id); word != normal.end()) {
+      tokens.push_back(word->second);
+      types.push_back(token_normal);
+    } else {
+      tokens.push_back("[PAD" + std::to_string(id) + "]");
+      types.push_back(token_unused);
+    }
+    ids.emplace(tokens.back(), id);
+  }
+  if (!normal.empty() && normal.rbegin()->first >= vocab_size)
+    fail("has token ids at or above the model's vocab_size " + std::to_string(vocab_size));
+  std::vector<std::string> merges;
+  for (const auto& merge : tokenizer["model"].value("merges", nlohmann::json::array()))
+    merges.push_back(merge.is_string() ? merge.get<std::string>()
+                                       : merge.at(0).get<std::string>() + " " + merge.at(1).get<std::string>());
+  metadata.emplace_back("tokenizer.ggml.model", checkpoint::gguf_string("gpt2"));
+  // Qwen3's pre-tokeniser (its Split regex), the one llama.cpp names qwen2.
+  metadata.emplace_back("tokenizer.ggml.pre", checkpoint::gguf_string("qwen2"));
+  metadata.emplace_back("tokenizer.ggml.tokens", checkpoint::gguf_strings(std::move(tokens)));
+  metadata.emplace_back("tokenizer.ggml.token_type", checkpoint::gguf_int32s(types));
+  metadata.emplace_back("tokenizer.ggml.merges", checkpoint::gguf_strings(std::move(merges)));
+  const auto special_id = [&](const char* field, const char* key) {
+    if (!config.contains(field) || !config[field].is_string()) return;
+    const auto found = ids.find(config[field].get<std::string>());
+    if (found == ids.end()) fail(std::string("tokenizer_config.json's ") + field + " is not a token");
+    metadata.emplace_back(key, checkpoint::gguf_uint32(static_cast<uint32_t>(found->second)));
+  };
+  special_id("bos_token", "tokenizer.ggml.bos_token_id");
+  special_id("eos_token", "tokenizer.ggml.eos_token_id");
+  special_id("pad_token", "tokenizer.ggml.padding_token_id");
+  metadata.emplace_back("tokenizer.ggml.add_bos_token", checkpoint::gguf_bool(config.value("add_bos_token", false)));
+  std::string chat_template;
+  if (config.contains("chat_template") && config["chat_template"].is_string()) {
+    chat_template = config["chat_template"].get<std::string>();
+  } else if (std::ifstream jinja(dir / "chat_template.jinja"); jinja) {
+    chat_template.assign(std::istreambuf_iterator<char>(jinja), {});
+  } else {
+    throw LoadError((dir / "tokenizer_config.json").string() + ": no chat_template (nor chat_template.jinja)");
+  }
+  metadata.emplace_back("tokenizer.chat_template", checkpoint::gguf_string(std::move(chat_template)));
+}
+
+// A matrix in `type` when its rows are whole blocks of it, else Q8_0 when they are whole Q8_0
+// blocks (llama.cpp also falls back per tensor), else F32; vectors stay F32.
+checkpoint::GgufTensorData convert_tensor(const checkpoint::Checkpoint& weights, const checkpoint::TensorView& view,
+                                          std::string name, backend::DType type) {
+  std::vector<float> values = weights.to_float_released(view);
+  const std::size_t row = view.shape.empty() ? 0 : static_cast<std::size_t>(view.shape.back());
+  if (view.shape.size() == 2 && row % backend::block_values(type) != 0) type = backend::DType::q8_0;
+  if (view.shape.size() != 2 || row % backend::block_values(type) != 0) {
+    std::vector<std::byte> bytes(values.size() * sizeof(float));
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    return {std::move(name), GgmlType::kF32, view.shape, std::move(bytes)};
+  }
+  std::vector<std::byte> bytes(backend::storage_bytes(type, values.size()));
+  backend::quant::quantize_row(type, values.data(), values.size(), bytes.data());
+  return {std::move(name), type == backend::DType::q8_0 ? GgmlType::kQ8_0 : GgmlType::kQ4_K, view.shape,
+          std::move(bytes)};
+}
+
+void write_decision_file(const std::filesystem::path& dir, const std::filesystem::path& out) {
+  const std::filesystem::path source = dir / "s1serve.json";
+  if (!std::filesystem::exists(source)) return;
+  const nlohmann::json settings = read_json(source);
+  const std::string contract = settings.value("contract", "");
+  // The GGUF loader serves label-token only; the other contracts read files a GGUF does not carry.
+  if (contract != "label-token")
+    throw LoadError(source.string() + ": contract '" + contract +
+                    "' has no GGUF equivalent (a GGUF is served with label-token)");
+  std::filesystem::copy_file(source, decide::gguf_decision_file(out),
+                             std::filesystem::copy_options::overwrite_existing);
+}
+
+void quantize(const std::filesystem::path& dir, backend::DType type, const std::filesystem::path& out) {
+  const nlohmann::json raw_config = read_json(dir / "config.json");
+  const std::string model_type = raw_config.value("model_type", "");
+  if (model_type != "qwen3")
+    throw LoadError((dir / "config.json").string() + ": model_type '" + model_type +
+                    "'; quantize writes the qwen3 family only so far");
+  const std::string architecture = "qwen3";
+  const qwen3::Qwen3Config config = qwen3::read_qwen3_config(dir / "config.json");
+  const std::map<std::string_view, double> values{
+      {"max_position_embeddings", static_cast<double>(config.max_position_embeddings)},
+      {"hidden_size", static_cast<double>(config.hidden_size)},
+      {"intermediate_size", static_cast<double>(config.intermediate_size)},
+      {"num_hidden_layers", static_cast<double>(config.num_hidden_layers)},
+      {"num_attention_heads", static_cast<double>(config.num_attention_heads)},
+      {"num_key_value_heads", static_cast<double>(config.num_key_value_heads)},
+      {"head_dim", static_cast<double>(config.head_dim)},
+      {"rms_norm_eps", config.rms_norm_eps},
+      {"rope_theta", config.rope_theta}};
+  Metadata metadata;
+  metadata.emplace_back("general.architecture", checkpoint::gguf_string(architecture));
+  // In the converter's order (a file byte for byte its own, tests/e2e/quantize_e2e.py).
+  for (const checkpoint::GgufConfigKey& key : checkpoint::gguf_text_model_keys()) {
+    const double value = values.at(key.config);
+    metadata.emplace_back(
+        architecture + "." + std::string(key.gguf),
+        key.is_float ? checkpoint::gguf_float32(value) : checkpoint::gguf_uint32(static_cast<uint32_t>(value)));
+    if (key.gguf == "attention.key_length")
+      metadata.emplace_back(architecture + ".attention.value_length",
+                            checkpoint::gguf_uint32(static_cast<uint32_t>(config.head_dim)));
+  }
+  metadata.emplace_back("general.file_type",
+                        checkpoint::gguf_uint32(type == backend::DType::q8_0 ? file_type_q8_0 : file_type_q4_k_s));
+  add_tokenizer(dir, config.vocab_size, metadata);
+
+  const checkpoint::Checkpoint weights = checkpoint::Checkpoint::open(dir);
+  std::vector<checkpoint::GgufTensorData> tensors;
+  for (const checkpoint::TensorView& view : weights.tensors()) {
+    // A bare Qwen3Model's names lack the "model." prefix.
+    const std::string name =
+        view.name.starts_with("model.") || view.name == "lm_head.weight" ? view.name : "model." + view.name;
+    // Transformers writes lm_head when tied too; llama.cpp reads the embedding table then.
+    if (config.tie_word_embeddings && name == "lm_head.weight") continue;
+    const auto gguf_name = checkpoint::gguf_tensor_name(architecture, name);
+    if (!gguf_name) throw LoadError(weights.source().string() + ": tensor '" + view.name + "' has no qwen3 GGUF name");
+    tensors.push_back(convert_tensor(weights, view, *gguf_name, type));
+  }
+  checkpoint::write_gguf(out, metadata, tensors);
+  write_decision_file(dir, out);
+}
+
+}  // namespace
+
+void add_quantize_command(CLI::App& app) {
+  struct Flags {
+    std::string model, type, out;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* command = app.add_subcommand("quantize", "Write a GGUF file of quantised weights from a checkpoint");
+  command->add_option("--model", flags->model, "checkpoint directory (safetensors, config.json, tokenizer)")
+      ->required();
+  command->add_option("--type", flags->type, "q8_0 or q4_k")->required()->check(CLI::IsMember({"q8_0", "q4_k"}));
+  command->add_option("--out", flags->out, "the GGUF file to write")->required();
+  command->callback([flags] {
+    try {
+      quantize(flags->model, flags->type == "q8_0" ? backend::DType::q8_0 : backend::DType::q4_k, flags->out);
+    } catch (const std::exception& error) {
+      std::cerr << "s1serve quantize: " << error.what() << "\n";
+      std::exit(2);
+    }
+    std::cout << flags->out << "\n";
+  });
+}
+
+}  // namespace s1::cli
