@@ -136,7 +136,8 @@ class CpuBackend final : public Backend {
       // bf16 precision: its overloads take fp32 and bf16 rows alike straight to the kernel (rows are
       // quantised from either, and a bf16 y is written by the kernel).
       return std::make_unique<CpuMatrix>(
-          PackedLinear(weight.dtype(), weight.read_bytes(), b, weight.dim(1), weight.dim(0), Precision::bf16));
+          PackedLinear(weight.dtype(), weight.read_bytes(), b, weight.dim(1), weight.dim(0), Precision::bf16),
+          backend::Activation::none);
     }
     if (!supports(arithmetic)) throw std::invalid_argument("cpu backend: no bf16 matmul on this CPU (no AVX-512)");
     // PackedLinear reorders (and, at bf16, rounds) from fp32; the fp32 copy lives only for the call.
