@@ -34,10 +34,10 @@ std::string format_milliseconds(double seconds) {
   return std::string(text, written.ptr);
 }
 
-// Where an inference outcome meets the request waiting for it, on the connection's thread.
-// Items of one /v1/systemone/batch request in flight at once: a default batch's worth (16).
+// Items of one /v1/systemone/batch request in flight at once, at most: a default batch's worth.
 constexpr size_t bulk_items_in_flight = 16;
 
+// Where an inference outcome meets the request waiting for it, on the connection's thread.
 struct Waiter {
   explicit Waiter(asio::any_io_executor executor) : signal(std::move(executor)) {}
   asio::steady_timer signal;
@@ -365,8 +365,14 @@ asio::awaitable<Reply> DecideHandler::run_batch(tcp::socket& socket, std::string
   };
   const asio::any_io_executor executor = co_await asio::this_coro::executor;
   auto gathered = std::make_shared<Gathered>(executor, items.size());
-  for (size_t begin = 0; begin < items.size(); begin += bulk_items_in_flight) {
-    const size_t end = std::min(items.size(), begin + bulk_items_in_flight);
+  // A model admits its queue plus the one running; a window past the smallest would refuse the
+  // bulk request's own items as overloaded.
+  size_t window = bulk_items_in_flight;
+  for (const auto& model : registry_.models()) {
+    if (model->runner) window = std::min(window, model->runner->queue_capacity() + 1);
+  }
+  for (size_t begin = 0; begin < items.size(); begin += window) {
+    const size_t end = std::min(items.size(), begin + window);
     gathered->waiting = end - begin;
     gathered->all_answered.expires_at(Clock::time_point::max());
     for (size_t i = begin; i < end; ++i) {

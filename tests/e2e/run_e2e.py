@@ -501,6 +501,19 @@ def test_batch_route():
     return check.problems
 
 
+def test_batch_within_a_small_queue():
+    """A bulk request alone never refuses its own items: with `--queue 1` (one waiting plus the one
+    running) three 3 s mock:slow items are all answered 200, two in flight at a time."""
+    check = Checker()
+    with start_server("batch-queue", "--model", "mock:slow", "--queue", "1", "--port", "0") as worker:
+        response = post(worker, {"requests": [body_for("mock-slow")] * 3}, path="/v1/systemone/batch", timeout=60)
+        check(response.status == 200, f"batch: {response.status} {response.body[:300]!r}")
+        if response.status == 200:
+            statuses = [r.get("status") for r in response.json()["results"]]
+            check(statuses == [200, 200, 200], f"statuses {statuses}, expected three 200s")
+    return check.problems
+
+
 def test_router_overload_status():
     """overload_status 529 applies to a router's full upstream pool too (max_in_flight 1, a 3 s worker):
     of two concurrent requests one is answered 200, the other 529 overloaded at once."""
@@ -527,7 +540,7 @@ def test_router_overload_status():
 
 TESTS = [test_i57, test_i58, test_overload, test_shutdown_while_busy, test_disconnect_while_queued, test_deadline,
          test_oversize, test_auth, test_keep_alive_head_metrics, test_large_bodies_do_not_delay_others,
-         test_batch_route, test_router_overload_status]
+         test_batch_route, test_batch_within_a_small_queue, test_router_overload_status]
 
 
 def run_one(test):
