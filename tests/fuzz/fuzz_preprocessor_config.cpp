@@ -23,7 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::abort();
     }
     if (config.patch_size <= 1024 && config.merge_size <= 1024) {
-      for (const auto [height, width] : {std::pair<int64_t, int64_t>{1, 1}, {37, 4000}, {3000, 2000}}) {
+      for (const auto& [height, width] : {std::pair<int64_t, int64_t>{1, 1}, {37, 4000}, {3000, 2000}}) {
         (void)s1::vision::smart_resize(height, width, config.patch_size * config.merge_size, config.min_pixels,
                                        config.max_pixels);
       }
