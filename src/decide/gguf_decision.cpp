@@ -79,7 +79,7 @@ std::string two_digits(std::size_t value) {
   return text.data();
 }
 
-class GgufDecisionEngine : public runtime::Engine {
+class GgufDecisionEngine : public PrefixReusingEngine {
  public:
   GgufDecisionEngine(ChatDecoder model, GgufDecisionSettings settings)
       : settings_(std::move(settings)),
@@ -185,7 +185,7 @@ class GgufDecisionEngine : public runtime::Engine {
 
   api::Result<runtime::RawOutputs> run(runtime::Plan& base_plan) override {
     const auto& plan = static_cast<const GgufDecisionPlan&>(base_plan);
-    const auto rows = last_token_hidden_rows(*decoder_, plan.prompts);
+    const auto rows = last_token_hidden_rows(*decoder_, plan.prompts, prefix_cache(), &base_plan.cached_tokens);
     runtime::RawOutputs raw;
     for (std::size_t p = 0; p < rows.size(); ++p) {
       raw.label_scores.push_back(decoder_->lm_head().gather_logits(rows[p], plan.prompt_labels[p]));

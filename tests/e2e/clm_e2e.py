@@ -8,7 +8,8 @@ tools/convert_clm_heads.py; expected.jsonl holds the Transformers + torch refere
 1. every request of expected.jsonl goes to POST /v1/systemone: 200 with the §8.4 shape, the
    reference's input_tokens exactly and its answers within 1e-5;
 2. the same requests again, now answered from the candidate cache (and in another order, so that
-   questions meet candidates cached by other requests): byte-identical bodies, usage included;
+   questions meet candidates cached by other requests): the same answers and input_tokens, usage
+   adding the state prefix reused from the prefix cache as cached_tokens;
 3. refusals: a choice option whose description renders empty (422 at its criteria location), a state
    over the 512-token text window (400 max_tokens_exceeded); /v1/models lists the model with all three
    question types, 255 options, the window and top-minus-mean confidence;
@@ -19,6 +20,7 @@ tools/convert_clm_heads.py; expected.jsonl holds the Transformers + torch refere
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -44,14 +46,21 @@ def check_serving(binary, name, lines, problems):
             if response is not None:
                 first[number] = response.body
 
-        # Every candidate is cached now; a cache hit must not change a byte, usage included.
+        # Every candidate is cached now, and every state prefix: neither cache may change a byte of
+        # the answers or input_tokens; usage adds the reused state tokens as cached_tokens.
+        reused = 0
         for number in reversed(range(len(lines))):
             if number not in first:
                 continue  # refused (and reported, or expected) the first time
             response = post_systemone(server, dict(lines[number]["request"], model=name))
-            if response.status != 200 or response.body != first.get(number):
+            again = json.loads(response.body) if response.status == 200 else None
+            cached = again["usage"].pop("cached_tokens", 0) if again is not None else 0
+            if again != json.loads(first[number]) or not 0 <= cached < again["usage"]["input_tokens"]:
                 problems.append(f"request {number} from the cache: {response.status} {response.body[:300]!r} "
                                 f"vs {first.get(number, b'')[:300]!r}")
+            reused += cached > 0
+        if reused == 0:
+            problems.append("no repeated request reused its state prefix (usage.cached_tokens)")
 
         empty = {"type": "choice", "instructions": "Pick", "criteria": {"a": None, "b": {}}}
         expect_error(server, {"model": name, "state": "s", "questions": {"q": empty}}, 422, None,

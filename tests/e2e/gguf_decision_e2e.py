@@ -7,7 +7,8 @@ are the tiny Qwen3 GGUF with the decision keys of openjev, lev, nimble, pplx-dec
 and tiny-lfm2-lfm2-d1.gguf lfm2-d1 on the LFM2 architecture as llama.cpp's converter writes it;
 every request of tests/e2e/gguf_decision_requests.jsonl must get the answers and input_tokens that
 the Python reference of each type (tools/reference/gguf_decision_contract.py) recorded in
-expected.json; and more options than openjev's 52 letters is 400 too_many_options. (The load errors
+expected.json; the same request again reuses its prefix from the prefix cache with
+unchanged answers; and more options than openjev's 52 letters is 400 too_many_options. (The load errors
 are in tests/unit/model/gguf_model_test.cpp.)
 
     python3 tests/e2e/gguf_decision_e2e.py --binary build/s1serve
@@ -46,6 +47,18 @@ def copy_with_decision_file(work, stem, decision):
     return path
 
 
+def check_prefix_cache(server, body, name, problems):
+    """The same request again finds its shared prefix in the prefix cache: counted in usage, and the
+    answers are exactly those of the first run."""
+    first = post(server, body).json()
+    again = post(server, body).json()
+    cached = again["usage"].get("cached_tokens", 0)
+    if not 0 < cached < again["usage"]["input_tokens"]:
+        problems.append(f"{name}: repeated request's usage {again['usage']}, expected cached_tokens")
+    if again["answers"] != first["answers"]:
+        problems.append(f"{name}: answers changed with the cached prefix: {again['answers']} vs {first['answers']}")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
@@ -64,6 +77,9 @@ def main():
                 for number, request in enumerate(requests):
                     check_reference_request(server, dict(request, model=name), expected[expected_key][number],
                                             f"{name} request {number}", TOLERANCE, problems)
+            repeated = next(request for request in requests if len(request["questions"]) > 1)
+            for name in STAND_INS:
+                check_prefix_cache(server, dict(repeated, model=name), name, problems)
             letters = {f"option {i}": None for i in range(53)}
             body = {"model": "openjev", "state": "x", "questions": {"q": {"type": "choice", "criteria": letters}}}
             response = post(server, body)

@@ -170,7 +170,7 @@ class ClmPlan : public runtime::Plan {
   std::vector<std::vector<std::size_t>> question_labels;  // per question: indices into texts, label order
 };
 
-class ClmEngine : public runtime::Engine {
+class ClmEngine : public PrefixReusingEngine {
  public:
   ClmEngine(const std::filesystem::path& model_dir, ClmSettings settings)
       : settings_(std::move(settings)),
@@ -234,7 +234,8 @@ class ClmEngine : public runtime::Engine {
 
   api::Result<runtime::RawOutputs> run(runtime::Plan& base_plan) override {
     const auto& plan = static_cast<const ClmPlan&>(base_plan);
-    const std::vector<float> states = heads_.state.project(embeddings(plan.states));
+    const std::vector<float> states =
+        heads_.state.project(embeddings(plan.states, prefix_cache(), &base_plan.cached_tokens));
     const std::size_t width = heads_.state.output_size();
 
     // This request's projected candidates, copied out of the cache so that evictions made by this
@@ -309,10 +310,12 @@ class ClmEngine : public runtime::Engine {
     return ids;
   }
 
-  // The L2-normalised final-norm hidden state at the last token of every prompt, [n, hidden].
-  std::vector<float> embeddings(const SharedPrefixPrompts& prompts) {
+  // The L2-normalised final-norm hidden state at the last token of every prompt, [n, hidden]; the
+  // states' prefix may come from the prefix cache, candidate texts (each embedded alone) never do.
+  std::vector<float> embeddings(const SharedPrefixPrompts& prompts, runtime::PrefixCache* cache = nullptr,
+                                int64_t* cached_tokens = nullptr) {
     std::vector<float> rows;
-    for (const std::vector<float>& row : last_token_hidden_rows(*decoder_, prompts)) {
+    for (const std::vector<float>& row : last_token_hidden_rows(*decoder_, prompts, cache, cached_tokens)) {
       rows.insert(rows.end(), row.begin(), row.end());
     }
     heads::l2_normalize_rows(rows, decoder_->info().hidden_size);

@@ -220,7 +220,7 @@ class JevVlPlan : public runtime::Plan {
   std::vector<JevVlReadout> readouts;
 };
 
-class JevVlEngine : public runtime::Engine {
+class JevVlEngine : public PrefixReusingEngine {
  public:
   JevVlEngine(const std::filesystem::path& model_dir, JevVlExport export_file, JevVlSettings settings)
       : export_(std::move(export_file)),
@@ -283,7 +283,8 @@ class JevVlEngine : public runtime::Engine {
 
   api::Result<runtime::RawOutputs> run(runtime::Plan& base_plan) override {
     const auto& plan = static_cast<const JevVlPlan&>(base_plan);
-    const std::vector<std::vector<float>> rows = last_token_hidden_rows(*decoder_, plan.prompts);
+    const std::vector<std::vector<float>> rows =
+        last_token_hidden_rows(*decoder_, plan.prompts, prefix_cache(), &base_plan.cached_tokens);
     runtime::RawOutputs raw;
     for (std::size_t q = 0; q < rows.size(); ++q)
       raw.label_scores.push_back(rows_.logits(rows[q], plan.readouts[q].token_ids));

@@ -85,32 +85,28 @@ api::Result<SharedPrefixPrompts> encode_question_prompts(
   return split;
 }
 
-namespace {
-
-// The memory after `prefix`, from the longest part of it `cache` holds (the rest run as one
-// extension); the whole prefix is then cached. `reused` gets the cached part's length.
-std::shared_ptr<const memory::SequenceMemory> cached_prefix_memory(decoder::CausalDecoder& decoder,
-                                                                   std::span<const int32_t> prefix,
-                                                                   runtime::PrefixCache& cache, int64_t& reused) {
-  runtime::PrefixCache::Found found = cache.longest_prefix(prefix);
+std::shared_ptr<const memory::SequenceMemory> prefix_memory(decoder::CausalDecoder& decoder,
+                                                            std::span<const int32_t> prefix,
+                                                            runtime::PrefixCache* cache, int64_t& reused) {
+  reused = 0;
+  if (cache == nullptr) return decoder.run_prefix(prefix);
+  runtime::PrefixCache::Found found = cache->longest_prefix(prefix);
   reused = static_cast<int64_t>(found.tokens);
   if (found.tokens == prefix.size()) return std::move(found.memory);
   const decoder::Branch rest{prefix.subspan(found.tokens), {}};
   std::shared_ptr<const memory::SequenceMemory> memory =
       std::move(decoder.forward(found.memory.get(), std::span(&rest, 1), true).front().state);
-  cache.insert({prefix.begin(), prefix.end()}, memory);
+  cache->insert({prefix.begin(), prefix.end()}, memory);
   return memory;
 }
-
-}  // namespace
 
 std::vector<std::vector<float>> last_token_hidden_rows(decoder::CausalDecoder& decoder,
                                                        const SharedPrefixPrompts& prompts, runtime::PrefixCache* cache,
                                                        int64_t* cached_tokens) {
   int64_t reused = 0;
   std::vector<std::vector<float>> rows;
-  if (cache != nullptr && !prompts.prefix.empty()) {
-    const auto prefix = cached_prefix_memory(decoder, prompts.prefix, *cache, reused);
+  if (!prompts.prefix.empty()) {
+    const auto prefix = prefix_memory(decoder, prompts.prefix, cache, reused);
     rows = last_token_hidden_rows(decoder, prefix.get(), prompts.suffixes);
   } else if (cache != nullptr && prompts.suffixes.size() == 1) {
     const std::vector<int32_t>& prompt = prompts.suffixes.front();
@@ -120,9 +116,7 @@ std::vector<std::vector<float>> last_token_hidden_rows(decoder::CausalDecoder& d
         decoder, found.memory.get(),
         {std::vector<int32_t>(prompt.begin() + static_cast<ptrdiff_t>(found.tokens), prompt.end())});
   } else {
-    std::unique_ptr<memory::SequenceMemory> prefix;
-    if (!prompts.prefix.empty()) prefix = decoder.run_prefix(prompts.prefix);
-    rows = last_token_hidden_rows(decoder, prefix.get(), prompts.suffixes);
+    rows = last_token_hidden_rows(decoder, nullptr, prompts.suffixes);
   }
   if (cached_tokens != nullptr) *cached_tokens = reused;
   return rows;

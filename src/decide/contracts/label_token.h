@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -94,6 +95,13 @@ api::Result<SharedPrefixPrompts> encode_question_prompts(
     const api::DecisionRequest& request, const text::ChatTemplate& chat_template, const text::Tokenizer& tokenizer,
     text::Thinking thinking, const std::function<std::vector<text::ChatMessage>(const api::Question&)>& messages_of,
     std::size_t context_tokens, std::size_t granularity, int64_t token_budget);
+
+// The memory after `prefix` (not empty). With a `cache`: from the longest part of it the cache holds,
+// the rest run as one extension, and the whole prefix then cached for later requests; without one,
+// run whole. `reused` gets the number of tokens taken from the cache.
+std::shared_ptr<const memory::SequenceMemory> prefix_memory(decoder::CausalDecoder& decoder,
+                                                            std::span<const int32_t> prefix,
+                                                            runtime::PrefixCache* cache, int64_t& reused);
 
 // Runs the prefix once and every suffix branched from it as one batch; the final-norm hidden row at
 // each suffix's last token, in suffix order. With a `cache`, the longest cached part of the prefix

@@ -6,6 +6,7 @@
 
 #include "decide/answer_math.h"
 #include "decide/contract_common.h"
+#include "decide/contracts/label_token.h"
 #include "decide/prompt.h"
 #include "decide/token_budget.h"
 #include "model/families.h"
@@ -93,7 +94,7 @@ class Lfm2CandidatesPlan : public runtime::Plan {
   std::vector<QuestionTokens> questions;
 };
 
-class Lfm2CandidatesEngine : public runtime::Engine {
+class Lfm2CandidatesEngine : public PrefixReusingEngine {
  public:
   Lfm2CandidatesEngine(const std::filesystem::path& model_dir, Lfm2CandidatesSettings settings)
       : settings_(std::move(settings)),
@@ -147,7 +148,10 @@ class Lfm2CandidatesEngine : public runtime::Engine {
     const auto& plan = static_cast<const Lfm2CandidatesPlan&>(base_plan);
     runtime::RawOutputs raw;
     for (const QuestionTokens& question : plan.questions) {
-      const std::unique_ptr<memory::SequenceMemory> prefix = decoder_->run_prefix(question.prompt);
+      // Each question's prompt is its own prefix (its schema is in the system turn, before the state).
+      int64_t reused = 0;
+      const auto prefix = prefix_memory(*decoder_, question.prompt, prefix_cache(), reused);
+      base_plan.cached_tokens += reused;
       std::vector<double> scores;
       for (std::size_t first = 0; first < question.values.size(); first += settings_.candidate_batch_size) {
         const std::size_t count = std::min(settings_.candidate_batch_size, question.values.size() - first);

@@ -175,7 +175,7 @@ class OpenJevPlan : public runtime::Plan {
   std::vector<std::size_t> candidates;  // per question
 };
 
-class OpenJevEngine : public runtime::Engine {
+class OpenJevEngine : public PrefixReusingEngine {
  public:
   OpenJevEngine(const std::filesystem::path& model_dir, OpenJevExport export_file, OpenJevSettings settings)
       : export_(std::move(export_file)),
@@ -233,7 +233,8 @@ class OpenJevEngine : public runtime::Engine {
 
   api::Result<runtime::RawOutputs> run(runtime::Plan& base_plan) override {
     const auto& plan = static_cast<const OpenJevPlan&>(base_plan);
-    const std::vector<std::vector<float>> rows = last_token_hidden_rows(*decoder_, plan.sequences);
+    const std::vector<std::vector<float>> rows =
+        last_token_hidden_rows(*decoder_, plan.sequences, prefix_cache(), &base_plan.cached_tokens);
     std::vector<float> scores;
     scores.reserve(rows.size());
     for (const auto& row : rows) scores.push_back(open_jev_head_score(export_.head_weight, export_.head_bias, row));

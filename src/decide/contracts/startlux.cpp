@@ -142,7 +142,7 @@ std::vector<std::size_t> all_positions(std::size_t count) {
   return positions;
 }
 
-class StartLuxEngine : public runtime::Engine {
+class StartLuxEngine : public PrefixReusingEngine {
  public:
   StartLuxEngine(const std::filesystem::path& model_dir, StartLuxSettings settings)
       : settings_(std::move(settings)),
@@ -215,9 +215,15 @@ class StartLuxEngine : public runtime::Engine {
     const auto& plan = static_cast<const StartLuxPlan&>(base_plan);
     runtime::RawOutputs raw;
     raw.label_scores.resize(plan.questions.size());
-    std::unique_ptr<memory::SequenceMemory> prefix;
-    if (!plan.prompts.prefix.empty()) prefix = decoder_->run_prefix(plan.prompts.prefix);
-    const auto first_rows = last_token_hidden_rows(*decoder_, prefix.get(), plan.prompts.suffixes);
+    std::shared_ptr<const memory::SequenceMemory> prefix;
+    std::vector<std::vector<float>> first_rows;
+    if (plan.prompts.prefix.empty()) {
+      // No shared prefix: a single row may still start with a cached prefix; later rounds run whole.
+      first_rows = last_token_hidden_rows(*decoder_, plan.prompts, prefix_cache(), &base_plan.cached_tokens);
+    } else {
+      prefix = prefix_memory(*decoder_, plan.prompts.prefix, prefix_cache(), base_plan.cached_tokens);
+      first_rows = last_token_hidden_rows(*decoder_, prefix.get(), plan.prompts.suffixes);
+    }
 
     std::vector<std::optional<WideChoice>> wide(plan.questions.size());
     std::size_t next_row = 0;

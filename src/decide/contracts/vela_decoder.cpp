@@ -4,6 +4,7 @@
 #include <span>
 
 #include "decide/contract_common.h"
+#include "decide/contracts/label_token.h"
 #include "decide/contracts/vela_encoder.h"
 #include "decide/prompt.h"
 #include "decide/token_budget.h"
@@ -141,7 +142,7 @@ void check_head_file(const checkpoint::Checkpoint& weights) {
   }
 }
 
-class VelaDecoderEngine : public runtime::Engine {
+class VelaDecoderEngine : public PrefixReusingEngine {
  public:
   VelaDecoderEngine(const std::filesystem::path& model_dir, VelaDecoderSettings settings)
       : settings_(std::move(settings)),
@@ -186,8 +187,8 @@ class VelaDecoderEngine : public runtime::Engine {
 
   api::Result<runtime::RawOutputs> run(runtime::Plan& base_plan) override {
     const auto& plan = static_cast<const VelaDecoderPlan&>(base_plan);
-    std::unique_ptr<memory::SequenceMemory> prefix;
-    if (!plan.shared.empty()) prefix = decoder_->run_prefix(plan.shared);
+    std::shared_ptr<const memory::SequenceMemory> prefix;
+    if (!plan.shared.empty()) prefix = prefix_memory(*decoder_, plan.shared, prefix_cache(), base_plan.cached_tokens);
     std::vector<decoder::Branch> branches;
     for (std::size_t q = 0; q < plan.branches.size(); ++q) branches.push_back({plan.branches[q], plan.outputs[q]});
     const std::size_t hidden = decoder_->info().hidden_size;

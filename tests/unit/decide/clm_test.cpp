@@ -18,6 +18,7 @@
 #include "model/heads/unit_rows.h"
 #include "support/engine_runs.h"
 #include "support/fixtures.h"
+#include "support/prefix_cache_runs.h"
 #include "support/reference_answers.h"
 #include "text/tokenizer.h"
 
@@ -210,6 +211,14 @@ TEST(ClmEngine, DecisionFileErrorsNameTheKey) {
   EXPECT_NE(load_error(R"({"contract":"clm","logit_scale":2.0,"heads_file":"nope.safetensors"})").find("nope.safetensors"),
             std::string::npos);
   EXPECT_NE(load_error(R"({"contract":"clm","logit_scale":2.0,"surprise":1})").find("surprise"), std::string::npos);
+}
+
+TEST(ClmEngine, ThePrefixCacheChangesNoAnswer) {
+  // Cached: the questions' state prefix; candidate texts keep their own cache.
+  LoadedModel plain = load_model(fixture_dir().string());
+  LoadedModel cached = load_model(fixture_dir().string());
+  EXPECT_GT(test::expect_prefix_cache_changes_nothing(*plain.engine, *cached.engine, fixture_dir() / "expected.jsonl"),
+            0U);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "model/heads/verbalizer_rows.h"
 #include "support/engine_runs.h"
 #include "support/fixtures.h"
+#include "support/prefix_cache_runs.h"
 #include "support/scratch_directory.h"
 #include "text/tokenizer.h"
 
@@ -227,6 +228,25 @@ TEST(JevVlSettings, ReadsIdentityAndPrecisionOnly) {
   EXPECT_EQ(defaults.name, "autotrust/JEV-27B-VL");
   checkpoint::ConfigReader unknown(api::Json{{"temperature", 2.0}}, "s1serve.json");
   EXPECT_THROW((void)read_jev_vl_settings(unknown), checkpoint::LoadError);
+}
+
+TEST(JevVlEngine, ThePrefixCacheChangesNoAnswer) {
+  // Cached: the same-kind questions' shared state prefix (text states only; image parts are refused).
+  // The fixture's states are shorter than the hybrid's 64-token grid, so a longer one is added.
+  LoadedModel plain = load_model(fixture_dir().string());
+  LoadedModel cached = load_model(fixture_dir().string());
+  std::vector<api::DecisionRequest> requests;
+  for (const api::Json& line : test::read_jsonl(fixture_dir() / "expected.jsonl")) {
+    requests.push_back(test::typed_request(line["request"]));
+  }
+  std::string state;
+  for (int word = 0; word < 12; ++word) state += "ticket " + std::to_string(word) + " was charged twice; ";
+  requests.push_back(test::typed_request(api::Json{
+      {"state", state},
+      {"questions",
+       {{"refund", {{"type", "noul"}, {"instructions", "Does it ask for a refund?"}}},
+        {"angry", {{"type", "noul"}, {"instructions", "Is the customer angry?"}}}}}}));
+  EXPECT_GT(test::expect_prefix_cache_changes_nothing(*plain.engine, *cached.engine, requests), 0U);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "model/checkpoint/load_error.h"
 #include "support/engine_runs.h"
 #include "support/fixtures.h"
+#include "support/prefix_cache_runs.h"
 #include "support/reference_answers.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
@@ -162,6 +163,14 @@ TEST(Lfm2CandidatesSettings, ReadsAndRejectsDecisionFileMembers) {
   EXPECT_THROW(read(R"({"candidate_batch_size":0})"), checkpoint::LoadError);
   EXPECT_THROW(read(R"({"precision":"fp16"})"), checkpoint::LoadError);
   EXPECT_THROW(read(R"({"temperature":2.0})"), checkpoint::LoadError);
+}
+
+TEST(Lfm2CandidatesEngine, ThePrefixCacheChangesNoAnswer) {
+  // Cached: each question's prompt (schema and state) before its option branches.
+  LoadedModel plain = load_model(fixture_dir().string());
+  LoadedModel cached = load_model(fixture_dir().string());
+  EXPECT_GT(test::expect_prefix_cache_changes_nothing(*plain.engine, *cached.engine, fixture_dir() / "expected.jsonl"),
+            0U);
 }
 
 }  // namespace

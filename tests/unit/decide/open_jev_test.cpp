@@ -16,6 +16,7 @@
 #include "model/checkpoint/load_error.h"
 #include "support/engine_runs.h"
 #include "support/fixtures.h"
+#include "support/prefix_cache_runs.h"
 #include "support/scratch_directory.h"
 #include "text/tokenizer.h"
 
@@ -315,6 +316,14 @@ TEST(OpenJevEngine, RefusesBeforeInference) {
   plan = model.engine->prepare(typed_request(small), tight);
   ASSERT_FALSE(plan);
   EXPECT_EQ(plan.error().code, api::ErrorCode::max_tokens_exceeded);
+}
+
+TEST(OpenJevEngine, ThePrefixCacheChangesNoAnswer) {
+  // Cached: every request of the fixture shares its chat prefix and state across candidates.
+  LoadedModel plain = load_model(fixture_dir().string());
+  LoadedModel cached = load_model(fixture_dir().string());
+  EXPECT_GT(test::expect_prefix_cache_changes_nothing(*plain.engine, *cached.engine, fixture_dir() / "expected.jsonl"),
+            0U);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "model/checkpoint/load_error.h"
 #include "support/engine_runs.h"
 #include "support/fixtures.h"
+#include "support/prefix_cache_runs.h"
 #include "support/reference_answers.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
@@ -332,6 +333,14 @@ TEST(StartLuxEngine, RefusesQuestionsTheRendererCannotShow) {
                                     small);
   ASSERT_FALSE(over);
   EXPECT_EQ(over.error().code, api::ErrorCode::max_tokens_exceeded);
+}
+
+TEST(StartLuxEngine, ThePrefixCacheChangesNoAnswer) {
+  // Cached: the state prefix of the first round, and of the wide questions' later rounds.
+  LoadedModel plain = load_model(fixture_dir().string());
+  LoadedModel cached = load_model(fixture_dir().string());
+  EXPECT_GT(test::expect_prefix_cache_changes_nothing(*plain.engine, *cached.engine, fixture_dir() / "expected.jsonl"),
+            0U);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "model/heads/candidate_head.h"
 #include "support/engine_runs.h"
 #include "support/fixtures.h"
+#include "support/prefix_cache_runs.h"
 #include "text/tokenizer.h"
 
 namespace s1::decide {
@@ -205,6 +206,14 @@ TEST(VelaDecoderSettings, ReadsIdentityPrecisionAndMaxLength) {
   EXPECT_EQ(settings_of("{}").max_length, 16384U);
   EXPECT_THROW((void)settings_of(R"({"max_length": 0})"), checkpoint::LoadError);
   EXPECT_THROW((void)settings_of(R"({"abstain_types": []})"), checkpoint::LoadError);
+}
+
+TEST(VelaDecoderEngine, ThePrefixCacheChangesNoAnswer) {
+  // Cached: the parts' whole chunks before the question blocks.
+  LoadedModel plain = load_model(fixture_dir().string());
+  LoadedModel cached = load_model(fixture_dir().string());
+  EXPECT_GT(test::expect_prefix_cache_changes_nothing(*plain.engine, *cached.engine, fixture_dir() / "expected.jsonl"),
+            0U);
 }
 
 }  // namespace
