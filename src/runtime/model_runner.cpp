@@ -93,11 +93,19 @@ api::Result<std::shared_ptr<Job>> ModelRunner::submit(std::shared_ptr<const api:
   {
     std::lock_guard lock(mutex_);
     if (stopping_) return api::ApiError::model_unavailable(name_, /*failed=*/false);
-    if (queue_.size() + (running_ ? 1 : 0) > options_.queue_capacity) return overloaded();
+    // N waiting beyond the batch running; between batches, beyond the next one, which the executor
+    // takes at once: the clients of a batch that just ended resubmit before it gathers again, and
+    // each of their slots was free (a queue of N admits N waiting plus however many a batch runs).
+    const size_t next_batch = running_ ? 0 : batch_requests();
+    if (queue_.size() >= options_.queue_capacity + next_batch) return overloaded();
     queue_.push_back(job);
   }
   wake_.notify_one();
   return job;
+}
+
+size_t ModelRunner::batch_requests() const {
+  return std::max<size_t>(1, std::min(options_.batch.max_requests, engine_->max_batch_requests()));
 }
 
 api::ApiError ModelRunner::overloaded() const {
@@ -156,7 +164,7 @@ bool ModelRunner::warm_up() {
 std::vector<std::shared_ptr<Job>> ModelRunner::gather(std::unique_lock<std::mutex>& lock,
                                                       std::vector<std::shared_ptr<Job>>& late) {
   const BatchLimits& limits = options_.batch;
-  const size_t most = std::max<size_t>(1, std::min(limits.max_requests, engine_->max_batch_requests()));
+  const size_t most = batch_requests();
   const size_t expected = std::min(most, last_batch_size_);
   const Clock::time_point closes = queue_.front()->enqueued_at() + limits.max_wait;
   while (!stopping_ && queue_.size() < expected && wake_.wait_until(lock, closes) != std::cv_status::timeout) {

@@ -70,8 +70,8 @@ struct BatchLimits {
 };
 
 struct RunnerOptions {
-  // Admitted requests are this many waiting plus the batch running; a batch's slots free when the
-  // run ends, before its answers are delivered.
+  // Admitted requests are this many waiting plus the batch running (between batches, plus the next
+  // batch's requests); a batch's slots free when the run ends, before its answers are delivered.
   size_t queue_capacity = 32;
   BatchLimits batch;
   // Bytes of decoder prefix memories kept across requests, for engines that reuse them; 0: none.
@@ -128,6 +128,8 @@ class ModelRunner {
   // takes it from the queue; work already past its deadline goes to `late` instead.
   std::vector<std::shared_ptr<Job>> gather(std::unique_lock<std::mutex>& lock, std::vector<std::shared_ptr<Job>>& late);
   std::vector<JobOutcome> execute(const std::vector<std::shared_ptr<Job>>& batch);
+  // The most requests one run_batch takes: the batch limit and the engine's, at least 1.
+  size_t batch_requests() const;
   // Under mutex_: the overload refusal, with the estimated wait for a slot.
   api::ApiError overloaded() const;
   // Under mutex_: a run ended after `seconds`; its slot is free.

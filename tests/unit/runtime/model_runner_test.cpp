@@ -298,10 +298,10 @@ class BatchingEngine : public GatedEngine {
 };
 
 struct BatchingRunner {
-  BatchingRunner(BatchLimits limits, size_t most = 64, bool gated = true) {
+  BatchingRunner(BatchLimits limits, size_t most = 64, bool gated = true, size_t queue = 32) {
     auto owned = std::make_unique<BatchingEngine>(most, gated);
     engine = owned.get();
-    runner = std::make_unique<ModelRunner>("m", std::move(owned), RunnerOptions{32, limits});
+    runner = std::make_unique<ModelRunner>("m", std::move(owned), RunnerOptions{queue, limits});
     runner->start();
     wait_ready(*runner);
   }
@@ -329,6 +329,68 @@ BatchLimits limits(size_t max_requests, int64_t max_tokens, std::chrono::microse
 }
 
 using Batches = std::vector<std::vector<int64_t>>;
+
+// A queue of N admits N waiting beside a running batch of any size, and every client of a batch that
+// just ended finds its slot free when it sends its next request on reading its answer (here from the
+// delivery itself, before the executor gathers again): exactly N more, never N + 1.
+TEST(Batcher, QueueNAdmitsNWaitingPlusTheBatchRunning) {
+  constexpr size_t queue = 2;
+  constexpr size_t most = 4;
+  BatchingRunner batching(limits(most, 8192, 0us), most, /*gated=*/true, queue);
+  ModelRunner& runner = *batching.runner;
+  std::mutex mutex;
+  std::vector<Submitted> resubmitted;
+  // A request whose client sends one more (which does not resubmit) as soon as it is answered.
+  const auto submit_resubmitting = [&] {
+    return runner.submit(sample_request(), std::make_unique<Plan>(), Clock::now() + 60s, [&](JobOutcome) {
+      Submitted next = submit(runner, Clock::now() + 60s);
+      const std::lock_guard lock(mutex);
+      resubmitted.push_back(std::move(next));
+    });
+  };
+  ASSERT_TRUE(submit_resubmitting().ok());
+  batching.engine->wait_batches(2);  // the warm-up's and this one
+  // One running: N waiting, then refused.
+  for (size_t i = 0; i < queue; ++i) ASSERT_TRUE(submit_resubmitting().ok()) << "waiting request " << i;
+  auto beyond = submit(runner);
+  ASSERT_FALSE(beyond.job.ok());
+  EXPECT_EQ(beyond.job.error().code, api::ErrorCode::overloaded);
+
+  // The first ends; its client's next request joins the two waiting, and the three run as one batch.
+  batching.engine->release(1);
+  EXPECT_EQ(batching.engine->wait_batches(3).back().size(), queue + 1);
+  // Three running: still N waiting, then refused.
+  std::vector<Submitted> waiting;
+  for (size_t i = 0; i < queue; ++i) {
+    waiting.push_back(submit(runner));
+    ASSERT_TRUE(waiting.back().job.ok()) << "waiting beside the batch, " << i;
+  }
+  beyond = submit(runner);
+  ASSERT_FALSE(beyond.job.ok());
+  EXPECT_EQ(beyond.job.error().code, api::ErrorCode::overloaded);
+
+  // The batch of three ends: its two resubmitting clients' next requests are admitted beside the two
+  // waiting (N + 2 between batches), and the next batch takes all four.
+  batching.engine->release(1);
+  const Batches batches = batching.engine->wait_batches(4);
+  EXPECT_EQ(batches.back().size(), most);
+  {
+    const std::lock_guard lock(mutex);
+    ASSERT_EQ(resubmitted.size(), queue + 1);
+    for (const Submitted& next : resubmitted) EXPECT_TRUE(next.job.ok()) << next.job.error().message;
+  }
+  EXPECT_EQ(runner.queue_depth(), 0U);
+  // Four running: N waiting, then refused.
+  for (size_t i = 0; i < queue; ++i) {
+    waiting.push_back(submit(runner));
+    ASSERT_TRUE(waiting.back().job.ok()) << "waiting beside the batch of four, " << i;
+  }
+  beyond = submit(runner);
+  ASSERT_FALSE(beyond.job.ok());
+  EXPECT_EQ(beyond.job.error().code, api::ErrorCode::overloaded);
+  batching.engine->release(2);
+  for (auto& work : waiting) EXPECT_TRUE(work.outcome.get().answers.ok());
+}
 
 TEST(Batcher, AnIdleExecutorStartsAtOnceWhateverTheMaxWait) {
   BatchingRunner batching(limits(16, 8192, 60s), 64, /*gated=*/false);
