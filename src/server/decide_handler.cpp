@@ -1,4 +1,5 @@
 #include "server/decide_handler.h"
+#include "server/prepare_offload.h"
 
 #include "api/openai_decisions.h"
 #include "api/request.h"
@@ -45,25 +46,6 @@ struct Waiter {
   bool readable = false;
 };
 
-// Runs `work` on `pool` and resumes on the awaiting coroutine's executor with its result; nullopt
-// when the pool refused it (full).
-template <typename Result>
-asio::awaitable<std::optional<Result>> on_pool(runtime::PreparePool& pool, runtime::PreparePool::Size size,
-                                               std::function<Result()> work) {
-  const asio::any_io_executor executor = co_await asio::this_coro::executor;
-  // Named, not a temporary in the co_await expression: GCC 12 destroys such temporaries twice (met
-  // here as a crash on a connection's next request).
-  auto initiation = [&pool, size, &work, executor](auto handler) {
-    // Shared: the pool's tasks are copyable, the coroutine's completion handler is not.
-    auto resume = std::make_shared<decltype(handler)>(std::move(handler));
-    auto deliver = [resume, executor](std::optional<Result> result) {
-      asio::post(executor, [resume, result = std::move(result)]() mutable { std::move(*resume)(std::move(result)); });
-    };
-    if (!pool.submit([work = std::move(work), deliver] { deliver(work()); }, size)) deliver(std::nullopt);
-  };
-  co_return co_await asio::async_initiate<const asio::use_awaitable_t<>&, void(std::optional<Result>)>(
-      initiation, asio::use_awaitable);
-}
 
 // Bodies from this size on are parsed off the I/O thread (a strict parse and validation take tens of
 // milliseconds per MiB, the hop to the pool tens of microseconds), and their work, like that of
@@ -78,10 +60,6 @@ api::ApiError forwarded_uploads_refused() {
   return api::ApiError::make(api::ErrorCode::unsupported_media,
                              "Multipart image uploads cannot be forwarded to this model's workers; send the assets "
                              "inline as data_base64");
-}
-
-api::ApiError preparing_overloaded() {
-  return api::ApiError::make(api::ErrorCode::overloaded, "Too many requests being prepared; retry shortly");
 }
 
 }  // namespace

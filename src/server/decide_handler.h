@@ -68,6 +68,8 @@ class DecideHandler {
   // error_reply, with the configured overload status (503 or 529) when the error is `overloaded`:
   // a full model queue, prepare pool or upstream pool.
   Reply refusal(const api::ApiError& error, Route route) const;
+  // The bounded pool for request work that must not run on the I/O threads (prepare_offload.h).
+  runtime::PreparePool& prepare_pool() { return prepare_pool_; }
 
   // POST /v1/systemone/batch (§11.5): the body's items answered each as /v1/systemone would answer
   // it alone (run locally, or forwarded to its model's pool), run up to 16 at once so that a model's

@@ -15,6 +15,7 @@
 #include "server/http_checks.h"
 #include "server/log_sink.h"
 #include "server/multipart.h"
+#include "server/prepare_offload.h"
 #include "server/reply.h"
 #include "server/status_routes.h"
 
@@ -199,9 +200,14 @@ struct HttpServer::Impl {
   // would grant a chunked body a second allowance.
   bool body_from_buffer(RequestParser& parser, beast::flat_buffer& buffer, error_code& error) const;
   static Reply body_failure(const error_code& error, Route route);
-  // The body as JSON: decoded (Content-Encoding), out of its multipart wrapping, free of NUL
-  // bytes, with the multipart body's uploads; or the refusal.
-  std::variant<Reply, std::vector<api::UploadedPart>> prepare_body(Request& request, Route route) const;
+  // The body as JSON: decoded (`coding`), out of its multipart wrapping, free of NUL bytes, with the
+  // multipart body's uploads; or the refusal.
+  using PreparedBody = std::variant<Reply, std::vector<api::UploadedPart>>;
+  PreparedBody prepare_body(std::string& body, ContentCoding coding, std::string_view content_type,
+                            Route route) const;
+  // The same for the request's body: a compressed one (decoding takes milliseconds per MiB) on the
+  // prepare pool, a 503 when that is full; an identity one here (a split and a scan, no copy).
+  asio::awaitable<PreparedBody> prepare_request_body(Request& request, Route route);
   static asio::awaitable<void> linger_before_close(tcp::socket& socket);
   // The body's remaining bytes, after body_from_buffer; `failure` is the reply when it fails.
   asio::awaitable<bool> read_rest_of_body(Connection& connection, RequestParser& parser, beast::flat_buffer& buffer,
@@ -522,7 +528,7 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn
         error_code body_error;
         if (body_from_buffer(parser, buffer, body_error) ||
             (!body_error && co_await read_rest_of_body(*connection, parser, buffer, deadline, route, reply))) {
-          std::variant<Reply, std::vector<api::UploadedPart>> prepared = prepare_body(request, route);
+          PreparedBody prepared = co_await prepare_request_body(request, route);
           if (auto* refused = std::get_if<Reply>(&prepared)) {
             reply = std::move(*refused);
           } else {
@@ -630,25 +636,49 @@ asio::awaitable<void> HttpServer::Impl::linger_before_close(tcp::socket& socket)
   timer.cancel();
 }
 
-std::variant<Reply, std::vector<api::UploadedPart>> HttpServer::Impl::prepare_body(Request& request,
-                                                                              Route route) const {
+asio::awaitable<HttpServer::Impl::PreparedBody> HttpServer::Impl::prepare_request_body(Request& request,
+                                                                                     Route route) {
   // check_head refused the codings not served.
   const ContentCoding coding = content_coding(request[http::field::content_encoding]).value_or(ContentCoding::identity);
+  if (coding == ContentCoding::identity) {
+    co_return prepare_body(request.body(), coding, request[http::field::content_type], route);
+  }
+  struct Decoded {
+    std::string body;
+    PreparedBody prepared;
+  };
+  // The task owns what it reads: this coroutine may be gone before it runs (the server stopping).
+  std::function<Decoded()> work = [this, coding, route, content_type = std::string(request[http::field::content_type]),
+                                   body = std::move(request.body())]() mutable {
+    Decoded decoded;
+    decoded.prepared = prepare_body(body, coding, content_type, route);
+    decoded.body = std::move(body);
+    return decoded;
+  };
+  std::optional<Decoded> decoded =
+      co_await on_pool<Decoded>(handler.prepare_pool(), runtime::PreparePool::Size::large, std::move(work));
+  if (!decoded) co_return handler.refusal(preparing_overloaded(), route);
+  request.body() = std::move(decoded->body);
+  co_return std::move(decoded->prepared);
+}
+
+HttpServer::Impl::PreparedBody HttpServer::Impl::prepare_body(std::string& body, ContentCoding coding,
+                                                              std::string_view content_type, Route route) const {
   if (coding != ContentCoding::identity) {
-    auto decoded = decode_body(coding, request.body(), options.max_body_bytes);
+    auto decoded = decode_body(coding, body, options.max_body_bytes);
     if (!decoded) return error_reply(decoded.error(), route);
-    request.body() = std::move(decoded.value());
+    body = std::move(decoded.value());
   }
   std::vector<api::UploadedPart> uploads;
   if (route == Route::systemone) {
-    if (const std::optional<std::string_view> boundary = form_data_boundary(request[http::field::content_type])) {
-      auto form = split_form_request(request.body(), *boundary);
+    if (const std::optional<std::string_view> boundary = form_data_boundary(content_type)) {
+      auto form = split_form_request(body, *boundary);
       if (!form) return error_reply(form.error(), route);
-      request.body() = std::move(form->json);
+      body = std::move(form->json);
       uploads = std::move(form->uploads);
     }
   }
-  if (has_nul_byte(request.body())) {
+  if (has_nul_byte(body)) {
     return error_reply(api::ApiError::validation({api::validation::json_invalid("Raw NUL byte in the JSON body")}),
                        route);
   }
