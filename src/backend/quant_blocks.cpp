@@ -208,6 +208,43 @@ void dequantize_q8_0_block(const std::uint8_t* block, float* out) {
 void dequantize_q4_k_block(const std::uint8_t* block, float* out) { q45_k_block(block, out, false); }
 void dequantize_q5_k_block(const std::uint8_t* block, float* out) { q45_k_block(block, out, true); }
 
+void dequantize_q5_0_block(const std::uint8_t* block, float* out) {
+  const float d = load_half(block);
+  std::uint32_t qh = 0;
+  std::memcpy(&qh, block + 2, sizeof(qh));
+  const std::uint8_t* qs = block + 6;
+  for (std::size_t j = 0; j < q5_0_values / 2; ++j) {
+    const auto high_low = static_cast<int>(((qh >> j) << 4) & 0x10);
+    const auto high_high = static_cast<int>((qh >> (j + 12)) & 0x10);
+    out[j] = static_cast<float>(((qs[j] & 0x0F) | high_low) - 16) * d;
+    out[j + 16] = static_cast<float>(((qs[j] >> 4) | high_high) - 16) * d;
+  }
+}
+
+void quantize_q5_0_block(const float* x, std::uint8_t* block) {
+  float amax = 0.0F, max = 0.0F;
+  for (std::size_t j = 0; j < q5_0_values; ++j) {
+    if (amax < std::fabs(x[j])) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  }
+  const float d = max / -16.0F;
+  const float id = d != 0.0F ? 1.0F / d : 0.0F;
+  store_u16(block, float_to_f16(d));
+  std::uint32_t qh = 0;
+  std::uint8_t* qs = block + 6;
+  for (std::size_t j = 0; j < q5_0_values / 2; ++j) {
+    // ggml truncates x/d + 16.5 towards zero: round half up, on values in [0.5, 32.5].
+    const int low = std::min(31, static_cast<int>(static_cast<std::int8_t>(x[j] * id + 16.5F)));
+    const int high = std::min(31, static_cast<int>(static_cast<std::int8_t>(x[j + 16] * id + 16.5F)));
+    qs[j] = static_cast<std::uint8_t>((low & 0x0F) | ((high & 0x0F) << 4));
+    qh |= static_cast<std::uint32_t>((low & 0x10) >> 4) << j;
+    qh |= static_cast<std::uint32_t>((high & 0x10) >> 4) << (j + 16);
+  }
+  std::memcpy(block + 2, &qh, sizeof(qh));
+}
+
 void dequantize_row(DType dtype, const std::byte* blocks, std::size_t values, float* out) {
   check_row(dtype, values);
   const auto* data = reinterpret_cast<const std::uint8_t*>(blocks);

@@ -1,6 +1,6 @@
 #pragma once
-// ggml's quantised block layouts that s1serve reads and writes (Q8_0, Q4_K, and Q5_K, which shares
-// Q4_K's scales): plain scalar code, the definition the quantised matmul kernels are tested against
+// ggml's quantised block layouts that s1serve reads and writes (Q8_0, Q4_K, Q5_K, which shares
+// Q4_K's scales, and Q5_0, what llama.cpp writes for a Q4_K matrix whose rows are not whole blocks): plain scalar code, the definition the quantised matmul kernels are tested against
 // and the GGUF reader's dequantising reference. Also the quantisation of activations every quantised
 // matmul applies to its input rows.
 
@@ -18,10 +18,16 @@ inline constexpr std::size_t q8_0_values = 32, q8_0_bytes = 34;
 inline constexpr std::size_t q4_k_values = 256, q4_k_bytes = 144;
 // Q5_K: Q4_K's header, 32 bytes of fifth bits, then the low nibbles.
 inline constexpr std::size_t q5_k_bytes = 176;
+// Q5_0: fp16 scale d, 4 bytes of fifth bits (bit j for value j), 16 bytes of low nibbles (value j
+// in byte j's low nibble, value 16 + j in its high one); value = (q − 16)·d.
+inline constexpr std::size_t q5_0_values = 32, q5_0_bytes = 22;
 
 void dequantize_q8_0_block(const std::uint8_t* block, float* out);
 void dequantize_q4_k_block(const std::uint8_t* block, float* out);
 void dequantize_q5_k_block(const std::uint8_t* block, float* out);
+void dequantize_q5_0_block(const std::uint8_t* block, float* out);
+// As ggml's quantize_row_q5_0_ref: d = the value of largest magnitude / −16.
+void quantize_q5_0_block(const float* x, std::uint8_t* block);
 // Sub-block j's (0..7) 6-bit scale and min from a Q4_K/Q5_K block's 12 packed bytes.
 void k_scale_min(int j, const std::uint8_t* scales, std::uint8_t& scale, std::uint8_t& min);
 

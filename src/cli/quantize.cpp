@@ -116,22 +116,58 @@ void add_tokenizer(const std::filesystem::path& dir, int64_t vocab_size, Metadat
   metadata.emplace_back("tokenizer.chat_template", checkpoint::gguf_string(std::move(chat_template)));
 }
 
-// A matrix in `type` when its rows are whole blocks of it, else Q8_0 when they are whole Q8_0
-// blocks (llama.cpp also falls back per tensor), else F32; vectors stay F32.
+// What llama.cpp's quantizer writes for a matrix whose rows are not whole blocks of the type asked
+// for (llama_tensor_get_type's convert_incompatible_tensor): Q4_K falls back to Q5_0, and to F16 when
+// the rows are not whole Q5_0 blocks either. Q8_0 is not a k-quant there, and ggml cannot write it
+// for such rows: those stay F32, as vectors do (llama.cpp quantises matrices only).
+GgmlType stored_type(const checkpoint::TensorView& view, backend::DType type) {
+  const std::size_t row = view.shape.empty() ? 0 : static_cast<std::size_t>(view.shape.back());
+  if (view.shape.size() != 2) return GgmlType::kF32;
+  if (type == backend::DType::q8_0) return row % backend::quant::q8_0_values == 0 ? GgmlType::kQ8_0 : GgmlType::kF32;
+  if (row % backend::quant::q4_k_values == 0) return GgmlType::kQ4_K;
+  return row % backend::quant::q5_0_values == 0 ? GgmlType::kQ5_0 : GgmlType::kF16;
+}
+
 checkpoint::GgufTensorData convert_tensor(const checkpoint::Checkpoint& weights, const checkpoint::TensorView& view,
                                           std::string name, backend::DType type) {
-  std::vector<float> values = weights.to_float_released(view);
-  const std::size_t row = view.shape.empty() ? 0 : static_cast<std::size_t>(view.shape.back());
-  if (view.shape.size() == 2 && row % backend::block_values(type) != 0) type = backend::DType::q8_0;
-  if (view.shape.size() != 2 || row % backend::block_values(type) != 0) {
-    std::vector<std::byte> bytes(values.size() * sizeof(float));
-    std::memcpy(bytes.data(), values.data(), bytes.size());
-    return {std::move(name), GgmlType::kF32, view.shape, std::move(bytes)};
+  const GgmlType stored = stored_type(view, type);
+  const std::vector<float> values = weights.to_float_released(view);
+  std::vector<std::byte> bytes;
+  switch (stored) {
+    case GgmlType::kQ8_0:
+    case GgmlType::kQ4_K: {
+      const backend::DType dtype = stored == GgmlType::kQ8_0 ? backend::DType::q8_0 : backend::DType::q4_k;
+      bytes.resize(backend::storage_bytes(dtype, values.size()));
+      backend::quant::quantize_row(dtype, values.data(), values.size(), bytes.data());
+      break;
+    }
+    case GgmlType::kQ5_0: {
+      const std::size_t blocks = values.size() / backend::quant::q5_0_values;
+      bytes.resize(blocks * backend::quant::q5_0_bytes);
+      for (std::size_t b = 0; b < blocks; ++b) {
+        backend::quant::quantize_q5_0_block(values.data() + b * backend::quant::q5_0_values,
+                                            reinterpret_cast<uint8_t*>(bytes.data()) + b * backend::quant::q5_0_bytes);
+      }
+      break;
+    }
+    case GgmlType::kF16: {
+      bytes.resize(values.size() * sizeof(uint16_t));
+      for (std::size_t i = 0; i < values.size(); ++i) {
+        const uint16_t half = backend::float_to_f16(values[i]);
+        std::memcpy(bytes.data() + i * sizeof(half), &half, sizeof(half));
+      }
+      break;
+    }
+    default:
+      bytes.resize(values.size() * sizeof(float));
+      std::memcpy(bytes.data(), values.data(), bytes.size());
+      break;
   }
-  std::vector<std::byte> bytes(backend::storage_bytes(type, values.size()));
-  backend::quant::quantize_row(type, values.data(), values.size(), bytes.data());
-  return {std::move(name), type == backend::DType::q8_0 ? GgmlType::kQ8_0 : GgmlType::kQ4_K, view.shape,
-          std::move(bytes)};
+  if (type == backend::DType::q4_k && view.shape.size() == 2 && stored != GgmlType::kQ4_K) {
+    std::cout << name << ": rows of " << view.shape.back() << " values are not whole Q4_K blocks of 256; written as "
+              << checkpoint::ggml_type_info(stored).name << ", as llama.cpp's quantizer does\n";
+  }
+  return {std::move(name), stored, view.shape, std::move(bytes)};
 }
 
 void write_decision_file(const std::filesystem::path& dir, const std::filesystem::path& out) {

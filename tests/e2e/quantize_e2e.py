@@ -7,9 +7,12 @@ that serve with quantised matmuls close to the checkpoint they came from.
    quantiser, convert_hf_to_gguf.py's keys and vocabulary arrays: tools/reference/make_gguf_fixtures.py),
    and its decision file is copied beside it. Where the gguf package is installed its reader also
    reads both files' tensors.
-2. A Qwen3 checkpoint whose rows are whole Q4_K blocks (hidden 256, random weights, made here) is
+2. The same fixture quantised to q4_k: its rows (64 and 96 values) are not whole Q4_K blocks, so
+   every matrix is Q5_0, as llama.cpp's quantizer writes such tensors, and the command says so for
+   each.
+3. A Qwen3 checkpoint whose rows are whole Q4_K blocks (hidden 256, random weights, made here) is
    quantised to q4_k: its matrices are Q4_K in the file.
-3. Both GGUFs are served (Q8_0 and Q4_K weights kept quantised, activations quantised to int8 per
+4. Both GGUFs are served (Q8_0 and Q4_K weights kept quantised, activations quantised to int8 per
    block) beside fp32 directories: the q8_0 one beside the checkpoint it came from, the q4_k one
    beside its own weights dequantised (by the plain reference below; Q4_K's own error on random
    weights moves near-uniform answers by up to 0.2, which would hide a kernel bug). Every request of
@@ -40,7 +43,7 @@ import s1harness  # noqa: E402
 
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "tiny-qwen3-chat")
 MAX_DRIFT = 0.05
-GGML_Q8_0, GGML_Q4_K = 8, 12
+GGML_Q5_0, GGML_Q8_0, GGML_Q4_K = 6, 8, 12
 
 
 def read_jsonl(path):
@@ -53,6 +56,7 @@ def quantize(binary, model, kind, out):
                           capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
         raise SystemExit(f"quantize {model} {kind}: exit {done.returncode}: {done.stderr}")
+    return done.stdout
 
 
 def write_safetensors(path, tensors):
@@ -240,6 +244,16 @@ def main():
                 problems.append("q8_0: the gguf package reads another architecture or tensor count")
         except ImportError:
             print("gguf package not installed: byte equality with its own file stands for its reader")
+
+        narrow = os.path.join(work, "tiny-q4.gguf")
+        said = quantize(args.binary, FIXTURE, "q4_k", narrow)
+        types = {name: kind for name, (kind, _, _) in read_gguf_tensors(narrow).items()}
+        matrices = [name for name in types if not name.endswith("norm.weight")]
+        if any(types[name] != GGML_Q5_0 for name in matrices) or len(matrices) != 15:
+            problems.append(f"q4_k of 64-value rows: matrix types {types}")
+        for name in matrices:
+            if f"{name}: rows of " not in said or "written as Q5_0" not in said:
+                problems.append(f"q4_k of 64-value rows: the output does not say {name} fell back: {said!r}")
 
         wide = os.path.join(work, "wide-qwen3")
         make_q4_k_checkpoint(wide)

@@ -3,9 +3,10 @@
 `gguf` package (llama.cpp's own Python reader/writer), and the expected values from its readers.
 
 types.gguf       one metadata key of every GGUF value type (nested arrays too), alignment 64, and
-                 for each tensor type s1serve reads (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) a
-                 tensor "<type>" of random blocks (scales kept finite) next to "<type>.expected",
-                 the F32 values gguf.quants.dequantize gives for it.
+                 for each tensor type s1serve reads (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K,
+                 Q5_0) a tensor "<type>" of random blocks (scales kept finite) next to
+                 "<type>.expected", the F32 values gguf.quants.dequantize gives for it; and
+                 "q5_0.source" with "q5_0.quantized", gguf.quants.quantize's Q5_0 of it.
 tiny-qwen3.gguf  tests/fixtures/tiny-qwen3-chat (BF16 weights, config, tokenizer, chat template)
                  under the tensor and key names llama.cpp's convert_hf_to_gguf.py writes for
                  Qwen3ForCausalLM (names from the gguf package's TensorNameMap, as the converter
@@ -36,7 +37,7 @@ FIXTURES = ROOT / "tests/fixtures"
 Q = gguf.GGMLQuantizationType
 
 # type → (offset of each f16 scale within a block), so random blocks keep finite scales.
-SCALE_OFFSETS = {Q.Q8_0: [0], Q.Q4_0: [0], Q.Q4_K: [0, 2], Q.Q5_K: [0, 2], Q.Q6_K: [208]}
+SCALE_OFFSETS = {Q.Q8_0: [0], Q.Q4_0: [0], Q.Q5_0: [0], Q.Q4_K: [0, 2], Q.Q5_K: [0, 2], Q.Q6_K: [208]}
 
 
 def random_tensor(rng, qtype, rows, cols):
@@ -75,7 +76,7 @@ def add_metadata_of_every_type(writer):
     writer.add_key_value("test.array.nested", [[1, 2], [3]], V.ARRAY, V.ARRAY)
 
 
-TYPES = (Q.F32, Q.F16, Q.BF16, Q.Q8_0, Q.Q4_0, Q.Q4_K, Q.Q5_K, Q.Q6_K)
+TYPES = (Q.F32, Q.F16, Q.BF16, Q.Q8_0, Q.Q4_0, Q.Q4_K, Q.Q5_K, Q.Q6_K, Q.Q5_0)
 
 
 def write_types(path):
@@ -92,6 +93,12 @@ def write_types(path):
         assert expected.shape == (rows, cols), (qtype, expected.shape)
         assert np.isfinite(expected).all()
         writer.add_tensor(name + ".expected", expected)
+    # s1serve quantize writes Q5_0 (llama.cpp's fallback for Q4_K rows that are not whole blocks):
+    # random values and the gguf package's quantisation of them, which ours must equal bit for bit.
+    source = rng.standard_normal((3, 512)).astype(np.float32)
+    writer.add_tensor("q5_0.source", source)
+    quantized = gguf.quants.quantize(source, Q.Q5_0)
+    writer.add_tensor("q5_0.quantized", quantized, raw_shape=quantized.shape, raw_dtype=Q.Q5_0)
     finish(writer)
 
 

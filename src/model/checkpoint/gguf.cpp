@@ -21,18 +21,19 @@ struct TypeEntry {
   GgmlTypeInfo info;
 };
 
-// Block layouts from ggml-common.h: QK4_0 = QK8_0 = 32, QK_K = 256.
+// Block layouts from ggml-common.h: QK4_0 = QK5_0 = QK8_0 = 32, QK_K = 256.
 constexpr std::array kGgmlTypes{
     TypeEntry{GgmlType::kF32, {"F32", 1, 4}},       TypeEntry{GgmlType::kF16, {"F16", 1, 2}},
     TypeEntry{GgmlType::kQ4_0, {"Q4_0", 32, 18}},   TypeEntry{GgmlType::kQ8_0, {"Q8_0", 32, 34}},
     TypeEntry{GgmlType::kQ4_K, {"Q4_K", 256, 144}}, TypeEntry{GgmlType::kQ5_K, {"Q5_K", 256, 176}},
     TypeEntry{GgmlType::kQ6_K, {"Q6_K", 256, 210}}, TypeEntry{GgmlType::kBF16, {"BF16", 1, 2}},
+    TypeEntry{GgmlType::kQ5_0, {"Q5_0", 32, 22}},
 };
 
 // Names of the ggml types s1serve does not read, so that the error says what the file holds.
 std::string unsupported_type_name(uint32_t id) {
-  static constexpr std::array<std::pair<uint32_t, std::string_view>, 22> kNames{{
-      {3, "Q4_1"},   {6, "Q5_0"},     {7, "Q5_1"},    {9, "Q8_1"},     {10, "Q2_K"},  {11, "Q3_K"},
+  static constexpr std::array<std::pair<uint32_t, std::string_view>, 21> kNames{{
+      {3, "Q4_1"},   {7, "Q5_1"},    {9, "Q8_1"},     {10, "Q2_K"},  {11, "Q3_K"},
       {15, "Q8_K"},  {16, "IQ2_XXS"}, {17, "IQ2_XS"}, {18, "IQ3_XXS"}, {19, "IQ1_S"}, {20, "IQ4_NL"},
       {21, "IQ3_S"}, {22, "IQ2_S"},   {23, "IQ4_XS"}, {24, "I8"},      {25, "I16"},   {26, "I32"},
       {27, "I64"},   {28, "F64"},     {29, "IQ1_M"},  {39, "MXFP4"},

@@ -66,6 +66,7 @@ enum class GgmlType : uint32_t {
   kF32 = 0,
   kF16 = 1,
   kQ4_0 = 2,
+  kQ5_0 = 6,
   kQ8_0 = 8,
   kQ4_K = 12,
   kQ5_K = 13,

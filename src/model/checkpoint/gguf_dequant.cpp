@@ -79,6 +79,9 @@ void dequantize(GgmlType type, std::span<const std::byte> blocks, std::span<floa
       case GgmlType::kQ4_0:
         q4_0_block(block, dst);
         break;
+      case GgmlType::kQ5_0:
+        backend::quant::dequantize_q5_0_block(block, dst);
+        break;
       case GgmlType::kQ8_0:
         backend::quant::dequantize_q8_0_block(block, dst);
         break;

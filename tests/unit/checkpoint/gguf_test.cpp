@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/quant_blocks.h"
 #include "gguf_bytes.h"
 #include "load_error_message.h"
 #include "model/checkpoint/gguf_config.h"
@@ -94,7 +95,7 @@ TEST(ParseGguf, TypedReadersNameTheKeyOfAWrongType) {
 TEST(Dequantize, MatchesTheGgufPackageForEveryType) {
   const auto mapped = types_file();
   const GgufFile file = parse_gguf(mapped.bytes(), "types.gguf");
-  for (const char* name : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q5_k", "q6_k"}) {
+  for (const char* name : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "q5_0"}) {
     SCOPED_TRACE(name);
     const GgufTensor* tensor = file.find_tensor(name);
     const GgufTensor* expected = file.find_tensor(std::string(name) + ".expected");
@@ -114,6 +115,27 @@ TEST(Dequantize, MatchesTheGgufPackageForEveryType) {
     }
     EXPECT_EQ(mismatches, 0u);
   }
+}
+
+// `s1serve quantize` writes Q5_0 where llama.cpp's quantizer does (Q4_K rows that are not whole
+// blocks): the same bytes as the gguf package's quantiser, whose Q5_0 is ggml's reference.
+TEST(QuantizeQ5_0, MatchesTheGgufPackageByteForByte) {
+  const auto mapped = types_file();
+  const GgufFile file = parse_gguf(mapped.bytes(), "types.gguf");
+  const GgufTensor* source = file.find_tensor("q5_0.source");
+  const GgufTensor* expected = file.find_tensor("q5_0.quantized");
+  ASSERT_NE(source, nullptr);
+  ASSERT_NE(expected, nullptr);
+  ASSERT_EQ(expected->type, GgmlType::kQ5_0);
+  const auto values = dequantize(*source);
+  ASSERT_EQ(values.size() % s1::backend::quant::q5_0_values, 0u);
+  std::vector<std::byte> ours(values.size() / s1::backend::quant::q5_0_values * s1::backend::quant::q5_0_bytes);
+  for (std::size_t b = 0; b < values.size() / s1::backend::quant::q5_0_values; ++b) {
+    s1::backend::quant::quantize_q5_0_block(values.data() + b * s1::backend::quant::q5_0_values,
+                                            reinterpret_cast<uint8_t*>(ours.data()) + b * s1::backend::quant::q5_0_bytes);
+  }
+  ASSERT_EQ(ours.size(), expected->bytes.size());
+  EXPECT_EQ(std::memcmp(ours.data(), expected->bytes.data(), ours.size()), 0);
 }
 
 TEST(Dequantize, RejectsAMismatchedBuffer) {
