@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -25,6 +26,9 @@
 
 #include "backend/cpu/linear.h"
 #include "model/checkpoint/checkpoint.h"
+#include "model/checkpoint/gguf.h"
+#include "model/checkpoint/gguf_dequant.h"
+#include "model/checkpoint/mapped_file.h"
 #include "model/checkpoint/load_error.h"
 #include "model/qwen3/config.h"
 #include "model/qwen3/qwen3_model.h"
@@ -158,6 +162,61 @@ TEST(Qwen3Gguf, Q8_0WeightsStayWithinTheirBoundOfTheModel) {
   EXPECT_LE(drift, q8_0_tolerance) << "max |Δ logit| / logit scale";
   EXPECT_GT(drift, 0.0) << "the Q8_0 file should not hold the exact weights";
   RecordProperty("q8_0_logit_drift", std::to_string(drift));
+}
+
+// llama.cpp's own evaluation (llama-cpp-python 0.3.36, logits_all, plain ggml CPU kernels) of the
+// tiny GGUFs, every position of one sequence (tests/fixtures/gguf/llama_cpp/tiny-qwen3-logits.gguf,
+// tools/reference/make_llama_cpp_logits.py). Bounds on max |Δ logit| / llama.cpp's logit scale,
+// declared from what differs (measured 2026-12-02 on an AMX Xeon, recorded as properties):
+//  f32: llama.cpp's converter's file; the same fp32 weights (F32 KV cache), different summation
+//   orders: 1e-4 (measured 5.8e-7).
+//  q8_0: the same Q8_0 blocks; both quantise activations to int8 per 32 values, llama.cpp with an
+//   fp16 block scale (its Q8_0), ours with an fp32 one, so some roundings differ by a step; with
+//   rows of only 64 values that is visible: 3e-2 (measured 1.5e-2; each is 3.1e-2 from fp32).
+//  q4_k: the tiny rows fall back to Q5_0 (s1serve quantize, as llama.cpp's quantizer); we dequantise
+//   Q5_0 to fp32 at load, llama.cpp multiplies Q5_0 by int8-quantised activations: 4e-2 (measured
+//   2.0e-2; each is ~0.2 from fp32).
+// A wrong block decode or a wrong tensor moves the logits by the order of the scale.
+TEST(Qwen3Gguf, LogitsMatchLlamaCppsOwnEvaluation) {
+  const std::filesystem::path gguf = fixture_root().parent_path().parent_path() / "fixtures" / "gguf";
+  const auto mapped = checkpoint::MappedFile::open(gguf / "llama_cpp" / "tiny-qwen3-logits.gguf");
+  const checkpoint::GgufFile reference = checkpoint::parse_gguf(mapped.bytes(), "tiny-qwen3-logits.gguf");
+  const std::vector<int64_t> stored_ids = reference.require(reference.get_ints("s1test.ids"), "s1test.ids");
+  const std::vector<int32_t> ids(stored_ids.begin(), stored_ids.end());
+  const struct {
+    const char* tensor;
+    std::filesystem::path file;
+    double tolerance;
+  } files[] = {{"f32", gguf / "converted" / "tiny-qwen3-f32.gguf", 1e-4},
+               {"q8_0", gguf / "tiny-qwen3-q8_0.gguf", 3e-2},
+               {"q4_k", gguf / "tiny-qwen3-q4_k.gguf", 4e-2}};
+  const checkpoint::GgufTensor* fp32_tensor = reference.find_tensor("f32");
+  ASSERT_NE(fp32_tensor, nullptr);
+  const std::vector<float> fp32 = checkpoint::dequantize(*fp32_tensor);
+  for (const auto& each : files) {
+    SCOPED_TRACE(each.tensor);
+    const checkpoint::GgufTensor* tensor = reference.find_tensor(each.tensor);
+    ASSERT_NE(tensor, nullptr);
+    const std::vector<float> expected = checkpoint::dequantize(*tensor);
+    const auto model = load_qwen3(each.file, backend::cpu::Precision::fp32);
+    const std::vector<float> logits = model->lm_head().all_logits(full_hidden(*model, ids));
+    ASSERT_EQ(logits.size(), expected.size());
+    const double drift = parity::max_difference(logits, expected) / parity::max_abs(expected);
+    EXPECT_LE(drift, each.tolerance) << "max |Δ logit| / llama.cpp's logit scale";
+    RecordProperty(std::string(each.tensor) + "_llama_cpp_drift", std::to_string(drift));
+    // For docs/benchmarks/quantized.md's drift table: both engines' drift from llama.cpp's fp32.
+    std::printf("%s: max |Δ logit| / scale against llama.cpp = %.3g; ours from fp32 %.3g, llama.cpp's %.3g\n",
+                each.tensor, drift, parity::max_difference(logits, fp32) / parity::max_abs(fp32),
+                parity::max_difference(expected, fp32) / parity::max_abs(fp32));
+  }
+  if (backend::cpu::linear_supported(backend::cpu::Precision::bf16)) {
+    // The bf16 row of the table (llama.cpp's CPU multiply cannot read tiny-qwen3.gguf's BF16 norms).
+    const auto bf16 = load_qwen3(gguf / "tiny-qwen3.gguf", backend::cpu::Precision::bf16);
+    const std::vector<float> logits = bf16->lm_head().all_logits(full_hidden(*bf16, ids));
+    const double drift = parity::max_difference(logits, fp32) / parity::max_abs(fp32);
+    EXPECT_LE(drift, bf16_tolerance);
+    std::printf("bf16: ours from fp32 %.3g\n", drift);
+  }
 }
 
 class Qwen3Checkpoints : public parity::ScratchDirectoryTest {};
