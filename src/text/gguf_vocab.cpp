@@ -12,20 +12,36 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// llama.cpp's pre-tokeniser names → the Split pattern the model's tokenizer.json applies (after
-// NFC) before byte-level BPE.
+// llama.cpp's pre-tokeniser names → what llama.cpp's llama_vocab::load does for each (the vendored
+// llama.cpp of llama-cpp-python 0.3.36, src/llama-vocab.cpp): the Split pattern applied before
+// byte-level BPE, and the settings that name sets. llama.cpp never normalises; our qwen2 and qwen35
+// entries keep the NFC their models' tokenizer.json files apply (equal on NFC text).
 struct PreTokenizer {
   std::string_view name;
   std::string_view pattern;
+  bool nfc = false;
+  // A pre-tokenised word that is itself a token is that token, merges or not (llama.cpp's
+  // ignore_merges, Transformers' BPE ignore_merges).
+  bool ignore_merges = false;
+  // Whether BOS is added when tokenizer.ggml.add_bos_token is absent.
+  bool add_bos_default = false;
 };
 
 constexpr std::array kPreTokenizers{
     PreTokenizer{
         "qwen2",
-        R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+        R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
+        true},
     PreTokenizer{
         "qwen35",
-        R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+        R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
+        true},
+    // LFM2's tokenizer: llama.cpp's LLAMA3 pre-tokeniser (digits in runs of up to three), with
+    // ignore_merges and BOS added by default.
+    PreTokenizer{
+        "lfm2",
+        R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
+        false, true, true},
 };
 
 class Builder {
@@ -108,7 +124,7 @@ class Builder {
     const auto pre = std::find_if(kPreTokenizers.begin(), kPreTokenizers.end(),
                                   [&](const PreTokenizer& entry) { return entry.name == vocabulary_.pre; });
     if (pre == kPreTokenizers.end()) {
-      fail("tokenizer.ggml.pre", "is '" + vocabulary_.pre + "'; supported with model gpt2: qwen2, qwen35");
+      fail("tokenizer.ggml.pre", "is '" + vocabulary_.pre + "'; supported with model gpt2: qwen2, qwen35, lfm2");
     }
     Json vocab = Json::object();
     Json added = Json::array();
@@ -133,7 +149,7 @@ class Builder {
     const Json byte_level = {
         {"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}};
     Json root = base(std::move(added));
-    root["normalizer"] = {{"type", "NFC"}};
+    root["normalizer"] = pre->nfc ? Json{{"type", "NFC"}} : Json(nullptr);
     root["pre_tokenizer"] = {{"type", "Sequence"},
                              {"pretokenizers",
                               {{{"type", "Split"},
@@ -141,9 +157,9 @@ class Builder {
                                 {"behavior", "Isolated"},
                                 {"invert", false}},
                                byte_level}}};
-    root["post_processor"] = special_token_template(false).value_or(byte_level);
+    root["post_processor"] = special_token_template(pre->add_bos_default).value_or(byte_level);
     root["decoder"] = byte_level;
-    root["model"] = bpe_model(std::move(vocab), std::move(merges), nullptr, false);
+    root["model"] = bpe_model(std::move(vocab), std::move(merges), nullptr, false, pre->ignore_merges);
     return root;
   }
 
@@ -194,12 +210,12 @@ class Builder {
     root["decoder"] = {{"type", "Sequence"}, {"decoders", std::move(decoders)}};
     Json unk = nullptr;
     if (vocabulary_.unknown_id) unk = vocabulary_.tokens[static_cast<std::size_t>(*vocabulary_.unknown_id)];
-    root["model"] = bpe_model(std::move(vocab), std::move(merges), std::move(unk), true);
+    root["model"] = bpe_model(std::move(vocab), std::move(merges), std::move(unk), true, false);
     return root;
   }
 
   // SentencePiece vocabularies fall back to bytes and fuse unknowns; byte-level ones need neither.
-  static Json bpe_model(Json vocab, Json merges, Json unk, bool sentencepiece) {
+  static Json bpe_model(Json vocab, Json merges, Json unk, bool sentencepiece, bool ignore_merges) {
     return {{"type", "BPE"},
             {"dropout", nullptr},
             {"unk_token", std::move(unk)},
@@ -207,7 +223,7 @@ class Builder {
             {"end_of_word_suffix", nullptr},
             {"fuse_unk", sentencepiece},
             {"byte_fallback", sentencepiece},
-            {"ignore_merges", false},
+            {"ignore_merges", ignore_merges},
             {"vocab", std::move(vocab)},
             {"merges", std::move(merges)}};
   }

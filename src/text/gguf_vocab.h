@@ -3,7 +3,8 @@
 // model's Hugging Face files carry and then loaded like one, so that it gives the same ids.
 //
 // Supported: model "gpt2" (byte-level BPE from tokens and merges) with pre-tokeniser "qwen2" or
-// "qwen35" (Qwen's split patterns after NFC), and model "llama" (SentencePiece: BPE with byte
+// "qwen35" (Qwen's split patterns after NFC) or "lfm2" (llama.cpp's LLAMA3 pattern, ignore_merges,
+// BOS by default, no normalisation, as llama.cpp reads it), and model "llama" (SentencePiece: BPE with byte
 // fallback, merges derived from the token scores the way Transformers' SentencePiece converter
 // derives them, "▁" for spaces). Anything else is a TokenizerLoadError naming it.
 
