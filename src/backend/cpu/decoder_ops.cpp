@@ -73,6 +73,26 @@ void apply_rope(std::span<float> x, std::size_t rows, std::size_t row_stride, st
                });
 }
 
+void apply_mrope(std::span<float> x, std::size_t rows, std::size_t row_stride, std::size_t heads,
+                 std::size_t head_dim, std::size_t rotary_dim, std::span<const uint8_t> axes,
+                 std::span<const int64_t> positions, float theta) {
+  assert(rotary_dim > 0 && rotary_dim % 2 == 0 && rotary_dim <= head_dim && positions.size() == 3 * rows &&
+         axes.size() == rotary_dim / 2);
+  const std::vector<float> inverse_frequencies = reference::rope_inverse_frequencies(rotary_dim, theta);
+  const std::size_t row_work = std::max<std::size_t>(heads * rotary_dim, 1);
+  parallel_for(rows, (min_elementwise_elements_per_thread + row_work - 1) / row_work,
+               [&](std::size_t begin, std::size_t end) {
+                 // A share of rows reads its own slice of each axis's positions.
+                 const std::size_t count = end - begin;
+                 std::vector<int64_t> share(3 * count);
+                 for (std::size_t axis = 0; axis < 3; ++axis)
+                   std::copy_n(positions.begin() + static_cast<std::ptrdiff_t>(axis * rows + begin), count,
+                               share.begin() + static_cast<std::ptrdiff_t>(axis * count));
+                 reference::apply_mrope(x.subspan(begin * row_stride), count, row_stride, heads, head_dim,
+                                        inverse_frequencies, axes, share);
+               });
+}
+
 RopeTable rope_table(std::size_t rotary_dim, float theta, std::size_t positions) {
   const std::vector<float> inverse_frequencies = reference::rope_inverse_frequencies(rotary_dim, theta);
   const std::size_t half = rotary_dim / 2;

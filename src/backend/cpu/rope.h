@@ -16,6 +16,14 @@ namespace s1::backend::cpu {
 void apply_rope(std::span<float> x, std::size_t rows, std::size_t row_stride, std::size_t heads,
                 std::size_t head_dim, std::size_t rotary_dim, std::span<const int64_t> positions, float theta);
 
+// Multimodal RoPE (Qwen2/3-VL M-RoPE): as apply_rope, except that frequency j (of rotary_dim / 2)
+// rotates by the position of axis axes[j] ∈ {0, 1, 2} (temporal, height, width) of the row;
+// positions holds each axis's positions for every row, axis after axis ([3][rows]). Rows whose
+// three positions agree rotate exactly as apply_rope rotates them.
+void apply_mrope(std::span<float> x, std::size_t rows, std::size_t row_stride, std::size_t heads,
+                 std::size_t head_dim, std::size_t rotary_dim, std::span<const uint8_t> axes,
+                 std::span<const int64_t> positions, float theta);
+
 // The cosines and sines apply_rope computes for each row, for positions [0, positions): built once
 // and shared by every layer with the same θ, for attention to rotate queries and keys as it reads
 // them (backend/cpu/attention.h) instead of a RoPE pass over the QKV rows.

@@ -17,11 +17,24 @@
 
 namespace s1::decoder {
 
-// One continuation to run after a prefix: its tokens, and which of them (indices into `tokens`,
-// strictly increasing) must return their final-norm hidden row.
+// Input rows that replace the token embeddings of a run of a branch's placeholder tokens (an
+// image's merged vision features), laid out as frames × height × width tokens: a family with 3-D
+// (M-RoPE) positions places the run's tokens on that grid, and the text after it resumes after the
+// grid's largest side, not after its token count.
+struct ImageRows {
+  std::size_t first = 0;        // index into the branch's tokens of the run's first token
+  std::span<const float> rows;  // [frames · height · width, hidden_size] fp32
+  std::size_t frames = 1, height = 0, width = 0;
+  [[nodiscard]] std::size_t tokens() const { return frames * height * width; }
+};
+
+// One continuation to run after a prefix: its tokens, which of them (indices into `tokens`,
+// strictly increasing) must return their final-norm hidden row, and its images in token order
+// (each run's tokens must be the family's image placeholder token).
 struct Branch {
   std::span<const int32_t> tokens;
   std::span<const std::size_t> output_positions;
+  std::span<const ImageRows> images = {};
 };
 
 struct BranchOutput {
@@ -40,6 +53,8 @@ struct DecoderInfo {
   // chunk grid of chunked linear-attention prefill); 1 for plain attention.
   std::size_t prefix_granularity = 1;
   backend::cpu::Precision precision = backend::cpu::Precision::fp32;
+  // The placeholder token whose embeddings a branch's images replace; −1: the family takes no images.
+  int32_t image_token_id = -1;
 };
 
 class CausalDecoder {
@@ -54,7 +69,8 @@ class CausalDecoder {
   // branches (and later calls) can share it. Branch outputs are exactly those of running
   // prefix tokens + branch tokens alone, up to floating-point reduction order.
   // Throws std::invalid_argument for a token id ≥ vocab_size, an empty branch, bad output positions,
-  // a total length over max_positions or a prefix another model made. Not thread-safe (scratch
+  // a total length over max_positions, a prefix another model made, or images the family does not
+  // take or that do not fit their placeholder runs. Not thread-safe (scratch
   // buffers are reused).
   virtual std::vector<BranchOutput> forward(const memory::SequenceMemory* prefix, std::span<const Branch> branches,
                                             bool keep_states) = 0;

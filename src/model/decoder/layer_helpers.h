@@ -227,6 +227,23 @@ inline void check_branches(const DecoderInfo& info, std::size_t start, std::span
         throw std::invalid_argument(where + ": output positions must be strictly increasing indices into its tokens");
       }
     }
+    if (!branch.images.empty() && info.image_token_id < 0) {
+      throw std::invalid_argument(where + ": this " + info.family + " checkpoint takes no images");
+    }
+    std::size_t free_from = 0;  // the first token no earlier image covers
+    for (const ImageRows& image : branch.images) {
+      if (image.first < free_from || image.tokens() == 0 || image.first + image.tokens() > branch.tokens.size() ||
+          image.rows.size() != image.tokens() * info.hidden_size) {
+        throw std::invalid_argument(where + ": images must be non-empty runs of its tokens in order, not overlapping, " +
+                                    "with one hidden-size row per token");
+      }
+      free_from = image.first + image.tokens();
+      const auto run = branch.tokens.subspan(image.first, image.tokens());
+      if (std::ranges::any_of(run, [&](int32_t id) { return id != info.image_token_id; })) {
+        throw std::invalid_argument(where + ": an image's tokens must all be the image token " +
+                                    std::to_string(info.image_token_id));
+      }
+    }
   }
 }
 

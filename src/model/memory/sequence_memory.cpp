@@ -35,7 +35,8 @@ std::size_t floats_of(const std::vector<std::vector<float>>& buffers) {
 }  // namespace
 
 MemoryExtension::MemoryExtension(const MemoryShape& shape, std::size_t tokens)
-    : segment_(std::make_shared<KvSegment>()),
+    : position_advance_(tokens),
+      segment_(std::make_shared<KvSegment>()),
       recurrent_(shape.recurrent_layers, std::vector<float>(shape.recurrent_size)),
       conv_tails_(shape.conv_layers, std::vector<float>(shape.conv_tail_size)) {
   segment_->length = tokens;
@@ -64,6 +65,7 @@ std::unique_ptr<SequenceMemory> SequenceMemory::extended(MemoryExtension&& exten
   }
   auto next = std::make_unique<SequenceMemory>(*this);
   next->length_ += extension.segment_->length;
+  next->next_position_ += extension.position_advance_;
   next->segments_.push_back(std::move(extension.segment_));
   if (next->segments_.size() > max_segments) {
     next->segments_ = {merge_segments(next->segments_, shape_.attention_layers)};
@@ -94,6 +96,7 @@ std::unique_ptr<SequenceMemory> SequenceMemory::prefix(std::size_t length) const
     first += segment->length;
   }
   cut->length_ = length;
+  cut->next_position_ = length;  // cuttable(): positions are the token indices
   return cut;
 }
 

@@ -42,9 +42,13 @@ class MemoryExtension {
   [[nodiscard]] std::span<float> values(std::size_t slot) { return segment_->values[slot]; }
   [[nodiscard]] std::span<float> recurrent(std::size_t slot) { return recurrent_[slot]; }
   [[nodiscard]] std::span<float> conv_tail(std::size_t slot) { return conv_tails_[slot]; }
+  // How far the branch moves the next token's position: its token count, unless an image's 3-D
+  // (M-RoPE) positions made it advance less.
+  void set_position_advance(std::size_t advance) { position_advance_ = advance; }
 
  private:
   friend class SequenceMemory;
+  std::size_t position_advance_ = 0;
   std::shared_ptr<KvSegment> segment_;
   std::vector<std::vector<float>> recurrent_;
   std::vector<std::vector<float>> conv_tails_;
@@ -58,8 +62,11 @@ class SequenceMemory {
   // The empty sequence: no positions, zero conv tails, zero recurrent states.
   SequenceMemory(const void* owner, const MemoryShape& shape);
 
-  // Tokens remembered (the absolute position of the next token).
+  // Tokens remembered.
   [[nodiscard]] std::size_t length() const { return length_; }
+  // The position of the next token: length(), unless images placed on 3-D (M-RoPE) grids made the
+  // positions advance less than the tokens (then the largest position so far + 1).
+  [[nodiscard]] std::size_t next_position() const { return next_position_; }
   [[nodiscard]] const MemoryShape& shape() const { return shape_; }
   [[nodiscard]] const void* owner() const { return owner_; }
   // Bytes of every buffer this memory reaches, shared ones included: what keeping it costs.
@@ -68,8 +75,11 @@ class SequenceMemory {
   // A copy sharing every buffer (they are immutable), for a caller that keeps it apart.
   [[nodiscard]] std::unique_ptr<SequenceMemory> clone() const { return std::make_unique<SequenceMemory>(*this); }
   // Whether prefix() can cut it: only attention layers, whose positions are independent rows (a
-  // recurrent state or conv tail holds only the state after the last position).
-  [[nodiscard]] bool cuttable() const { return shape_.recurrent_layers == 0 && shape_.conv_layers == 0; }
+  // recurrent state or conv tail holds only the state after the last position), and positions that
+  // are the token indices (a cut inside or after an image would not know its next position).
+  [[nodiscard]] bool cuttable() const {
+    return shape_.recurrent_layers == 0 && shape_.conv_layers == 0 && next_position_ == length_;
+  }
   // Its first `length` positions (≤ length()), sharing the whole segments before the cut; for a
   // cuttable() memory only (std::logic_error otherwise).
   [[nodiscard]] std::unique_ptr<SequenceMemory> prefix(std::size_t length) const;
@@ -104,6 +114,7 @@ class SequenceMemory {
   const void* owner_;
   MemoryShape shape_;
   std::size_t length_ = 0;
+  std::size_t next_position_ = 0;
   std::vector<std::shared_ptr<const KvSegment>> segments_;
   std::shared_ptr<const EndStates> end_;
 };

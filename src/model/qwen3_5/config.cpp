@@ -1,5 +1,6 @@
 #include "model/qwen3_5/config.h"
 
+#include <algorithm>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -14,8 +15,8 @@ namespace {
 using checkpoint::ConfigReader;
 
 // RoPE settings, either Transformers 5's rope_parameters object or the older top-level rope_theta
-// plus rope_scaling. Text-only prompts give M-RoPE's t, h and w the same position, so mrope_section
-// (and mrope_interleaved) only have to be consistent: the rotation is plain 1-D RoPE.
+// plus rope_scaling. Qwen3.5's rotary embedding always interleaves the M-RoPE sections
+// (recomposition_frequencies ignores mrope_interleaved), so that key is accepted and not read.
 void read_rope(ConfigReader& text, Qwen35Config& config) {
   std::optional<double> factor = text.optional<double>("partial_rotary_factor");
   std::optional<double> theta = text.optional<double>("rope_theta");
@@ -61,10 +62,12 @@ void read_rope(ConfigReader& text, Qwen35Config& config) {
   }
   if (mrope_section) {
     const int64_t pairs = std::accumulate(mrope_section->begin(), mrope_section->end(), int64_t{0});
-    if (mrope_section->size() != 3 || pairs != config.rotary_dim / 2) {
-      text.reject(rope_key, "mrope_section must have 3 entries summing to rotary_dim / 2 = " +
+    if (mrope_section->size() != 3 || pairs != config.rotary_dim / 2 ||
+        std::ranges::any_of(*mrope_section, [](int64_t n) { return n < 0; })) {
+      text.reject(rope_key, "mrope_section must have 3 non-negative entries summing to rotary_dim / 2 = " +
                                 std::to_string(config.rotary_dim / 2));
     }
+    config.mrope_section = std::move(*mrope_section);
   }
 }
 
@@ -175,9 +178,13 @@ Qwen35Config read_qwen3_5_config(ConfigReader root) {
     config.multimodal_wrapper = true;
     // Transformers ties the wrapper's LM head by the wrapper's own flag (default false).
     config.tie_word_embeddings = root.optional<bool>("tie_word_embeddings", false);
-    // The vision tower and its token ids belong to the multimodal front end, not to the decoder;
+    // The vision tower and its other token ids belong to the multimodal front end, not to the decoder;
     // auto_map / custom_pipelines name the remote code a published package bundles (D3's).
-    root.ignore({"vision_config", "image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id",
+    // Transformers' default id; a placeholder outside the vocabulary (a tiny text-only stand-in
+    // keeps the default) can never be in a prompt, so such a checkpoint takes no images.
+    const int64_t image_token = root.optional<int64_t>("image_token_id", 248056);
+    if (image_token >= 0 && image_token < config.vocab_size) config.image_token_id = image_token;
+    root.ignore({"vision_config", "video_token_id", "vision_start_token_id", "vision_end_token_id",
                  "architectures", "_name_or_path", "transformers_version", "torch_dtype", "dtype", "pad_token_id",
                  "bos_token_id", "eos_token_id", "use_cache", "auto_map", "custom_pipelines"});
     root.finish();

@@ -23,6 +23,10 @@ struct Qwen35Config {
   int64_t num_key_value_heads = 0;
   int64_t head_dim = 0;
   int64_t rotary_dim = 0;  // head_dim · partial_rotary_factor: RoPE on the first rotary_dim dims only
+  // M-RoPE: how many rotary frequencies take the temporal, height and width position, interleaved
+  // (frequency j: height when j % 3 == 1 and j < 3·section[1], width when j % 3 == 2 and
+  // j < 3·section[2], temporal otherwise), Transformers' default when the config gives none.
+  std::vector<int64_t> mrope_section = {11, 11, 10};
   double rope_theta = 0.0;
   int64_t max_position_embeddings = 0;
   double rms_norm_eps = 1e-6;
@@ -37,6 +41,9 @@ struct Qwen35Config {
   bool tie_word_embeddings = false;
   // Read from a Qwen3_5ForConditionalGeneration wrapper (weights under model.language_model.).
   bool multimodal_wrapper = false;
+  // The wrapper's image placeholder token (whose embeddings the vision features replace); −1 for a
+  // text config or a placeholder outside the vocabulary.
+  int64_t image_token_id = -1;
 };
 
 Qwen35Config read_qwen3_5_config(const std::filesystem::path& config_file);

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/cached_attention.h"
@@ -19,6 +21,7 @@
 #include "model/checkpoint/checkpoint.h"
 #include "model/checkpoint/gguf_config.h"
 #include "model/checkpoint/load_error.h"
+#include "model/decoder/grid_positions.h"
 #include "model/decoder/layer_helpers.h"
 #include "model/decoder/lora_adapter.h"
 #include "model/decoder/matmul_input.h"
@@ -179,6 +182,7 @@ class Qwen35Decoder final : public decoder::CausalDecoder {
   std::size_t attention_layers_ = 0;
   std::size_t delta_layers_ = 0;
   memory::SequenceMemory empty_{nullptr, {}};  // the empty sequence, which forward(nullptr, …) continues
+  std::vector<uint8_t> mrope_axes_;            // per rotary frequency: 0 temporal, 1 height, 2 width
 
   // Scratch reused across calls (forward is not thread-safe).
   std::size_t rows_ = 0;  // real rows of the current batch
@@ -187,7 +191,7 @@ class Qwen35Decoder final : public decoder::CausalDecoder {
   // The matmuls' inputs: bf16 written by the norms and SwiGLU for a bf16 model without an adapter
   // (the adapter's low-rank terms read fp32 rows).
   decoder::MatmulInput normed_, activated_, mixed_;  // mixed_: the GDN output, out_proj's input
-  std::vector<int64_t> positions_;
+  std::vector<int64_t> positions_;  // [3][rows]: each row's temporal, height and width position
   std::vector<float> projected_, queries_, keys_, values_, context_;
   std::vector<float> conv_out_, delta_q_, delta_k_, g_, beta_, core_, z_;
   std::vector<float> tail_scratch_, recurrent_scratch_;  // a branch's conv tail and state when none is kept
@@ -331,6 +335,15 @@ Qwen35Decoder::Qwen35Decoder(const Qwen35Config& config, const std::shared_ptr<c
   info_.max_positions = static_cast<std::size_t>(config.max_position_embeddings);
   info_.prefix_granularity = delta_chunk;
   info_.precision = precision;
+  info_.image_token_id = static_cast<int32_t>(config.image_token_id);
+  // Transformers' recomposition_frequencies: frequency j takes the height position at j ≡ 1 (mod 3)
+  // below 3·section[1], the width position at j ≡ 2 below 3·section[2], the temporal one elsewhere.
+  const auto half = static_cast<std::size_t>(config.rotary_dim / 2);
+  for (std::size_t j = 0; j < half; ++j) {
+    const bool height = j % 3 == 1 && j < 3 * static_cast<std::size_t>(config.mrope_section[1]);
+    const bool width = j % 3 == 2 && j < 3 * static_cast<std::size_t>(config.mrope_section[2]);
+    mrope_axes_.push_back(height ? 1 : width ? 2 : 0);
+  }
   empty_ = memory::SequenceMemory(
       this, memory::MemoryShape{
                 .attention_layers = attention_layers_,
@@ -363,20 +376,37 @@ std::vector<decoder::BranchOutput> Qwen35Decoder::forward(const memory::Sequence
 
   const std::size_t width = hidden();
   const std::size_t padded = backend::cpu::padded_row_count(stacked.total);
-  rows_ = stacked.total;
+  const std::size_t total = stacked.total;
+  rows_ = total;
   hidden_.assign(padded * width, 0.0F);
-  positions_.resize(stacked.total);
+  // The embeddings write 1-D positions into the first block, which the 3-D ones then replace.
+  positions_.resize(3 * total);
+  const std::span<int64_t> scratch_positions = std::span(positions_).first(total);
   if (embeddings_.empty()) {
     decoder::embed_rows_from(
         branches, rows, start, [&](std::size_t token, std::span<float> out) { lm_head_->copy_row(token, out); }, width,
-        positions_, hidden_);
+        scratch_positions, hidden_);
   } else {
-    decoder::embed_rows(branches, rows, start, embeddings_, width, positions_, hidden_);
+    decoder::embed_rows(branches, rows, start, embeddings_, width, scratch_positions, hidden_);
   }
 
+  // Images replace their placeholders' embeddings and lie on their grids (M-RoPE); text after the
+  // prefix starts at its next position, which images before it may have made smaller than its length.
   std::vector<memory::MemoryExtension> extensions;
-  if (keep_states)
-    for (const BranchRows& branch : rows) extensions.emplace_back(empty_.shape(), branch.length);
+  const auto start_position = static_cast<int64_t>(base.next_position());
+  for (std::size_t b = 0; b < branches.size(); ++b) {
+    for (const decoder::ImageRows& image : branches[b].images) {
+      std::ranges::copy(image.rows, hidden_.begin() + static_cast<std::ptrdiff_t>((rows[b].offset + image.first) * width));
+    }
+    const decoder::GridPositions grid = decoder::grid_positions(rows[b].length, branches[b].images, start_position);
+    for (const auto& [axis, values] : {std::pair{0, &grid.t}, {1, &grid.h}, {2, &grid.w}}) {
+      std::ranges::copy(*values, positions_.begin() + static_cast<std::ptrdiff_t>(axis * total + rows[b].offset));
+    }
+    if (keep_states) {
+      extensions.emplace_back(empty_.shape(), rows[b].length);
+      extensions.back().set_position_advance(static_cast<std::size_t>(grid.next - start_position));
+    }
+  }
 
   const auto eps = static_cast<float>(config_.rms_norm_eps);
   const auto inner = static_cast<std::size_t>(config_.intermediate_size);
@@ -444,8 +474,8 @@ void Qwen35Decoder::attention_layer(const Layer& layer, const memory::SequenceMe
   });
   backend::cpu::rms_norm(queries_, weights.q_norm, eps, queries_);
   backend::cpu::rms_norm(keys_, weights.k_norm, eps, keys_);
-  backend::cpu::apply_rope(queries_, total, q_width, heads, head_dim, rotary, positions_, theta);
-  backend::cpu::apply_rope(keys_, total, kv_width, kv_heads, head_dim, rotary, positions_, theta);
+  backend::cpu::apply_mrope(queries_, total, q_width, heads, head_dim, rotary, mrope_axes_, positions_, theta);
+  backend::cpu::apply_mrope(keys_, total, kv_width, kv_heads, head_dim, rotary, mrope_axes_, positions_, theta);
 
   const std::size_t start = base.length();
   const backend::cpu::CachedAttentionShape shape{

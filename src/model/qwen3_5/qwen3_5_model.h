@@ -20,7 +20,9 @@ enum class OutputHead { lm_head, none };
 // (Qwen3_5ForCausalLM, weights under "model."), the text part of a multimodal one
 // (Qwen3_5ForConditionalGeneration, weights under "model.language_model.") or a bare Qwen3_5Model
 // (weights under "language_model.", with OutputHead::none); vision weights ("model.visual.",
-// "visual.") are skipped with a log line. Multi-token-prediction weights ("mtp.*") are ignored; any other tensor
+// "visual.") are skipped with a log line (qwen3_5_vision::VisionTower loads them). A multimodal
+// checkpoint's branches may carry images (decoder::Branch::images: the tower's rows at runs of its
+// image_token_id), rotated by M-RoPE on their grids. Multi-token-prediction weights ("mtp.*") are ignored; any other tensor
 // the family does not use is a LoadError, as is a missing one or a wrong shape. `dir` may also be a
 // GGUF file of architecture qwen35 (config from its metadata, tensors as checkpoint/gguf_weights.h
 // gives them).

@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "model/decoder/grid_positions.h"
 #include "model/qwen3_5_vision/vision_tower.h"
 
 namespace s1::qwen3_5_vision {
@@ -22,10 +23,7 @@ namespace s1::qwen3_5_vision {
 [[nodiscard]] std::vector<int32_t> expand_image_placeholders(std::span<const int32_t> ids, int32_t image_token_id,
                                                              std::span<const Grid> grids, int64_t merge);
 
-struct MropePositions {
-  std::vector<int64_t> t, h, w;  // one per token
-  int64_t next = 0;              // the position of a token appended after the last (decode / branches)
-};
+using MropePositions = decoder::GridPositions;
 
 // Positions of an expanded prompt; each run of image tokens must hold its grid's token count, runs
 // and grids in the same order and number (std::invalid_argument otherwise).

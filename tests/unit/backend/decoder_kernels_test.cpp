@@ -171,6 +171,47 @@ TEST(DecoderKernelsRope, TableMatchesPerRowAnglesBitForBit) {
   }
 }
 
+TEST(DecoderKernelsRope, MropeWithEqualAxesIsRopeAndEachFrequencyReadsItsAxis) {
+  // Qwen3.5's partial rotary: 16 of 32 dims per head, a fused row of 3 heads, 8 frequencies.
+  const std::size_t rows = 70, heads = 3, head_dim = 32, rotary = 16, row_stride = 100;
+  const std::vector<uint8_t> axes{0, 1, 2, 0, 1, 2, 0, 1};
+  std::vector<int64_t> positions(rows), equal(3 * rows), mixed(3 * rows);
+  for (std::size_t r = 0; r < rows; ++r) {
+    positions[r] = static_cast<int64_t>(r + 5);
+    for (std::size_t axis = 0; axis < 3; ++axis) {
+      equal[axis * rows + r] = positions[r];
+      mixed[axis * rows + r] = static_cast<int64_t>((r * (axis + 3)) % 41);
+    }
+  }
+  const auto x = random_values(rows * row_stride, 1.0F, 9);
+  std::vector<float> expected = x, got = x;
+  apply_rope(expected, rows, row_stride, heads, head_dim, rotary, positions, 10000.0F);
+  apply_mrope(got, rows, row_stride, heads, head_dim, rotary, axes, equal, 10000.0F);
+  EXPECT_EQ(got, expected);
+
+  // Frequency j of a row rotates as 1-D RoPE at that row's axes[j] position rotates it.
+  got = x;
+  apply_mrope(got, rows, row_stride, heads, head_dim, rotary, axes, mixed, 10000.0F);
+  for (std::size_t axis = 0; axis < 3; ++axis) {
+    std::vector<float> one = x;
+    apply_rope(one, rows, row_stride, heads, head_dim, rotary, std::span(mixed).subspan(axis * rows, rows), 10000.0F);
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t h = 0; h < heads; ++h)
+        for (std::size_t j = 0; j < rotary / 2; ++j) {
+          if (axes[j] != axis) continue;
+          for (const std::size_t d : {j, j + rotary / 2}) {
+            const std::size_t i = r * row_stride + h * head_dim + d;
+            ASSERT_EQ(got[i], one[i]) << "row " << r << " frequency " << j;
+          }
+        }
+  }
+  // Values past the heads' rotary dims and past the heads are untouched.
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t d = rotary; d < head_dim; ++d) EXPECT_EQ(got[r * row_stride + d], x[r * row_stride + d]);
+    for (std::size_t d = heads * head_dim; d < row_stride; ++d) EXPECT_EQ(got[r * row_stride + d], x[r * row_stride + d]);
+  }
+}
+
 TEST(DecoderKernelsRope, PositionZeroIsIdentity) {
   auto x = random_values(32, 1.0F, 6);
   const auto original = x;

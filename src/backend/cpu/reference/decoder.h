@@ -20,6 +20,11 @@ void rms_norm(std::span<const float> x, std::span<const float> weight, float eps
 // RoPE on `rows` rows (row r at x + r·row_stride) given the inverse frequencies.
 void apply_rope(std::span<float> x, std::size_t rows, std::size_t row_stride, std::size_t heads, std::size_t head_dim,
                 std::span<const float> inverse_frequencies, std::span<const int64_t> positions);
+// Multimodal RoPE: frequency j rotates by the position of axis axes[j] (0, 1 or 2) of row r,
+// positions[axis · rows + r] (the axes' positions one block after another).
+void apply_mrope(std::span<float> x, std::size_t rows, std::size_t row_stride, std::size_t heads, std::size_t head_dim,
+                 std::span<const float> inverse_frequencies, std::span<const uint8_t> axes,
+                 std::span<const int64_t> positions);
 // cos and sin of position · inv_freq[j] for each j, in fp32 as Transformers computes them.
 void rope_angles(std::span<const float> inverse_frequencies, int64_t position, std::span<float> cosines,
                  std::span<float> sines);

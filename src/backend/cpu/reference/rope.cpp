@@ -60,6 +60,25 @@ void apply_rope(std::span<float> x, std::size_t rows, std::size_t row_stride, st
   }
 }
 
+void apply_mrope(std::span<float> x, std::size_t rows, std::size_t row_stride, std::size_t heads, std::size_t head_dim,
+                 std::span<const float> inverse_frequencies, std::span<const uint8_t> axes,
+                 std::span<const int64_t> positions) {
+  const std::size_t half = inverse_frequencies.size();
+  assert(2 * half <= head_dim && axes.size() == half && positions.size() == 3 * rows);
+  assert(rows == 0 || x.size() >= (rows - 1) * row_stride + heads * head_dim);
+  std::vector<float> cosines(half);
+  std::vector<float> sines(half);
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t j = 0; j < half; ++j) {
+      // The same fp32 product as rope_angles, from this frequency's axis.
+      const float angle = static_cast<float>(positions[axes[j] * rows + r]) * inverse_frequencies[j];
+      cosines[j] = std::cos(angle);
+      sines[j] = std::sin(angle);
+    }
+    rotate_heads(x.data() + r * row_stride, heads, head_dim, half, cosines.data(), sines.data());
+  }
+}
+
 void apply_rope(std::span<float> x, std::size_t rows, std::size_t row_stride, std::size_t heads, std::size_t head_dim,
                 std::size_t half, std::span<const float> cosines, std::span<const float> sines,
                 std::span<const int64_t> positions) {
