@@ -18,6 +18,7 @@
 #include "model/checkpoint/checkpoint.h"
 #include "model/checkpoint/config_reader.h"
 #include "model/checkpoint/load_error.h"
+#include "model/decoder/lora_adapter.h"
 #include "model/qwen3_5_vision/config.h"
 #include "model/qwen3_5_vision/image_tokens.h"
 #include "model/qwen3_5_vision/vision_tower.h"
@@ -133,6 +134,57 @@ TEST(VisionTower, Bf16DriftStaysWithinItsGate) {
     RecordProperty(name + "_bf16_drift", std::to_string(worst / scale));
     EXPECT_LE(worst, bf16_tolerance * scale) << "max |Δ| " << worst << " at scale " << scale;
   }
+}
+
+// Cua-S1's multimodal adapter kept unmerged: LoRA on every block's and the merger's MLP linears.
+TEST(VisionTower, UnmergedLoraMatchesTheMergedReference) {
+  for (const char* backend_name : {"reference", "cpu"}) {
+    SCOPED_TRACE(backend_name);
+    const std::unique_ptr<backend::Backend> be = backend::create_backend(backend_name);
+    const decoder::LoraAdapter adapter = decoder::LoraAdapter::from_directory(case_dir("lora") / "adapter");
+    const VisionTower tower = VisionTower::load(case_dir("lora"), *be, backend::Arithmetic::fp32, &adapter);
+    adapter.check_all_taken();
+    const Reference r = read_reference("lora");
+    const backend::Tensor features = tower.forward(pixels_of(r.pixel_values, r.patch_values), r.grids);
+    const auto ours = features.read_values<float>();
+    double scale = 0.0, worst = 0.0;
+    for (const float v : r.features) scale = std::max(scale, std::fabs(static_cast<double>(v)));
+    for (std::size_t i = 0; i < ours.size(); ++i) worst = std::max(worst, std::fabs(double{ours[i]} - r.features[i]));
+    EXPECT_LE(worst, feature_tolerance * scale) << "max |Δ| " << worst << " at scale " << scale;
+
+    // Without the adapter the same tower gives the reference's unadapted features.
+    const VisionTower plain = VisionTower::load(case_dir("lora"), *be);
+    const auto plain_values = plain.forward(pixels_of(r.pixel_values, r.patch_values), r.grids).read_values<float>();
+    const checkpoint::Checkpoint file = checkpoint::Checkpoint::open(case_dir("lora") / "reference.safetensors");
+    const std::vector<float> expected = checkpoint::to_float(file.get("features_without_adapter"));
+    double plain_worst = 0.0;
+    for (std::size_t i = 0; i < expected.size(); ++i)
+      plain_worst = std::max(plain_worst, std::fabs(double{plain_values[i]} - expected[i]));
+    EXPECT_LE(plain_worst, feature_tolerance * scale);
+  }
+}
+
+TEST(VisionTower, RefusesLoraOnWeightsItDoesNotAdapt) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "s1_vision_lora_qkv";
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream(dir / "adapter_config.json") << R"({"peft_type": "LORA", "r": 1, "lora_alpha": 1})";
+    // One pair on blocks.0.attn.qkv (hidden 32 → 96), written as a minimal safetensors file.
+    const std::string a = "base_model.model.model.visual.blocks.0.attn.qkv.lora_A.weight";
+    const std::string b = "base_model.model.model.visual.blocks.0.attn.qkv.lora_B.weight";
+    const nlohmann::json header = {{a, {{"dtype", "F32"}, {"shape", {1, 32}}, {"data_offsets", {0, 128}}}},
+                                   {b, {{"dtype", "F32"}, {"shape", {96, 1}}, {"data_offsets", {128, 512}}}}};
+    const std::string text = header.dump();
+    const uint64_t length = text.size();
+    std::ofstream out(dir / "adapter_model.safetensors", std::ios::binary);
+    out.write(reinterpret_cast<const char*>(&length), sizeof length);
+    out << text << std::string(512, '\0');
+  }
+  const decoder::LoraAdapter adapter = decoder::LoraAdapter::from_directory(dir);
+  const std::unique_ptr<backend::Backend> be = backend::create_backend("reference");
+  EXPECT_THROW((void)VisionTower::load(case_dir("two_blocks"), *be, backend::Arithmetic::fp32, &adapter),
+               checkpoint::LoadError);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(VisionTower, RefusesGridsThatAreNotWholeMergeWindows) {

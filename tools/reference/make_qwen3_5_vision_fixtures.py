@@ -8,7 +8,7 @@ model.visual.* tensors (fp32), and reference.safetensors:
   pixel_values  f32 [patches, 3 * temporal * patch^2]  random inputs, images concatenated
   grid_thw      i64 [images, 3]
   features      f32 [patches / merge^2, out_hidden]   Qwen3_5VisionModel's pooler_output (the merger)
-and mrope.json: prompts with 0-3 images (token ids with the image pads already expanded, their
+lora/ (write_lora) the two_blocks tower with an unmerged LoRA adapter, and mrope.json: prompts with 0-3 images (token ids with the image pads already expanded, their
 grids) and the 3-D positions and rope delta Qwen3_5Model.get_rope_index gives them.
 Cases differ in depth, width, heads, head size, patch, merge (2 and 3), temporal patch (2 and 1),
 position grid, activation, rope theta and image grids (1-4 images, square and not).
@@ -83,6 +83,59 @@ def main() -> None:
                    "features": features.contiguous()}, os.path.join(folder, "reference.safetensors"))
         print(name, tuple(features.shape), float(features.abs().max()))
     write_mrope(args.out)
+    write_lora(args.out)
+
+
+def write_lora(out: str) -> None:
+    """lora/: the two_blocks tower with an unmerged PEFT LoRA (r 4, alpha 8: scale 2) on every block's
+    and the merger's linear_fc1 / linear_fc2, as Cua-S1's multimodal adapter adapts them
+    (adapter/adapter_config.json + adapter_model.safetensors); the reference features are the tower's
+    with each W + scale·B·A merged in fp32 (exactly what PEFT's unmerged forward computes, up to
+    summation order)."""
+    torch.manual_seed(150)
+    case = CASES["two_blocks"]
+    config = Qwen3_5Config(text_config=TEXT, vision_config=case["vision"])
+    config._attn_implementation = "eager"
+    model = Qwen3_5ForConditionalGeneration(config).eval()
+    visual = model.model.visual
+    rank, alpha = 4, 8.0
+    adapter, targets = {}, []
+    with torch.no_grad():
+        for key, tensor in visual.named_parameters():
+            if key.endswith("bias") or "norm" in key:
+                tensor.copy_(torch.randn_like(tensor) * 0.5 + (1.0 if key.endswith("weight") else 0.0))
+        for name, module in visual.named_modules():
+            if name.endswith("linear_fc1") or name.endswith("linear_fc2"):
+                a = torch.randn(rank, module.in_features) * 0.15
+                b = torch.randn(module.out_features, rank) * 0.15
+                base = f"base_model.model.model.visual.{name}"
+                adapter[base + ".lora_A.weight"] = a.contiguous()
+                adapter[base + ".lora_B.weight"] = b.contiguous()
+                targets.append(name.split(".")[-1])
+        base_weights = {k: v.clone() for k, v in model.state_dict().items() if k.startswith("model.visual.")}
+        grid = torch.tensor(case["grids"], dtype=torch.int64)
+        patches = int((grid[:, 0] * grid[:, 1] * grid[:, 2]).sum())
+        vision = config.vision_config
+        pixel_values = torch.randn(patches, vision.in_channels * vision.temporal_patch_size * vision.patch_size**2)
+        plain = visual(pixel_values, grid_thw=grid).pooler_output
+        for name, module in visual.named_modules():
+            if name.endswith("linear_fc1") or name.endswith("linear_fc2"):
+                base = f"base_model.model.model.visual.{name}"
+                module.weight += (alpha / rank) * adapter[base + ".lora_B.weight"] @ adapter[base + ".lora_A.weight"]
+        features = visual(pixel_values, grid_thw=grid).pooler_output
+    assert (features - plain).abs().max() > 0.1 * plain.abs().max()
+    folder = os.path.join(out, "lora")
+    os.makedirs(os.path.join(folder, "adapter"), exist_ok=True)
+    config.save_pretrained(folder)
+    save_file(base_weights, os.path.join(folder, "model.safetensors"))
+    save_file(adapter, os.path.join(folder, "adapter", "adapter_model.safetensors"))
+    with open(os.path.join(folder, "adapter", "adapter_config.json"), "w") as f:
+        json.dump({"peft_type": "LORA", "r": rank, "lora_alpha": alpha, "bias": "none",
+                   "target_modules": sorted(set(targets))}, f, indent=2)
+        f.write("\n")
+    save_file({"pixel_values": pixel_values.contiguous(), "grid_thw": grid, "features": features.contiguous(),
+               "features_without_adapter": plain.contiguous()}, os.path.join(folder, "reference.safetensors"))
+    print("lora", tuple(features.shape), float(features.abs().max()))
 
 
 IMAGE, START, END = 248056, 248053, 248054

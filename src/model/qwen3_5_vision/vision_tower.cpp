@@ -1,6 +1,7 @@
 #include "model/qwen3_5_vision/vision_tower.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <stdexcept>
 #include <utility>
@@ -105,16 +106,62 @@ AxisTaps axis_taps(int64_t index, int64_t length, int64_t side) {
 }  // namespace
 
 VisionTower VisionTower::load(const std::filesystem::path& dir, backend::Backend& backend,
-                              backend::Arithmetic arithmetic) {
+                              backend::Arithmetic arithmetic, const decoder::LoraAdapter* lora) {
   const VisionConfig config = read_vision_config(dir / "config.json");
   const checkpoint::Checkpoint weights = checkpoint::Checkpoint::open(dir);
-  return {config, weights, "model.visual.", backend, arithmetic};
+  return {config, weights, "model.visual.", backend, arithmetic, lora};
+}
+
+void VisionTower::Linear::apply(backend::Backend& be, const Tensor& x, bool accumulate, const Tensor& y) const {
+  be.matmul({.x = x, .weight = base.get(), .accumulate = accumulate, .y = y});
+  if (!down) return;
+  // The low-rank term joins before the activation, so an adapted base runs without its epilogue.
+  const std::array<std::size_t, 2> low_shape{x.rows(), down->out_features()};
+  const Tensor low = be.allocate(DType::fp32, low_shape);
+  be.matmul({.x = x, .weight = down.get(), .y = low});
+  be.matmul({.x = low, .weight = up.get(), .accumulate = true, .y = y});
+  if (activation != Activation::none) be.activate(activation, y, y);
 }
 
 VisionTower::VisionTower(const VisionConfig& config, const checkpoint::Checkpoint& weights, std::string_view prefix,
-                         backend::Backend& backend, backend::Arithmetic arithmetic)
+                         backend::Backend& backend, backend::Arithmetic arithmetic, const decoder::LoraAdapter* lora)
     : config_(config), backend_(&backend) {
   const std::string p(prefix);
+  // A linear with its adapter pair when `lora` adapts it (activation then applied after the sum).
+  const auto adapted = [&](const std::string& name, int64_t in, int64_t out, Activation activation) {
+    const decoder::LoraAdapter::Pair* pair = lora != nullptr ? lora->take(name + ".weight") : nullptr;
+    Linear l{.base = linear(backend, weights, name, in, out, arithmetic, pair != nullptr ? Activation::none : activation),
+             .down = nullptr,
+             .up = nullptr,
+             .activation = pair != nullptr ? activation : Activation::none};
+    if (pair == nullptr) return l;
+    if (pair->in_features != size(in) || pair->out_features != size(out)) {
+      throw checkpoint::LoadError(weights.source().string() + ": the LoRA pair of '" + name + "' is " +
+                                  std::to_string(pair->out_features) + "x" + std::to_string(pair->in_features) +
+                                  ", the weight " + std::to_string(out) + "x" + std::to_string(in));
+    }
+    std::vector<float> scaled_b = pair->b;
+    for (float& v : scaled_b) v = static_cast<float>(v * lora->scale());
+    l.down = backend.pack_matmul(Tensor::of(std::span<const float>(pair->a)).reshape({pair->rank, size(in)}), Tensor{},
+                                 backend::Arithmetic::fp32, Activation::none);
+    l.up = backend.pack_matmul(Tensor::of(std::span<const float>(scaled_b)).reshape({size(out), pair->rank}), Tensor{},
+                               backend::Arithmetic::fp32, Activation::none);
+    return l;
+  };
+  if (lora != nullptr) {
+    // Only the MLP linears take an adapter; any other tower weight's pair would be dropped.
+    for (const std::string other : {"attn.qkv", "attn.proj"}) {
+      for (int64_t i = 0; i < config.depth; ++i) {
+        const std::string name = p + "blocks." + std::to_string(i) + "." + other + ".weight";
+        if (lora->take(name) != nullptr) {
+          throw checkpoint::LoadError(weights.source().string() + ": LoRA on '" + name + "' is not supported");
+        }
+      }
+    }
+    if (lora->take(p + "patch_embed.proj.weight") != nullptr) {
+      throw checkpoint::LoadError(weights.source().string() + ": LoRA on the patch embedding is not supported");
+    }
+  }
   const int64_t hidden = config.hidden_size, merged = hidden * config.spatial_merge_size * config.spatial_merge_size;
   const int64_t patch = config.patch_size;
   // Conv3d weight [hidden, C, T, P, P] is the matmul weight [hidden, C·T·P·P] over the processor's
@@ -137,16 +184,15 @@ VisionTower::VisionTower(const VisionConfig& config, const checkpoint::Checkpoin
         .norm2_bias = vector(weights, b + "norm2.bias", hidden),
         .qkv = axial_qkv(backend, weights, b + "attn.qkv", config, arithmetic),
         .proj = linear(backend, weights, b + "attn.proj", hidden, hidden, arithmetic),
-        .fc1 = linear(backend, weights, b + "mlp.linear_fc1", hidden, config.intermediate_size, arithmetic,
-                      mlp_activation),
-        .fc2 = linear(backend, weights, b + "mlp.linear_fc2", config.intermediate_size, hidden, arithmetic),
+        .fc1 = adapted(b + "mlp.linear_fc1", hidden, config.intermediate_size, mlp_activation),
+        .fc2 = adapted(b + "mlp.linear_fc2", config.intermediate_size, hidden, Activation::none),
     });
   }
   merger_norm_weight_ = vector(weights, p + "merger.norm.weight", hidden);
   merger_norm_bias_ = vector(weights, p + "merger.norm.bias", hidden);
   // The merger's GELU is nn.GELU(): exact.
-  merger_fc1_ = linear(backend, weights, p + "merger.linear_fc1", merged, merged, arithmetic, Activation::gelu);
-  merger_fc2_ = linear(backend, weights, p + "merger.linear_fc2", merged, config.out_hidden_size, arithmetic);
+  merger_fc1_ = adapted(p + "merger.linear_fc1", merged, merged, Activation::gelu);
+  merger_fc2_ = adapted(p + "merger.linear_fc2", merged, config.out_hidden_size, Activation::none);
 }
 
 Tensor VisionTower::forward(const Tensor& pixel_values, std::span<const Grid> grids) const {
@@ -250,8 +296,8 @@ Tensor VisionTower::forward(const Tensor& pixel_values, std::span<const Grid> gr
              .bias = block.norm2_bias,
              .eps = layer_norm_eps,
              .y = normed});
-    be.matmul({.x = normed, .weight = block.fc1.get(), .y = mlp});
-    be.matmul({.x = mlp, .weight = block.fc2.get(), .accumulate = true, .y = x});
+    block.fc1.apply(be, normed, false, mlp);
+    block.fc2.apply(be, mlp, true, x);
   }
 
   // The merger: LayerNorm per patch, then each merge window's patches side by side as one row.
@@ -263,9 +309,9 @@ Tensor VisionTower::forward(const Tensor& pixel_values, std::span<const Grid> gr
            .y = normed});
   const std::size_t windows = n / size(merge * merge), merged = width * size(merge * merge);
   Tensor merged_hidden = allocate(windows, merged);
-  be.matmul({.x = normed.reshape({windows, merged}), .weight = merger_fc1_.get(), .y = merged_hidden});
+  merger_fc1_.apply(be, normed.reshape({windows, merged}), false, merged_hidden);
   Tensor features = allocate(windows, size(config_.out_hidden_size));
-  be.matmul({.x = merged_hidden, .weight = merger_fc2_.get(), .y = features});
+  merger_fc2_.apply(be, merged_hidden, false, features);
   return features;
 }
 
