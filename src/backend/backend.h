@@ -173,11 +173,15 @@ struct NormCall {
 // ([rows, heads·head_dim] fp32, rows may be strided), row r at position positions[r] (i64): value
 // pairs (j, j + rotary_dim/2) rotate by position·theta^(−2j/rotary_dim), angles in fp32 as
 // Transformers computes them. rotary_dim < head_dim is partial rotary.
+// Multimodal RoPE (Qwen2/3-VL M-RoPE) when `axes` is given (rotary_dim / 2 entries, each 0, 1 or 2):
+// positions then holds [3 · rows] i64, each axis's positions for every row, axis after axis, and
+// frequency j rotates by the position of axis axes[j] of its row.
 struct RopeCall {
   Tensor x{};
   std::size_t heads = 0, head_dim = 0, rotary_dim = 0;
   float theta = 10000.0F;
   Tensor positions{};
+  std::span<const std::uint8_t> axes = {};
 };
 
 // One run of rows that attends together: rows [offset, offset + length) of q, k, v and out.

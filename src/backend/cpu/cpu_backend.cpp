@@ -220,6 +220,16 @@ class CpuBackend final : public Backend {
       return;
     }
     const std::span<const float> rows = strided_read<float>(call.x);
+    if (!call.axes.empty()) {
+      if (call.axes.size() != call.rotary_dim / 2 || call.positions.elements() != 3 * call.x.rows() ||
+          std::ranges::any_of(call.axes, [](std::uint8_t a) { return a > 2; })) {
+        backend::reference::rope(call);  // refuses the call with the reference's message
+        return;
+      }
+      apply_mrope(std::span(call.x.data<float>(), rows.size()), call.x.rows(), call.x.stride(0), call.heads,
+                  call.head_dim, call.rotary_dim, call.axes, call.positions.read_values<std::int64_t>(), call.theta);
+      return;
+    }
     apply_rope(std::span(call.x.data<float>(), rows.size()), call.x.rows(), call.x.stride(0), call.heads, call.head_dim,
                call.rotary_dim, call.positions.read_values<std::int64_t>(), call.theta);
   }

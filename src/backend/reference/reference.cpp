@@ -206,13 +206,19 @@ void norm(const NormCall& call) {
 }
 
 void rope(const RopeCall& call) {
-  require(call.rotary_dim % 2 == 0 && call.rotary_dim <= call.head_dim && call.positions.elements() == call.x.rows() &&
+  const bool multimodal = !call.axes.empty();
+  const std::size_t rows = call.x.rows();
+  require(call.rotary_dim % 2 == 0 && call.rotary_dim <= call.head_dim &&
+              call.positions.elements() == (multimodal ? 3 * rows : rows) &&
               columns_of(call.x) >= call.heads * call.head_dim,
-          "rope rotary_dim even and ≤ head_dim, a position per row");
+          "rope rotary_dim even and ≤ head_dim, a position per row (three with axes)");
   const std::size_t half = call.rotary_dim / 2;
-  for (std::size_t r = 0; r < call.x.rows(); ++r) {
-    const auto position = static_cast<float>(index_at(call.positions, r));
+  require(!multimodal || (call.axes.size() == half && std::ranges::all_of(call.axes, [](std::uint8_t a) { return a < 3; })),
+          "rope axes: one of 0, 1, 2 per rotary frequency");
+  for (std::size_t r = 0; r < rows; ++r) {
     for (std::size_t j = 0; j < half; ++j) {
+      const auto position =
+          static_cast<float>(index_at(call.positions, multimodal ? call.axes[j] * rows + r : r));
       // fp32 throughout, as Transformers: inv_freq = 1 / θ^(2j/d), angle = position · inv_freq.
       const float exponent = static_cast<float>(2 * j) / static_cast<float>(call.rotary_dim);
       const float inverse_frequency = 1.0F / std::pow(call.theta, exponent);

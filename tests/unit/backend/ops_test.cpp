@@ -209,6 +209,35 @@ OpCase rope_case(std::size_t rows, std::size_t heads, std::size_t head_dim, std:
           }};
 }
 
+// M-RoPE: Qwen3.5's interleaved axes over the rotary frequencies, three positions per row (an image
+// grid's rows and columns after text).
+OpCase mrope_case(std::size_t rows, std::size_t heads, std::size_t head_dim, std::size_t rotary_dim,
+                  std::size_t padding) {
+  const std::string name = "mrope_" + std::to_string(rows) + "rows_" + std::to_string(heads) + "x" +
+                           std::to_string(head_dim) + "_rotary" + std::to_string(rotary_dim) +
+                           (padding ? "_strided" : "");
+  return {name, fp32_tolerance, [=](Backend& backend, Inputs& inputs) {
+            const Tensor wide = inputs.normal({rows, heads * head_dim + padding});
+            std::vector<std::int64_t> positions(3 * rows);
+            for (std::size_t r = 0; r < rows; ++r) {
+              positions[r] = 7;
+              positions[rows + r] = 7 + static_cast<std::int64_t>(r / 4);
+              positions[2 * rows + r] = 7 + static_cast<std::int64_t>(r % 4);
+            }
+            std::vector<std::uint8_t> axes;
+            for (std::size_t j = 0; j < rotary_dim / 2; ++j) axes.push_back(static_cast<std::uint8_t>(j % 3));
+            const Tensor x = wide.slice_columns(0, heads * head_dim);
+            backend.rope({.x = x,
+                          .heads = heads,
+                          .head_dim = head_dim,
+                          .rotary_dim = rotary_dim,
+                          .theta = 10000000.0F,
+                          .positions = Tensor::of(std::span<const std::int64_t>(positions)),
+                          .axes = axes});
+            return Outputs{floats(wide)};
+          }};
+}
+
 // --- attention ----------------------------------------------------------------------------------
 
 struct AttentionSetup {
@@ -469,6 +498,8 @@ std::vector<OpCase> op_cases() {
   cases.push_back(rope_case(5, 3, 16, 16, 0, 0));
   cases.push_back(rope_case(6, 2, 32, 8, 11, 0));
   cases.push_back(rope_case(4, 4, 64, 64, 31000, 40));
+  cases.push_back(mrope_case(12, 2, 32, 16, 0));
+  cases.push_back(mrope_case(8, 3, 64, 16, 24));
   // Attention: an encoder's packed batch (bidirectional, a sliding window), decoder prefill and
   // branches after a shared prefix with grouped-query heads, long sequences, bf16.
   cases.push_back(attention_case({.name = "bidirectional_packed", .lengths = {5, 17, 1}, .causal = false}));
