@@ -1,11 +1,15 @@
 // `s1serve quantize`: a safetensors checkpoint of a family s1serve runs, as the GGUF file llama.cpp's
 // convert_hf_to_gguf.py would write for it (the same metadata keys, tensor names and tokenizer
 // arrays), with its matrices quantised as llama.cpp's reference quantisers do. Supported: the dense
-// Qwen3 family. A decision-model side file (s1serve.json, label-token) is written beside the GGUF
-// as FILE.s1serve.json, where the GGUF loader reads it (decide/gguf_model.h).
+// Qwen3 family. With --decision-type, the decision keys llama.cpp's server reads
+// (`<arch>.decision.type`, `<arch>.decision.temperature.*`, `tokenizer.chat_template.systemone`) are
+// written into the file, which then serves as that decision type; otherwise a decision-model side
+// file (s1serve.json, label-token) is written beside the GGUF as FILE.s1serve.json, where the GGUF
+// loader reads it (decide/gguf_model.h).
 
 #include "cli/quantize.h"
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +23,7 @@
 #include <vector>
 
 #include "backend/quant_blocks.h"
+#include "decide/gguf_decision.h"
 #include "decide/gguf_model.h"
 #include "model/checkpoint/checkpoint.h"
 #include "model/checkpoint/config_reader.h"
@@ -183,7 +188,45 @@ void write_decision_file(const std::filesystem::path& dir, const std::filesystem
                              std::filesystem::copy_options::overwrite_existing);
 }
 
-void quantize(const std::filesystem::path& dir, backend::DType type, const std::filesystem::path& out) {
+struct DecisionKeys {
+  std::string type;  // empty: none written
+  std::filesystem::path template_file;
+  std::vector<std::string> temperatures;  // "<question type>[.<bucket>]=<value>"
+};
+
+// The keys llama.cpp's server-decision reads, checked as the GGUF loader will read them.
+void add_decision_keys(const DecisionKeys& decision, const std::string& architecture, Metadata& metadata) {
+  if (!decide::gguf_decision_type_named(decision.type))
+    throw std::invalid_argument("--decision-type '" + decision.type +
+                                "' is not a decision type s1serve serves (openjev, lev, nimble, pplx-decider, lfm2-d1)");
+  metadata.emplace_back(architecture + ".decision.type", checkpoint::gguf_string(decision.type));
+  for (const std::string& entry : decision.temperatures) {
+    const auto equals = entry.find('=');
+    const std::string key = entry.substr(0, equals);
+    const std::string question_type = key.substr(0, key.find('.'));
+    double value = 0.0;
+    try {
+      std::size_t used = 0;
+      value = equals == std::string::npos ? 0.0 : std::stod(entry.substr(equals + 1), &used);
+      if (equals + 1 + used != entry.size()) value = 0.0;
+    } catch (const std::exception&) {
+      value = 0.0;
+    }
+    if ((question_type != "choice" && question_type != "noul" && question_type != "score") || key.ends_with(".") ||
+        !(value > 0.0) || !std::isfinite(value)) {
+      throw std::invalid_argument("--decision-temperature '" + entry +
+                                  "' is not <choice|noul|score>[.<bucket>]=<a number above 0>");
+    }
+    metadata.emplace_back(architecture + ".decision.temperature." + key, checkpoint::gguf_float32(value));
+  }
+  std::ifstream in(decision.template_file, std::ios::binary);
+  if (!in) throw LoadError(decision.template_file.string() + ": missing or unreadable (--decision-template)");
+  std::string prompt_template(std::istreambuf_iterator<char>(in), {});
+  metadata.emplace_back("tokenizer.chat_template.systemone", checkpoint::gguf_string(std::move(prompt_template)));
+}
+
+void quantize(const std::filesystem::path& dir, backend::DType type, const std::filesystem::path& out,
+              const DecisionKeys& decision) {
   const nlohmann::json raw_config = read_json(dir / "config.json");
   const std::string model_type = raw_config.value("model_type", "");
   if (model_type != "qwen3")
@@ -216,6 +259,7 @@ void quantize(const std::filesystem::path& dir, backend::DType type, const std::
   metadata.emplace_back("general.file_type",
                         checkpoint::gguf_uint32(type == backend::DType::q8_0 ? file_type_q8_0 : file_type_q4_k_s));
   add_tokenizer(dir, config.vocab_size, metadata);
+  if (!decision.type.empty()) add_decision_keys(decision, architecture, metadata);
 
   const checkpoint::Checkpoint weights = checkpoint::Checkpoint::open(dir);
   std::vector<checkpoint::GgufTensorData> tensors;
@@ -230,7 +274,8 @@ void quantize(const std::filesystem::path& dir, backend::DType type, const std::
     tensors.push_back(convert_tensor(weights, view, *gguf_name, type));
   }
   checkpoint::write_gguf(out, metadata, tensors);
-  write_decision_file(dir, out);
+  // A file with decision keys says how it decides; a label-token side file would contradict it.
+  if (decision.type.empty()) write_decision_file(dir, out);
 }
 
 }  // namespace
@@ -238,6 +283,7 @@ void quantize(const std::filesystem::path& dir, backend::DType type, const std::
 void add_quantize_command(CLI::App& app) {
   struct Flags {
     std::string model, type, out;
+    DecisionKeys decision;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* command = app.add_subcommand("quantize", "Write a GGUF file of quantised weights from a checkpoint");
@@ -245,9 +291,22 @@ void add_quantize_command(CLI::App& app) {
       ->required();
   command->add_option("--type", flags->type, "q8_0 or q4_k")->required()->check(CLI::IsMember({"q8_0", "q4_k"}));
   command->add_option("--out", flags->out, "the GGUF file to write")->required();
+  auto* decision_type = command->add_option(
+      "--decision-type", flags->decision.type,
+      "write <arch>.decision.type (openjev, lev, nimble, pplx-decider, lfm2-d1): the file serves as that type");
+  auto* decision_template =
+      command->add_option("--decision-template", flags->decision.template_file,
+                          "the Jinja prompt written as tokenizer.chat_template.systemone (with --decision-type)");
+  auto* decision_temperature =
+      command->add_option("--decision-temperature", flags->decision.temperatures,
+                          "<question type>[.<bucket>]=T, written as <arch>.decision.temperature.*; repeatable");
+  decision_type->needs(decision_template);
+  decision_template->needs(decision_type);
+  decision_temperature->needs(decision_type);
   command->callback([flags] {
     try {
-      quantize(flags->model, flags->type == "q8_0" ? backend::DType::q8_0 : backend::DType::q4_k, flags->out);
+      quantize(flags->model, flags->type == "q8_0" ? backend::DType::q8_0 : backend::DType::q4_k, flags->out,
+               flags->decision);
     } catch (const std::exception& error) {
       std::cerr << "s1serve quantize: " << error.what() << "\n";
       std::exit(2);

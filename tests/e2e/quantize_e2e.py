@@ -12,7 +12,12 @@ that serve with quantised matmuls close to the checkpoint they came from.
    each.
 3. A Qwen3 checkpoint whose rows are whole Q4_K blocks (hidden 256, random weights, made here) is
    quantised to q4_k: its matrices are Q4_K in the file.
-4. Both GGUFs are served (Q8_0 and Q4_K weights kept quantised, activations quantised to int8 per
+4. The same fixture quantised to q8_0 with --decision-type lev and the lev stand-in's prompt and
+   temperatures (read from tests/fixtures/gguf/decision/tiny-qwen3-lev.gguf) carries the same
+   decision keys as that stand-in, and serves as lev: tests/e2e/gguf_decision_requests.jsonl gets
+   the input_tokens of expected.json and probabilities within MAX_DRIFT of them (the stand-in holds
+   the same weights unquantised).
+5. Both GGUFs of 1 and 3 are served (Q8_0 and Q4_K weights kept quantised, activations quantised to int8 per
    block) beside fp32 directories: the q8_0 one beside the checkpoint it came from, the q4_k one
    beside its own weights dequantised (by the plain reference below; Q4_K's own error on random
    weights moves near-uniform answers by up to 0.2, which would hide a kernel bug). Every request of
@@ -51,8 +56,8 @@ def read_jsonl(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
-def quantize(binary, model, kind, out):
-    done = subprocess.run([binary, "quantize", "--model", model, "--type", kind, "--out", out],
+def quantize(binary, model, kind, out, extra=()):
+    done = subprocess.run([binary, "quantize", "--model", model, "--type", kind, "--out", out, *extra],
                           capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
         raise SystemExit(f"quantize {model} {kind}: exit {done.returncode}: {done.stderr}")
@@ -113,6 +118,47 @@ def make_q4_k_checkpoint(directory):
         p + "mlp.up_proj.weight": normal(inner, hidden),
         p + "mlp.down_proj.weight": normal(hidden, inner),
     })
+
+
+def read_gguf_metadata(path):
+    """key → value for the string, float32 and uint32 keys (the decision keys' types)."""
+    data = open(path, "rb").read()
+    _, _, _, kv_count = struct.unpack_from("<IIQQ", data, 0)
+    at, values = 24, {}
+    sizes = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+
+    def string(at):
+        (length,) = struct.unpack_from("<Q", data, at)
+        return data[at + 8:at + 8 + length].decode(), at + 8 + length
+
+    def skip(kind, at):
+        if kind == 8:
+            return string(at)[1]
+        if kind == 9:
+            inner, count = struct.unpack_from("<IQ", data, at)
+            at += 12
+            for _ in range(count):
+                at = skip(inner, at)
+            return at
+        return at + sizes[kind]
+
+    for _ in range(kv_count):
+        key, at = string(at)
+        (kind,) = struct.unpack_from("<I", data, at)
+        at += 4
+        if kind == 8:
+            values[key], at = string(at)
+        elif kind == 6:
+            values[key] = struct.unpack_from("<f", data, at)[0]
+            at += 4
+        else:
+            at = skip(kind, at)
+    return values
+
+
+def decision_keys(metadata):
+    return {key: value for key, value in metadata.items()
+            if ".decision." in key or key == "tokenizer.chat_template.systemone"}
 
 
 def read_gguf_tensors(path):
@@ -255,6 +301,22 @@ def main():
             if f"{name}: rows of " not in said or "written as Q5_0" not in said:
                 problems.append(f"q4_k of 64-value rows: the output does not say {name} fell back: {said!r}")
 
+        stand_in = decision_keys(read_gguf_metadata(
+            os.path.join(ROOT, "tests", "fixtures", "gguf", "decision", "tiny-qwen3-lev.gguf")))
+        prompt = os.path.join(work, "lev.jinja")
+        with open(prompt, "w", encoding="utf-8") as f:
+            f.write(stand_in["tokenizer.chat_template.systemone"])
+        flags = ["--decision-type", "lev", "--decision-template", prompt]
+        for key, value in stand_in.items():
+            if key.startswith("qwen3.decision.temperature."):
+                flags += ["--decision-temperature", f"{key[len('qwen3.decision.temperature.'):]}={value!r}"]
+        lev = os.path.join(work, "tiny-lev-q8.gguf")
+        quantize(args.binary, FIXTURE, "q8_0", lev, flags)
+        if decision_keys(read_gguf_metadata(lev)) != stand_in:
+            problems.append(f"lev q8_0: decision keys {decision_keys(read_gguf_metadata(lev))} vs the stand-in's")
+        if os.path.exists(os.path.join(work, "tiny-lev-q8.s1serve.json")):
+            problems.append("lev q8_0: a label-token decision file was written beside a decision-type GGUF")
+
         wide = os.path.join(work, "wide-qwen3")
         make_q4_k_checkpoint(wide)
         q4 = os.path.join(work, "wide-q4.gguf")
@@ -269,6 +331,31 @@ def main():
             json.dump({"contract": "label-token", "name": "wide-q4", "precision": "fp32"}, f)
         with open(os.path.join(work, "tiny-q8.s1serve.json"), "w") as f:
             json.dump({"contract": "label-token", "name": "tiny-q8", "precision": "fp32"}, f)
+
+        with open(os.path.join(work, "tiny-lev-q8.s1serve.json"), "w") as f:
+            json.dump({"name": "tiny-lev-q8", "precision": "fp32"}, f)
+        lev_expected = json.load(open(os.path.join(ROOT, "tests", "fixtures", "gguf", "decision", "expected.json")))["lev"]
+        lev_requests = read_jsonl(os.path.join(HERE, "gguf_decision_requests.jsonl"))
+        worst_lev = 0.0
+        with s1harness.Server(args.binary, ["--model", lev, "--port", "0"], name="quantize-lev") as server:
+            for number, request in enumerate(lev_requests):
+                response = s1harness.request(server, "POST", "/v1/systemone", json_body=dict(request, model="tiny-lev-q8"),
+                                             timeout=60.0)
+                want = lev_expected[number]
+                if response.status != 200:
+                    problems.append(f"lev request {number}: status {response.status}: {response.body[:300]!r}")
+                    continue
+                body = response.json()
+                if body["usage"]["input_tokens"] != want["input_tokens"]:
+                    problems.append(f"lev request {number}: input_tokens {body['usage']['input_tokens']}, "
+                                    f"expected {want['input_tokens']}")
+                for key, answer in want["answers"].items():
+                    for label, p in probabilities(answer).items():
+                        drift = abs(probabilities(body["answers"][key]).get(label, -1.0) - p)
+                        worst_lev = max(worst_lev, drift)
+                        if drift > MAX_DRIFT:
+                            problems.append(f"lev request {number}/{key}: p[{label}] drifts {drift:.4f}")
+        print(f"lev q8_0: largest probability drift from the stand-in's reference: {worst_lev:.4f}")
 
         directory_name = json.load(open(os.path.join(FIXTURE, "s1serve.json")))["name"]
         requests = read_jsonl(os.path.join(HERE, "decoder_requests.jsonl"))
