@@ -1,7 +1,7 @@
 // `s1serve quantize`: a safetensors checkpoint of a family s1serve runs, as the GGUF file llama.cpp's
 // convert_hf_to_gguf.py would write for it (the same metadata keys, tensor names and tokenizer
 // arrays), with its matrices quantised as llama.cpp's reference quantisers do. Supported: the dense
-// Qwen3 family. With --decision-type, the decision keys llama.cpp's server reads
+// Qwen3 family and LFM2. With --decision-type, the decision keys llama.cpp's server reads
 // (`<arch>.decision.type`, `<arch>.decision.temperature.*`, `tokenizer.chat_template.systemone`) are
 // written into the file, which then serves as that decision type; otherwise a decision-model side
 // file (s1serve.json, label-token) is written beside the GGUF as FILE.s1serve.json, where the GGUF
@@ -31,7 +31,9 @@
 #include "model/checkpoint/gguf_names.h"
 #include "model/checkpoint/gguf_writer.h"
 #include "model/checkpoint/load_error.h"
+#include "model/lfm2/config.h"
 #include "model/qwen3/config.h"
+#include "text/gguf_vocab.h"
 
 namespace s1::cli {
 namespace {
@@ -60,7 +62,22 @@ nlohmann::json read_json(const std::filesystem::path& file) {
 // The tokenizer as convert_hf_to_gguf.py's get_vocab_base() writes a BPE one: every id below the
 // model's vocab_size (ids past the tokenizer are "[PAD<i>]" fillers), added tokens CONTROL when
 // special, USER_DEFINED otherwise; merges as "a b"; eos and pad ids by their tokens.
-void add_tokenizer(const std::filesystem::path& dir, int64_t vocab_size, Metadata& metadata) {
+// The pre-tokeniser name llama.cpp knows for the tokenizer.json's Split pattern.
+std::string pre_tokenizer_name(const nlohmann::json& tokenizer, bool lfm2_family, const std::string& source) {
+  const nlohmann::json& pre = tokenizer.value("pre_tokenizer", nlohmann::json::object());
+  const nlohmann::json split = pre.value("type", "") == "Sequence" && pre.contains("pretokenizers") &&
+                                       !pre["pretokenizers"].empty()
+                                   ? pre["pretokenizers"][0]
+                                   : pre;
+  std::string pattern;
+  if (split.value("type", "") == "Split" && split.contains("pattern") && split["pattern"].contains("Regex"))
+    pattern = split["pattern"]["Regex"].get<std::string>();
+  if (const auto name = text::gguf_pre_tokenizer_of_pattern(pattern, lfm2_family)) return *name;
+  throw LoadError(source + ": pre_tokenizer's split pattern is none that s1serve writes (qwen2" +
+                  std::string(lfm2_family ? ", lfm2" : "") + ")");
+}
+
+void add_tokenizer(const std::filesystem::path& dir, int64_t vocab_size, bool lfm2_family, Metadata& metadata) {
   const std::filesystem::path tokenizer_file = dir / "tokenizer.json";
   const nlohmann::json tokenizer = read_json(tokenizer_file);
   const nlohmann::json config = read_json(dir / "tokenizer_config.json");
@@ -95,8 +112,8 @@ void add_tokenizer(const std::filesystem::path& dir, int64_t vocab_size, Metadat
     merges.push_back(merge.is_string() ? merge.get<std::string>()
                                        : merge.at(0).get<std::string>() + " " + merge.at(1).get<std::string>());
   metadata.emplace_back("tokenizer.ggml.model", checkpoint::gguf_string("gpt2"));
-  // Qwen3's pre-tokeniser (its Split regex), the one llama.cpp names qwen2.
-  metadata.emplace_back("tokenizer.ggml.pre", checkpoint::gguf_string("qwen2"));
+  metadata.emplace_back("tokenizer.ggml.pre",
+                        checkpoint::gguf_string(pre_tokenizer_name(tokenizer, lfm2_family, tokenizer_file.string())));
   metadata.emplace_back("tokenizer.ggml.tokens", checkpoint::gguf_strings(std::move(tokens)));
   metadata.emplace_back("tokenizer.ggml.token_type", checkpoint::gguf_int32s(types));
   metadata.emplace_back("tokenizer.ggml.merges", checkpoint::gguf_strings(std::move(merges)));
@@ -135,7 +152,15 @@ GgmlType stored_type(const checkpoint::TensorView& view, backend::DType type) {
 
 checkpoint::GgufTensorData convert_tensor(const checkpoint::Checkpoint& weights, const checkpoint::TensorView& view,
                                           std::string name, backend::DType type) {
-  const GgmlType stored = stored_type(view, type);
+  // llama.cpp squeezes [C, 1, K] conv kernels to [C, K], and never quantises them (llama-quant.cpp).
+  const bool conv_kernel = name.find("shortconv.conv.weight") != std::string::npos;
+  std::vector<int64_t> shape = view.shape;
+  if (conv_kernel) {
+    if (shape.size() != 3 || shape[1] != 1)
+      throw LoadError(weights.source().string() + ": conv kernel '" + view.name + "' is not [C, 1, K]");
+    shape = {shape[0], shape[2]};
+  }
+  const GgmlType stored = conv_kernel ? GgmlType::kF32 : stored_type(view, type);
   const std::vector<float> values = weights.to_float_released(view);
   std::vector<std::byte> bytes;
   switch (stored) {
@@ -172,7 +197,7 @@ checkpoint::GgufTensorData convert_tensor(const checkpoint::Checkpoint& weights,
     std::cout << name << ": rows of " << view.shape.back() << " values are not whole Q4_K blocks of 256; written as "
               << checkpoint::ggml_type_info(stored).name << ", as llama.cpp's quantizer does\n";
   }
-  return {std::move(name), stored, view.shape, std::move(bytes)};
+  return {std::move(name), stored, std::move(shape), std::move(bytes)};
 }
 
 void write_decision_file(const std::filesystem::path& dir, const std::filesystem::path& out) {
@@ -229,36 +254,64 @@ void quantize(const std::filesystem::path& dir, backend::DType type, const std::
               const DecisionKeys& decision) {
   const nlohmann::json raw_config = read_json(dir / "config.json");
   const std::string model_type = raw_config.value("model_type", "");
-  if (model_type != "qwen3")
+  if (model_type != "qwen3" && model_type != "lfm2")
     throw LoadError((dir / "config.json").string() + ": model_type '" + model_type +
-                    "'; quantize writes the qwen3 family only so far");
-  const std::string architecture = "qwen3";
-  const qwen3::Qwen3Config config = qwen3::read_qwen3_config(dir / "config.json");
-  const std::map<std::string_view, double> values{
-      {"max_position_embeddings", static_cast<double>(config.max_position_embeddings)},
-      {"hidden_size", static_cast<double>(config.hidden_size)},
-      {"intermediate_size", static_cast<double>(config.intermediate_size)},
-      {"num_hidden_layers", static_cast<double>(config.num_hidden_layers)},
-      {"num_attention_heads", static_cast<double>(config.num_attention_heads)},
-      {"num_key_value_heads", static_cast<double>(config.num_key_value_heads)},
-      {"head_dim", static_cast<double>(config.head_dim)},
-      {"rms_norm_eps", config.rms_norm_eps},
-      {"rope_theta", config.rope_theta}};
+                    "'; quantize writes the qwen3 and lfm2 families only so far");
+  const std::string architecture = model_type;
   Metadata metadata;
   metadata.emplace_back("general.architecture", checkpoint::gguf_string(architecture));
-  // In the converter's order (a file byte for byte its own, tests/e2e/quantize_e2e.py).
-  for (const checkpoint::GgufConfigKey& key : checkpoint::gguf_text_model_keys()) {
-    const double value = values.at(key.config);
-    metadata.emplace_back(
-        architecture + "." + std::string(key.gguf),
-        key.is_float ? checkpoint::gguf_float32(value) : checkpoint::gguf_uint32(static_cast<uint32_t>(value)));
-    if (key.gguf == "attention.key_length")
-      metadata.emplace_back(architecture + ".attention.value_length",
-                            checkpoint::gguf_uint32(static_cast<uint32_t>(config.head_dim)));
+  const uint32_t file_type = type == backend::DType::q8_0 ? file_type_q8_0 : file_type_q4_k_s;
+  int64_t vocab_size = 0;
+  bool tie_word_embeddings = true;
+  if (model_type == "qwen3") {
+    const qwen3::Qwen3Config config = qwen3::read_qwen3_config(dir / "config.json");
+    vocab_size = config.vocab_size;
+    tie_word_embeddings = config.tie_word_embeddings;
+    const std::map<std::string_view, double> values{
+        {"max_position_embeddings", static_cast<double>(config.max_position_embeddings)},
+        {"hidden_size", static_cast<double>(config.hidden_size)},
+        {"intermediate_size", static_cast<double>(config.intermediate_size)},
+        {"num_hidden_layers", static_cast<double>(config.num_hidden_layers)},
+        {"num_attention_heads", static_cast<double>(config.num_attention_heads)},
+        {"num_key_value_heads", static_cast<double>(config.num_key_value_heads)},
+        {"head_dim", static_cast<double>(config.head_dim)},
+        {"rms_norm_eps", config.rms_norm_eps},
+        {"rope_theta", config.rope_theta}};
+    // In the converter's order (a file byte for byte its own, tests/e2e/quantize_e2e.py).
+    for (const checkpoint::GgufConfigKey& key : checkpoint::gguf_text_model_keys()) {
+      const double value = values.at(key.config);
+      metadata.emplace_back(
+          architecture + "." + std::string(key.gguf),
+          key.is_float ? checkpoint::gguf_float32(value) : checkpoint::gguf_uint32(static_cast<uint32_t>(value)));
+      if (key.gguf == "attention.key_length")
+        metadata.emplace_back(architecture + ".attention.value_length",
+                              checkpoint::gguf_uint32(static_cast<uint32_t>(config.head_dim)));
+    }
+    metadata.emplace_back("general.file_type", checkpoint::gguf_uint32(file_type));
+  } else {
+    // LFM2Model.set_gguf_parameters's keys, in its order (tests/fixtures/gguf/converted/tiny-lfm2-f32.gguf):
+    // one head_count_kv per layer, 0 for the short-conv layers; feed_forward_length the real width.
+    const lfm2::Lfm2Config config = lfm2::read_lfm2_config(dir / "config.json");
+    vocab_size = config.vocab_size;
+    tie_word_embeddings = config.tie_word_embeddings;
+    if (config.conv_bias) throw LoadError((dir / "config.json").string() + ": conv_bias is true; llama.cpp's lfm2 has none");
+    const auto uint = [](int64_t value) { return checkpoint::gguf_uint32(static_cast<uint32_t>(value)); };
+    std::vector<int32_t> kv_heads;
+    for (const bool attention : config.full_attention)
+      kv_heads.push_back(attention ? static_cast<int32_t>(config.num_key_value_heads) : 0);
+    metadata.emplace_back("lfm2.block_count", uint(config.num_hidden_layers));
+    metadata.emplace_back("lfm2.context_length", uint(config.max_position_embeddings));
+    metadata.emplace_back("lfm2.embedding_length", uint(config.hidden_size));
+    metadata.emplace_back("lfm2.feed_forward_length", uint(config.intermediate_size));
+    metadata.emplace_back("lfm2.attention.head_count", uint(config.num_attention_heads));
+    metadata.emplace_back("lfm2.attention.head_count_kv", checkpoint::gguf_int32s(kv_heads));
+    metadata.emplace_back("lfm2.rope.freq_base", checkpoint::gguf_float32(config.rope_theta));
+    metadata.emplace_back("lfm2.attention.layer_norm_rms_epsilon", checkpoint::gguf_float32(config.norm_eps));
+    metadata.emplace_back("general.file_type", checkpoint::gguf_uint32(file_type));
+    metadata.emplace_back("lfm2.vocab_size", uint(config.vocab_size));
+    metadata.emplace_back("lfm2.shortconv.l_cache", uint(config.conv_kernel));
   }
-  metadata.emplace_back("general.file_type",
-                        checkpoint::gguf_uint32(type == backend::DType::q8_0 ? file_type_q8_0 : file_type_q4_k_s));
-  add_tokenizer(dir, config.vocab_size, metadata);
+  add_tokenizer(dir, vocab_size, model_type == "lfm2", metadata);
   if (!decision.type.empty()) add_decision_keys(decision, architecture, metadata);
 
   const checkpoint::Checkpoint weights = checkpoint::Checkpoint::open(dir);
@@ -268,9 +321,10 @@ void quantize(const std::filesystem::path& dir, backend::DType type, const std::
     const std::string name =
         view.name.starts_with("model.") || view.name == "lm_head.weight" ? view.name : "model." + view.name;
     // Transformers writes lm_head when tied too; llama.cpp reads the embedding table then.
-    if (config.tie_word_embeddings && name == "lm_head.weight") continue;
+    if (tie_word_embeddings && name == "lm_head.weight") continue;
     const auto gguf_name = checkpoint::gguf_tensor_name(architecture, name);
-    if (!gguf_name) throw LoadError(weights.source().string() + ": tensor '" + view.name + "' has no qwen3 GGUF name");
+    if (!gguf_name)
+      throw LoadError(weights.source().string() + ": tensor '" + view.name + "' has no " + architecture + " GGUF name");
     tensors.push_back(convert_tensor(weights, view, *gguf_name, type));
   }
   checkpoint::write_gguf(out, metadata, tensors);

@@ -242,6 +242,13 @@ std::string gguf_tokenizer_json(const GgufVocabulary& vocabulary, std::string_vi
   return Builder(vocabulary, source_name).build().dump();
 }
 
+std::optional<std::string> gguf_pre_tokenizer_of_pattern(std::string_view pattern, bool lfm2_family) {
+  for (const PreTokenizer& entry : kPreTokenizers) {
+    if (entry.pattern == pattern && (entry.name != "lfm2" || lfm2_family)) return std::string(entry.name);
+  }
+  return std::nullopt;
+}
+
 Tokenizer tokenizer_from_gguf(const GgufVocabulary& vocabulary, std::string_view source_name) {
   return Tokenizer::from_json(gguf_tokenizer_json(vocabulary, source_name), source_name);
 }

@@ -52,4 +52,8 @@ std::string gguf_tokenizer_json(const GgufVocabulary& vocabulary, std::string_vi
 
 Tokenizer tokenizer_from_gguf(const GgufVocabulary& vocabulary, std::string_view source_name);
 
+// The tokenizer.ggml.pre name (model gpt2) whose split pattern is `pattern`, among those above, for a
+// writer; "lfm2" only where `lfm2_family` (its pattern is Llama-3's, which other families share).
+std::optional<std::string> gguf_pre_tokenizer_of_pattern(std::string_view pattern, bool lfm2_family);
+
 }  // namespace s1::text

@@ -13,10 +13,11 @@ that serve with quantised matmuls close to the checkpoint they came from.
 3. A Qwen3 checkpoint whose rows are whole Q4_K blocks (hidden 256, random weights, made here) is
    quantised to q4_k: its matrices are Q4_K in the file.
 4. The same fixture quantised to q8_0 with --decision-type lev and the lev stand-in's prompt and
-   temperatures (read from tests/fixtures/gguf/decision/tiny-qwen3-lev.gguf) carries the same
-   decision keys as that stand-in, and serves as lev: tests/e2e/gguf_decision_requests.jsonl gets
-   the input_tokens of expected.json and probabilities within MAX_DRIFT of them (the stand-in holds
-   the same weights unquantised).
+   temperatures (read from tests/fixtures/gguf/decision/tiny-qwen3-lev.gguf), and
+   tests/fixtures/tiny-lfm2 (the LFM2 family) likewise with tiny-lfm2-lfm2-d1.gguf's lfm2-d1 keys,
+   carry the same decision keys as their stand-ins and serve as those types:
+   tests/e2e/gguf_decision_requests.jsonl gets the input_tokens of expected.json and probabilities
+   within MAX_DRIFT of them (the stand-ins hold the same weights unquantised).
 5. Both GGUFs of 1 and 3 are served (Q8_0 and Q4_K weights kept quantised, activations quantised to int8 per
    block) beside fp32 directories: the q8_0 one beside the checkpoint it came from, the q4_k one
    beside its own weights dequantised (by the plain reference below; Q4_K's own error on random
@@ -301,21 +302,29 @@ def main():
             if f"{name}: rows of " not in said or "written as Q5_0" not in said:
                 problems.append(f"q4_k of 64-value rows: the output does not say {name} fell back: {said!r}")
 
-        stand_in = decision_keys(read_gguf_metadata(
-            os.path.join(ROOT, "tests", "fixtures", "gguf", "decision", "tiny-qwen3-lev.gguf")))
-        prompt = os.path.join(work, "lev.jinja")
-        with open(prompt, "w", encoding="utf-8") as f:
-            f.write(stand_in["tokenizer.chat_template.systemone"])
-        flags = ["--decision-type", "lev", "--decision-template", prompt]
-        for key, value in stand_in.items():
-            if key.startswith("qwen3.decision.temperature."):
-                flags += ["--decision-temperature", f"{key[len('qwen3.decision.temperature.'):]}={value!r}"]
-        lev = os.path.join(work, "tiny-lev-q8.gguf")
-        quantize(args.binary, FIXTURE, "q8_0", lev, flags)
-        if decision_keys(read_gguf_metadata(lev)) != stand_in:
-            problems.append(f"lev q8_0: decision keys {decision_keys(read_gguf_metadata(lev))} vs the stand-in's")
-        if os.path.exists(os.path.join(work, "tiny-lev-q8.s1serve.json")):
-            problems.append("lev q8_0: a label-token decision file was written beside a decision-type GGUF")
+        # (fixture, architecture, stand-in stem, expected.json key, served name)
+        decision_cases = [(FIXTURE, "qwen3", "tiny-qwen3-lev", "lev", "tiny-lev-q8"),
+                          (os.path.join(ROOT, "tests", "fixtures", "tiny-lfm2"), "lfm2", "tiny-lfm2-lfm2-d1",
+                           "lfm2/lfm2-d1", "tiny-lfm2-d1-q8")]
+        decision_files = []
+        for source, arch, stem, _, served in decision_cases:
+            stand_in = decision_keys(read_gguf_metadata(
+                os.path.join(ROOT, "tests", "fixtures", "gguf", "decision", stem + ".gguf")))
+            prompt = os.path.join(work, served + ".jinja")
+            with open(prompt, "w", encoding="utf-8") as f:
+                f.write(stand_in["tokenizer.chat_template.systemone"])
+            prefix = arch + ".decision.temperature."
+            flags = ["--decision-type", stand_in[arch + ".decision.type"], "--decision-template", prompt]
+            for key, value in stand_in.items():
+                if key.startswith(prefix):
+                    flags += ["--decision-temperature", f"{key[len(prefix):]}={value!r}"]
+            path = os.path.join(work, served + ".gguf")
+            quantize(args.binary, source, "q8_0", path, flags)
+            if decision_keys(read_gguf_metadata(path)) != stand_in:
+                problems.append(f"{served}: decision keys {decision_keys(read_gguf_metadata(path))} vs the stand-in's")
+            if os.path.exists(os.path.join(work, served + ".s1serve.json")):
+                problems.append(f"{served}: a label-token decision file was written beside a decision-type GGUF")
+            decision_files.append(path)
 
         wide = os.path.join(work, "wide-qwen3")
         make_q4_k_checkpoint(wide)
@@ -332,30 +341,35 @@ def main():
         with open(os.path.join(work, "tiny-q8.s1serve.json"), "w") as f:
             json.dump({"contract": "label-token", "name": "tiny-q8", "precision": "fp32"}, f)
 
-        with open(os.path.join(work, "tiny-lev-q8.s1serve.json"), "w") as f:
-            json.dump({"name": "tiny-lev-q8", "precision": "fp32"}, f)
-        lev_expected = json.load(open(os.path.join(ROOT, "tests", "fixtures", "gguf", "decision", "expected.json")))["lev"]
-        lev_requests = read_jsonl(os.path.join(HERE, "gguf_decision_requests.jsonl"))
-        worst_lev = 0.0
-        with s1harness.Server(args.binary, ["--model", lev, "--port", "0"], name="quantize-lev") as server:
-            for number, request in enumerate(lev_requests):
-                response = s1harness.request(server, "POST", "/v1/systemone", json_body=dict(request, model="tiny-lev-q8"),
-                                             timeout=60.0)
-                want = lev_expected[number]
-                if response.status != 200:
-                    problems.append(f"lev request {number}: status {response.status}: {response.body[:300]!r}")
-                    continue
-                body = response.json()
-                if body["usage"]["input_tokens"] != want["input_tokens"]:
-                    problems.append(f"lev request {number}: input_tokens {body['usage']['input_tokens']}, "
-                                    f"expected {want['input_tokens']}")
-                for key, answer in want["answers"].items():
-                    for label, p in probabilities(answer).items():
-                        drift = abs(probabilities(body["answers"][key]).get(label, -1.0) - p)
-                        worst_lev = max(worst_lev, drift)
-                        if drift > MAX_DRIFT:
-                            problems.append(f"lev request {number}/{key}: p[{label}] drifts {drift:.4f}")
-        print(f"lev q8_0: largest probability drift from the stand-in's reference: {worst_lev:.4f}")
+        decision_expected = json.load(open(os.path.join(ROOT, "tests", "fixtures", "gguf", "decision", "expected.json")))
+        decision_requests = read_jsonl(os.path.join(HERE, "gguf_decision_requests.jsonl"))
+        served_files = []
+        for (_, _, _, _, served), path in zip(decision_cases, decision_files):
+            with open(os.path.join(work, served + ".s1serve.json"), "w") as f:
+                json.dump({"name": served, "precision": "fp32"}, f)
+            served_files += ["--model", path]
+        worst_decision = {served: 0.0 for *_, served in decision_cases}
+        with s1harness.Server(args.binary, served_files + ["--port", "0"], name="quantize-decision") as server:
+            for _, _, _, key_expected, served in decision_cases:
+                for number, request in enumerate(decision_requests):
+                    where = f"{served} request {number}"
+                    response = s1harness.request(server, "POST", "/v1/systemone",
+                                                 json_body=dict(request, model=served), timeout=60.0)
+                    want = decision_expected[key_expected][number]
+                    if response.status != 200:
+                        problems.append(f"{where}: status {response.status}: {response.body[:300]!r}")
+                        continue
+                    body = response.json()
+                    if body["usage"]["input_tokens"] != want["input_tokens"]:
+                        problems.append(f"{where}: input_tokens {body['usage']['input_tokens']}, "
+                                        f"expected {want['input_tokens']}")
+                    for key, answer in want["answers"].items():
+                        for label, p in probabilities(answer).items():
+                            drift = abs(probabilities(body["answers"][key]).get(label, -1.0) - p)
+                            worst_decision[served] = max(worst_decision[served], drift)
+                            if drift > MAX_DRIFT:
+                                problems.append(f"{where}/{key}: p[{label}] drifts {drift:.4f}")
+        print(f"decision types at q8_0: largest probability drift from the stand-ins' references: {worst_decision}")
 
         directory_name = json.load(open(os.path.join(FIXTURE, "s1serve.json")))["name"]
         requests = read_jsonl(os.path.join(HERE, "decoder_requests.jsonl"))

@@ -200,7 +200,8 @@ std::optional<std::string> gguf_tensor_name(std::string_view architecture, std::
   const Architecture* table = find_architecture(architecture);
   if (table == nullptr) return std::nullopt;
   for (const auto& entry : table->entries) {
-    if (entry.transforms != kGgufAsIs) continue;
+    // A squeezed conv kernel keeps its values: the writer drops the middle 1 of its shape.
+    if ((entry.transforms & ~uint32_t{kGgufUnsqueezeConv}) != kGgufAsIs) continue;
     // Our pattern's text before and after "{}", and the layer digits between them.
     const auto at = entry.ours.find("{}");
     const std::string_view before = entry.ours.substr(0, at);

@@ -46,7 +46,8 @@ bool is_mapped_gguf_architecture(std::string_view architecture);
 std::optional<GgufTensorMapping> map_gguf_tensor(std::string_view architecture, std::string_view gguf_name);
 
 // The other way, for a writer: the GGUF name of our tensor `name` when the architecture's table
-// stores it renamed only (no value or shape change); nullopt otherwise.
+// stores it renamed only (no value change; a kGgufUnsqueezeConv kernel, which the writer squeezes,
+// included); nullopt otherwise.
 std::optional<std::string> gguf_tensor_name(std::string_view architecture, std::string_view name);
 
 }  // namespace s1::checkpoint
