@@ -154,7 +154,9 @@ TEST(VisionTower, UnmergedLoraMatchesTheMergedReference) {
 
     // Without the adapter the same tower gives the reference's unadapted features.
     const VisionTower plain = VisionTower::load(case_dir("lora"), *be);
-    const auto plain_values = plain.forward(pixels_of(r.pixel_values, r.patch_values), r.grids).read_values<float>();
+    // read_values is a view: the tensor must outlive it.
+    const backend::Tensor plain_features = plain.forward(pixels_of(r.pixel_values, r.patch_values), r.grids);
+    const auto plain_values = plain_features.read_values<float>();
     const checkpoint::Checkpoint file = checkpoint::Checkpoint::open(case_dir("lora") / "reference.safetensors");
     const std::vector<float> expected = checkpoint::to_float(file.get("features_without_adapter"));
     double plain_worst = 0.0;
